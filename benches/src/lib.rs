@@ -1,0 +1,1 @@
+//! Benchmarks of model checking, conformance replay and the runtimes.

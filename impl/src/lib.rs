@@ -1,0 +1,4 @@
+//! steadfast: production sans-IO state machines for the Flink leadership lifecycle
+//! (FLINK-39704) and for durable actions with saved call results (flink-agents 1158).
+//!
+//! Each machine takes events in and returns effects out; drivers outside execute effects.

@@ -1,0 +1,1 @@
+//! Stateright models.
