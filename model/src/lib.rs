@@ -1,1 +1,125 @@
-//! Stateright models.
+//! steadfast-model: stateright models of two Apache Flink bugs and their fixes.
+//!
+//! - [`leadership`]: the job leadership lifecycle of FLINK-39704 (apache/flink PR 28201),
+//!   where a globally terminal job result is masked as SUSPENDED by a concurrent
+//!   leadership revocation and the job is run again.
+//! - [`durable`]: durable actions of flink-agents issue 1158, where a restored action
+//!   repeats an external call whose result the log already holds.
+//!
+//! Every model is parameterised by a *design* (the unpatched code, each half of a fix,
+//! the fixed code) and by *settings* (bounds and environment assumptions), both plain
+//! data. The [`Spec`] trait is what the checker CLI, the verdict tables and the
+//! conformance layer see of a model; [`check`] runs the checker over it.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+
+use stateright::Model;
+
+pub mod check;
+pub mod settings;
+
+pub use settings::{Param, ParamKind, Settings, SettingsError};
+
+/// The verdict of one property in one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// An `always` property holds in every reachable state.
+    Holds,
+    /// An `always` property is violated in some reachable state.
+    Counterexample,
+    /// A `sometimes` property is satisfied in some reachable state.
+    Reached,
+    /// A `sometimes` property is satisfied in no reachable state.
+    Unreached,
+}
+
+impl Verdict {
+    /// Whether this verdict is what a correct design wants (holds / reached).
+    pub fn is_good(self) -> bool {
+        matches!(self, Verdict::Holds | Verdict::Reached)
+    }
+
+    /// The word printed in tables.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::Counterexample => "counterexample",
+            Verdict::Reached => "reached",
+            Verdict::Unreached => "unreached",
+        }
+    }
+}
+
+/// One cell of a specification's expected-verdict table: running `design` under the
+/// settings preset `scenario`, property `property` must come out as `expected`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expectation {
+    /// Design name as accepted on the command line (e.g. `unpatched`).
+    pub design: &'static str,
+    /// Scenario name: a column of the table, a named preset of settings
+    /// (see [`Spec::scenarios`]).
+    pub scenario: &'static str,
+    /// Property name as returned by `properties()`.
+    pub property: &'static str,
+    /// The verdict the specification expects.
+    pub expected: Verdict,
+}
+
+/// What the checker CLI, the verdict tables and the conformance layer need of a model.
+///
+/// A `Spec` value is a fully configured model: one design, one set of settings, and
+/// optionally a *focus* on a single property (stateright overwrites discoveries while a
+/// run continues, so the shortest counterexample of a property is found by a BFS run
+/// whose `properties()` holds that property alone).
+pub trait Spec: Model + Clone + Send + Sync + 'static
+where
+    Self::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+    Self::Action: Clone + Debug + Eq + Send + Sync + 'static,
+{
+    /// The model's name on the command line (`leadership`, `durable`).
+    const NAME: &'static str;
+
+    /// One line saying what the model is, for `--help` and tables.
+    const SUMMARY: &'static str;
+
+    /// Every design, in table order, by command-line name (kebab-case).
+    fn designs() -> &'static [&'static str];
+
+    /// The design this model checks, by command-line name.
+    fn design_name(&self) -> &'static str;
+
+    /// The settings this model was built with.
+    fn settings(&self) -> &Settings;
+
+    /// The settings the model accepts (bounds, assumptions), with defaults and limits.
+    fn params() -> &'static [Param];
+
+    /// Named presets of settings (a column of an expected-verdict table, e.g. one
+    /// ordering of the leadership model). Each is a list of `(param, value)` overrides of
+    /// the defaults. `default` (no overrides) is always implicitly available.
+    fn scenarios() -> &'static [(&'static str, &'static [(&'static str, &'static str)])] {
+        &[]
+    }
+
+    /// Builds the model for a design (by name) and validated settings. Unknown design
+    /// names and inconsistent settings are errors naming the problem.
+    fn build(design: &str, settings: &Settings) -> Result<Self, SettingsError>;
+
+    /// The same model with `properties()` restricted to the named property (`None`
+    /// restores all). Unknown names are an error.
+    fn focus(&self, property: Option<&str>) -> Result<Self, SettingsError>;
+
+    /// One step of a trace in domain words, e.g. "the election revokes session 1".
+    fn describe_step(&self, before: &Self::State, action: &Self::Action) -> String;
+
+    /// A short name for a counterexample's shape, when it is a known one (for example
+    /// "ordering A"); `None` otherwise.
+    fn classify(&self, _path: &[(Self::State, Option<Self::Action>)]) -> Option<String> {
+        None
+    }
+
+    /// The expected-verdict table of the specification in `specs/`.
+    fn expectations() -> Vec<Expectation>;
+}

@@ -1,0 +1,367 @@
+//! Running the checker over a [`Spec`]: verdicts, state counts and shortest traces.
+//!
+//! One exhaustive run with every property (plus a sentinel that never fires, so the run
+//! visits every reachable state even when all properties are discovered early) gives the
+//! verdicts and the state counts. stateright overwrites a property's discovery each time
+//! a later state violates it, so that run's traces are not the shortest; for each
+//! discovery a second, single-threaded BFS run focused on that property alone stops at
+//! the first violating state, whose path is then a shortest one.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use stateright::report::{ReportData, ReportDiscovery, Reporter};
+use stateright::{Checker, Expectation as Kind, HasDiscoveries, Model, Path, Property};
+
+use crate::{Spec, Verdict};
+
+/// Name of the property that never fires; [`select`] appends it to unfocused runs.
+pub const SENTINEL: &str = "(every state visited)";
+
+fn never_fires<M: Model>(_: &M, _: &M::State) -> bool {
+    true
+}
+
+/// The properties a model should return from `properties()`: all of them followed by the
+/// sentinel when `focus` is `None`, or only the named one. Models call this so that the
+/// focusing contract of [`Spec::focus`] is implemented once.
+pub fn select<M: Model>(all: Vec<Property<M>>, focus: Option<&str>) -> Vec<Property<M>> {
+    match focus {
+        None => {
+            let mut all = all;
+            all.push(Property::always(SENTINEL, never_fires::<M>));
+            all
+        }
+        Some(name) => all.into_iter().filter(|p| p.name == name).collect(),
+    }
+}
+
+/// The search order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    /// Breadth first: counterexamples found are shortest (single-threaded).
+    Bfs,
+    /// Depth first: less memory; honours symmetry reduction.
+    Dfs,
+}
+
+/// How to run the checker.
+#[derive(Clone, Debug)]
+pub struct CheckOptions {
+    /// Worker threads of the exhaustive run (the shortest-trace runs use one).
+    pub threads: usize,
+    /// Search order of the exhaustive run.
+    pub strategy: Strategy,
+    /// Whether to search for the shortest trace of each discovery.
+    pub shortest: bool,
+    /// Print progress to stderr for runs longer than this (never when `None`).
+    pub progress_after: Option<Duration>,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            threads: 1,
+            strategy: Strategy::Bfs,
+            shortest: true,
+            progress_after: None,
+        }
+    }
+}
+
+/// One numbered step of a trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// The action as the model names it (Debug form).
+    pub action: String,
+    /// The step in domain words.
+    pub description: String,
+}
+
+/// A trace that shows a discovery: the steps from an initial state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Trace {
+    /// Steps, in order.
+    pub steps: Vec<Step>,
+    /// The known shape of this trace, if any (e.g. "ordering A").
+    pub shape: Option<String>,
+    /// The last state, as Debug text.
+    pub last_state: String,
+}
+
+/// A property's outcome in a run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PropertyReport {
+    /// Property name.
+    pub name: &'static str,
+    /// `always`, `sometimes` or `eventually`.
+    pub kind: &'static str,
+    /// What the run found.
+    pub verdict: Verdict,
+    /// The counterexample or example, shortest when asked for.
+    pub trace: Option<Trace>,
+    /// Action indices of the trace from its initial state (the Explorer's `#/steps/` path).
+    pub explorer_path: Option<String>,
+}
+
+/// Everything one `check` produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckReport {
+    /// Model name.
+    pub model: &'static str,
+    /// Design name.
+    pub design: &'static str,
+    /// The settings the run used, by name.
+    pub settings: Vec<(String, String)>,
+    /// Unique states of the exhaustive run.
+    pub unique_states: usize,
+    /// States generated, repeats included.
+    pub generated_states: usize,
+    /// Deepest level reached (initial states have depth 1).
+    pub max_depth: usize,
+    /// Wall time of the exhaustive run, seconds.
+    pub seconds: f64,
+    /// Unique states per second of the exhaustive run.
+    pub states_per_second: f64,
+    /// Wall time of the shortest-trace runs, seconds.
+    pub shortest_seconds: f64,
+    /// One entry per property, in model order.
+    pub properties: Vec<PropertyReport>,
+}
+
+impl CheckReport {
+    /// A property's report by name.
+    pub fn property(&self, name: &str) -> Option<&PropertyReport> {
+        self.properties.iter().find(|p| p.name == name)
+    }
+
+    /// The verdict of a property by name.
+    pub fn verdict(&self, name: &str) -> Option<Verdict> {
+        self.property(name).map(|p| p.verdict)
+    }
+
+    /// True when every safety property holds and every reachability property is reached.
+    pub fn all_good(&self) -> bool {
+        self.properties.iter().all(|p| p.verdict.is_good())
+    }
+}
+
+fn kind_word(kind: &Kind) -> &'static str {
+    match kind {
+        Kind::Always => "always",
+        Kind::Sometimes => "sometimes",
+        Kind::Eventually => "eventually",
+    }
+}
+
+fn verdict_of(kind: &Kind, discovered: bool) -> Verdict {
+    match (kind, discovered) {
+        (Kind::Sometimes, true) => Verdict::Reached,
+        (Kind::Sometimes, false) => Verdict::Unreached,
+        (_, true) => Verdict::Counterexample,
+        (_, false) => Verdict::Holds,
+    }
+}
+
+/// Progress lines on stderr, once the run has lasted `after`.
+struct Progress {
+    after: Duration,
+    label: String,
+}
+
+impl<M: Model> Reporter<M> for Progress {
+    fn report_checking(&mut self, data: ReportData) {
+        if data.done || data.duration < self.after {
+            return;
+        }
+        let secs = data.duration.as_secs_f64();
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}: {} unique states, {} generated, depth {}, {:.0} states/s, {:.0}s",
+            self.label,
+            data.unique_states,
+            data.total_states,
+            data.max_depth,
+            data.unique_states as f64 / secs,
+            secs
+        );
+    }
+
+    fn report_discoveries(
+        &mut self,
+        _: &M,
+        _: std::collections::BTreeMap<&'static str, ReportDiscovery<M>>,
+    ) where
+        M::Action: Debug + PartialEq,
+        M::State: Debug + Hash + PartialEq,
+    {
+    }
+}
+
+/// Converts a stateright path to a trace in the model's words.
+pub fn trace_of<M: Spec>(model: &M, path: Path<M::State, M::Action>) -> Trace
+where
+    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
+{
+    let pairs = path.into_vec();
+    let shape = model.classify(&pairs);
+    let steps = pairs
+        .iter()
+        .filter_map(|(state, action)| {
+            action.as_ref().map(|a| Step {
+                action: format!("{a:?}"),
+                description: model.describe_step(state, a),
+            })
+        })
+        .collect();
+    let last_state = pairs
+        .last()
+        .map(|(s, _)| format!("{s:?}"))
+        .unwrap_or_default();
+    Trace {
+        steps,
+        shape,
+        last_state,
+    }
+}
+
+/// The Explorer path of a trace: the index of the initial state, then of each action
+/// among the actions enabled at its state, joined by `/`.
+pub fn explorer_path<M: Model>(model: &M, path: &[(M::State, Option<M::Action>)]) -> Option<String>
+where
+    M::State: PartialEq,
+    M::Action: PartialEq,
+{
+    let first = &path.first()?.0;
+    let init = model.init_states().iter().position(|s| s == first)?;
+    let mut parts = vec![init.to_string()];
+    for (state, action) in path {
+        if let Some(action) = action {
+            let mut actions = Vec::new();
+            model.actions(state, &mut actions);
+            parts.push(actions.iter().position(|a| a == action)?.to_string());
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// The shortest path to a state where `property` is discovered, by single-threaded BFS
+/// over the model focused on that property.
+pub fn shortest<M: Spec>(model: &M, property: &'static str) -> Option<Path<M::State, M::Action>>
+where
+    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
+{
+    let focused = model.focus(Some(property)).ok()?;
+    focused
+        .checker()
+        .threads(1)
+        .finish_when(HasDiscoveries::Any)
+        .spawn_bfs()
+        .join()
+        .discovery(property)
+}
+
+/// What an exhaustive run leaves behind, whatever its search order.
+struct Run<M: Model> {
+    discoveries: std::collections::HashMap<&'static str, Path<M::State, M::Action>>,
+    unique_states: usize,
+    generated_states: usize,
+    max_depth: usize,
+}
+
+fn finish<M, C>(checker: C, progress: &mut Progress) -> Run<M>
+where
+    M: Model,
+    M::State: Clone + Debug + Hash + PartialEq + Send + Sync,
+    M::Action: Clone + Debug + PartialEq + Send + Sync,
+    C: Checker<M> + Send + Sync,
+{
+    let checker = checker.join_and_report(progress);
+    Run {
+        discoveries: checker.discoveries(),
+        unique_states: checker.unique_state_count(),
+        generated_states: checker.state_count(),
+        max_depth: checker.max_depth(),
+    }
+}
+
+/// Checks a model exhaustively and reports every property.
+pub fn check<M: Spec>(model: &M, options: &CheckOptions) -> CheckReport
+where
+    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
+{
+    let full = model
+        .focus(None)
+        .expect("focusing on no property cannot fail");
+    let kinds: Vec<(&'static str, Kind)> = full
+        .properties()
+        .into_iter()
+        .filter(|p| p.name != SENTINEL)
+        .map(|p| (p.name, p.expectation))
+        .collect();
+
+    let started = Instant::now();
+    let builder = full.clone().checker().threads(options.threads.max(1));
+    let mut progress = Progress {
+        after: options.progress_after.unwrap_or(Duration::MAX),
+        label: format!("{} {}", M::NAME, model.design_name()),
+    };
+    let run = match options.strategy {
+        Strategy::Bfs => finish(builder.spawn_bfs(), &mut progress),
+        Strategy::Dfs => finish(builder.spawn_dfs(), &mut progress),
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let discoveries = run.discoveries;
+
+    let shortest_started = Instant::now();
+    let properties = kinds
+        .into_iter()
+        .map(|(name, kind)| {
+            let found = discoveries.get(name).cloned();
+            let verdict = verdict_of(&kind, found.is_some());
+            let path = match (found, options.shortest) {
+                (Some(_), true) => shortest(model, name),
+                (found, _) => found,
+            };
+            let (trace, explorer) = match path {
+                Some(path) => {
+                    let explorer = explorer_path(&full, &path.clone().into_vec());
+                    (Some(trace_of(model, path)), explorer)
+                }
+                None => (None, None),
+            };
+            PropertyReport {
+                name,
+                kind: kind_word(&kind),
+                verdict,
+                trace,
+                explorer_path: explorer,
+            }
+        })
+        .collect();
+
+    let unique_states = run.unique_states;
+    CheckReport {
+        model: M::NAME,
+        design: model.design_name(),
+        settings: model
+            .settings()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        unique_states,
+        generated_states: run.generated_states,
+        max_depth: run.max_depth,
+        seconds,
+        states_per_second: unique_states as f64 / seconds.max(1e-9),
+        shortest_seconds: shortest_started.elapsed().as_secs_f64(),
+        properties,
+    }
+}
