@@ -1,1 +1,65 @@
-fn main() {}
+//! `steadfast`: the command line of the workspace.
+//!
+//! - `check MODEL`: exhaustive check of one design, a table of verdicts and the shortest
+//!   trace of every discovery;
+//! - `verdicts`: every design of every model against the expected-verdict tables of
+//!   `specs/`;
+//! - `explore MODEL`: the stateright Explorer in the browser.
+//!
+//! Exit status follows model checkers: 0 when everything holds and is reached, 1 when a
+//! counterexample is found or a reachability property is unreached (or a verdict does not
+//! match its table), 2 on bad arguments.
+
+mod args;
+mod commands;
+mod models;
+mod render;
+
+use std::process::ExitCode;
+
+use args::UsageError;
+
+const USAGE: &str = "\
+steadfast: formal models of two Apache Flink bugs, and the checks that bind them to code
+
+usage:
+  steadfast check MODEL [--design D] [--SETTING VALUE]... [--threads N] [--dfs] [--json]
+  steadfast verdicts [--json]
+  steadfast explore MODEL [--design D] [--SETTING VALUE]... [--addr 127.0.0.1:3000]
+  steadfast models                  list models, designs, settings and scenarios
+
+  --scenario S    start from a named preset of settings (a column of a verdict table)
+  --no-shortest   skip the extra runs that make each trace a shortest one
+
+exit status: 0 all good, 1 counterexample or unreached property, 2 bad arguments";
+
+fn main() -> ExitCode {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    match run(&raw) {
+        Ok(code) => code,
+        Err(UsageError(message)) => {
+            eprintln!("steadfast: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
+    let Some((command, rest)) = raw.split_first() else {
+        println!("{USAGE}");
+        return Err(UsageError("no command given".into()));
+    };
+    match command.as_str() {
+        "check" => commands::check(rest),
+        "verdicts" => commands::verdicts(rest),
+        "explore" => commands::explore(rest),
+        "models" => commands::models(rest),
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        other => Err(UsageError(format!(
+            "unknown command `{other}` (commands: check, verdicts, explore, models, help)"
+        ))),
+    }
+}

@@ -365,3 +365,167 @@ where
         properties,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The runner over a toy model: two counters that each step up to 3; the state (3, 0)
+    //! is a "bug". Its shortest path has three steps, while the depth-first or overwritten
+    //! discovery of a whole-model run is longer.
+    use super::*;
+    use crate::{Expectation, Param, ParamKind, Settings, SettingsError};
+
+    #[derive(Clone)]
+    struct Toy {
+        focus: Option<&'static str>,
+        settings: Settings,
+    }
+
+    const PARAMS: &[Param] = &[Param {
+        name: "max",
+        help: "counter limit",
+        kind: ParamKind::Int {
+            default: 3,
+            min: 1,
+            max: 9,
+        },
+    }];
+
+    impl Model for Toy {
+        type State = (u8, u8);
+        type Action = u8;
+        fn init_states(&self) -> Vec<(u8, u8)> {
+            vec![(0, 0)]
+        }
+        fn actions(&self, s: &(u8, u8), actions: &mut Vec<u8>) {
+            let max = self.settings.int("max") as u8;
+            if s.1 < max {
+                actions.push(1);
+            }
+            if s.0 < max {
+                actions.push(0);
+            }
+        }
+        fn next_state(&self, s: &(u8, u8), a: u8) -> Option<(u8, u8)> {
+            Some(if a == 0 {
+                (s.0 + 1, s.1)
+            } else {
+                (s.0, s.1 + 1)
+            })
+        }
+        fn properties(&self) -> Vec<Property<Self>> {
+            select(
+                vec![
+                    Property::always("never (3, x)", |_, s: &(u8, u8)| s.0 < 3),
+                    Property::always("sum below 9", |_, s: &(u8, u8)| s.0 + s.1 < 9),
+                    Property::sometimes("both move", |_, s: &(u8, u8)| s.0 > 0 && s.1 > 0),
+                    Property::sometimes("never seen", |_, s: &(u8, u8)| s.0 > 20),
+                ],
+                self.focus,
+            )
+        }
+    }
+
+    impl Spec for Toy {
+        const NAME: &'static str = "toy";
+        const SUMMARY: &'static str = "two counters";
+        fn designs() -> &'static [&'static str] {
+            &["only"]
+        }
+        fn design_name(&self) -> &'static str {
+            "only"
+        }
+        fn settings(&self) -> &Settings {
+            &self.settings
+        }
+        fn params() -> &'static [Param] {
+            PARAMS
+        }
+        fn build(design: &str, settings: &Settings) -> Result<Self, SettingsError> {
+            if design != "only" {
+                return Err(SettingsError(format!("unknown design `{design}`")));
+            }
+            Ok(Toy {
+                focus: None,
+                settings: settings.clone(),
+            })
+        }
+        fn focus(&self, property: Option<&str>) -> Result<Self, SettingsError> {
+            let focus = match property {
+                None => None,
+                Some(name) => Some(
+                    Toy::build("only", &self.settings)?
+                        .properties()
+                        .iter()
+                        .map(|p| p.name)
+                        .find(|n| *n == name && *n != SENTINEL)
+                        .ok_or_else(|| SettingsError(format!("unknown property `{name}`")))?,
+                ),
+            };
+            Ok(Toy {
+                focus,
+                ..self.clone()
+            })
+        }
+        fn describe_step(&self, _: &(u8, u8), a: &u8) -> String {
+            format!("counter {a} steps")
+        }
+        fn expectations() -> Vec<Expectation> {
+            Vec::new()
+        }
+    }
+
+    fn toy() -> Toy {
+        Toy::build("only", &Settings::defaults(PARAMS)).unwrap()
+    }
+
+    #[test]
+    fn verdicts_counts_and_shortest_traces() {
+        for strategy in [Strategy::Bfs, Strategy::Dfs] {
+            let report = check(
+                &toy(),
+                &CheckOptions {
+                    strategy,
+                    ..CheckOptions::default()
+                },
+            );
+            // All 16 states are visited although "never (3, x)" is found early.
+            assert_eq!(report.unique_states, 16, "{strategy:?}");
+            assert_eq!(report.max_depth, 7, "{strategy:?}");
+            assert_eq!(
+                report.verdict("never (3, x)"),
+                Some(Verdict::Counterexample)
+            );
+            assert_eq!(report.verdict("sum below 9"), Some(Verdict::Holds));
+            assert_eq!(report.verdict("both move"), Some(Verdict::Reached));
+            assert_eq!(report.verdict("never seen"), Some(Verdict::Unreached));
+            assert_eq!(
+                report.verdict(SENTINEL),
+                None,
+                "the sentinel is not reported"
+            );
+            assert!(!report.all_good());
+            let bug = report.property("never (3, x)").unwrap();
+            let steps: Vec<&str> = bug
+                .trace
+                .as_ref()
+                .unwrap()
+                .steps
+                .iter()
+                .map(|s| s.description.as_str())
+                .collect();
+            assert_eq!(steps, ["counter 0 steps"; 3], "{strategy:?}");
+            // Counter 0 is the second enabled action while counter 1 can move.
+            assert_eq!(bug.explorer_path.as_deref(), Some("0/1/1/1"));
+        }
+    }
+
+    #[test]
+    fn settings_shape_the_space_and_reach_the_report() {
+        let small = Toy::build("only", &Settings::parse(PARAMS, &[("max", "2")]).unwrap()).unwrap();
+        let report = check(&small, &CheckOptions::default());
+        assert_eq!(report.unique_states, 9);
+        assert_eq!(report.verdict("never (3, x)"), Some(Verdict::Holds));
+        assert!(report.property("never (3, x)").unwrap().trace.is_none());
+        assert_eq!(report.settings, vec![("max".to_string(), "2".to_string())]);
+    }
+}

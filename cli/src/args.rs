@@ -1,0 +1,131 @@
+//! Command-line parsing, by hand: model settings are declared by each model at run time
+//! (`--grants 3`), which a static argument parser cannot know in advance.
+
+use std::fmt;
+
+/// A usage error: printed on one line, exit status 2.
+#[derive(Debug, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Parsed arguments after the command word: positionals, `--flag` switches, and
+/// `--name value` options, in the order given.
+#[derive(Debug, Default)]
+pub struct Args {
+    /// Arguments without a leading `--`.
+    pub positional: Vec<String>,
+    /// `--name value` pairs (also `--name=value`).
+    pub options: Vec<(String, String)>,
+    /// `--name` switches without a value.
+    pub switches: Vec<String>,
+}
+
+impl Args {
+    /// Splits `raw`; names in `switches` take no value, every other `--name` takes one.
+    pub fn parse(raw: &[String], switches: &[&str]) -> Result<Args, UsageError> {
+        let mut args = Args::default();
+        let mut i = 0;
+        while i < raw.len() {
+            let word = &raw[i];
+            if let Some(name) = word.strip_prefix("--") {
+                if let Some((n, v)) = name.split_once('=') {
+                    args.options.push((n.to_string(), v.to_string()));
+                } else if switches.contains(&name) {
+                    args.switches.push(name.to_string());
+                } else {
+                    let value = raw
+                        .get(i + 1)
+                        .ok_or_else(|| UsageError(format!("`--{name}` needs a value")))?;
+                    args.options.push((name.to_string(), value.clone()));
+                    i += 1;
+                }
+            } else {
+                args.positional.push(word.clone());
+            }
+            i += 1;
+        }
+        Ok(args)
+    }
+
+    /// Whether a switch was given.
+    pub fn switch(&self, name: &str) -> bool {
+        self.switches.iter().any(|s| s == name)
+    }
+
+    /// Removes and returns the last value of an option (later ones win).
+    pub fn take(&mut self, name: &str) -> Option<String> {
+        let mut found = None;
+        self.options.retain(|(n, v)| {
+            if n == name {
+                found = Some(v.clone());
+                false
+            } else {
+                true
+            }
+        });
+        found
+    }
+
+    /// Removes and parses a numeric option within `min..=max`.
+    pub fn take_number(
+        &mut self,
+        name: &str,
+        default: usize,
+        min: usize,
+        max: usize,
+    ) -> Result<usize, UsageError> {
+        match self.take(name) {
+            None => Ok(default),
+            Some(text) => match text.parse::<usize>() {
+                Ok(n) if (min..=max).contains(&n) => Ok(n),
+                _ => Err(UsageError(format!(
+                    "`--{name}` must be a number within {min}..={max}, got `{text}`"
+                ))),
+            },
+        }
+    }
+
+    /// Fails if positionals beyond `allowed` remain.
+    pub fn no_more_positionals(&self, allowed: usize) -> Result<(), UsageError> {
+        match self.positional.get(allowed) {
+            Some(extra) => Err(UsageError(format!("unexpected argument `{extra}`"))),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(words: &[&str]) -> Vec<String> {
+        words.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn splits_positionals_switches_and_options() {
+        let mut a = Args::parse(
+            &strings(&["leadership", "--design", "fixed", "--json", "--grants=3"]),
+            &["json"],
+        )
+        .unwrap();
+        assert_eq!(a.positional, vec!["leadership"]);
+        assert!(a.switch("json"));
+        assert_eq!(a.take("design").as_deref(), Some("fixed"));
+        assert_eq!(a.options, vec![("grants".to_string(), "3".to_string())]);
+    }
+
+    #[test]
+    fn missing_value_and_bad_number_are_usage_errors() {
+        let e = Args::parse(&strings(&["--design"]), &[]).unwrap_err();
+        assert_eq!(e.0, "`--design` needs a value");
+        let mut a = Args::parse(&strings(&["--threads", "0"]), &[]).unwrap();
+        let e = a.take_number("threads", 1, 1, 64).unwrap_err();
+        assert!(e.0.contains("within 1..=64"), "{e}");
+    }
+}

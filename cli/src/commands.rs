@@ -1,0 +1,402 @@
+//! The commands: argument handling and output, generic over the model.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::net::TcpListener;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde::Serialize;
+use stateright::Model as _;
+use steadfast_model::check::{self, CheckOptions, Strategy};
+use steadfast_model::{ParamKind, Settings, Spec, Verdict};
+
+use crate::args::{Args, UsageError};
+use crate::models::{with_spec, NAMES};
+use crate::render;
+
+fn model_name(args: &Args, command: &str) -> Result<String, UsageError> {
+    args.no_more_positionals(1)?;
+    args.positional.first().cloned().ok_or_else(|| {
+        UsageError(format!(
+            "`{command}` needs a model (models: {})",
+            NAMES.join(", ")
+        ))
+    })
+}
+
+/// Settings from a scenario preset (if named) overridden by the remaining options.
+fn settings<M>(args: &mut Args) -> Result<Settings, UsageError>
+where
+    M: Spec,
+    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
+{
+    let mut settings = Settings::defaults(M::params());
+    if let Some(name) = args.take("scenario") {
+        let preset = scenario::<M>(&name)?;
+        for (param, value) in preset {
+            settings
+                .set(M::params(), param, value)
+                .map_err(|e| UsageError(format!("scenario `{name}`: {e}")))?;
+        }
+    }
+    for (name, value) in std::mem::take(&mut args.options) {
+        settings
+            .set(M::params(), &name, &value)
+            .map_err(|e| UsageError(e.0))?;
+    }
+    Ok(settings)
+}
+
+fn scenario<M>(name: &str) -> Result<&'static [(&'static str, &'static str)], UsageError>
+where
+    M: Spec,
+    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
+{
+    if name == "default" {
+        return Ok(&[]);
+    }
+    M::scenarios()
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, preset)| *preset)
+        .ok_or_else(|| {
+            let mut known: Vec<&str> = vec!["default"];
+            known.extend(M::scenarios().iter().map(|(n, _)| *n));
+            UsageError(format!(
+                "unknown scenario `{name}` for model {} (scenarios: {})",
+                M::NAME,
+                known.join(", ")
+            ))
+        })
+}
+
+fn build<M>(args: &mut Args) -> Result<M, UsageError>
+where
+    M: Spec,
+    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
+{
+    let design = args.take("design").unwrap_or_else(|| "fixed".to_string());
+    if !M::designs().contains(&design.as_str()) {
+        return Err(UsageError(format!(
+            "unknown design `{design}` for model {} (designs: {})",
+            M::NAME,
+            M::designs().join(", ")
+        )));
+    }
+    let settings = settings::<M>(args)?;
+    M::build(&design, &settings).map_err(|e| UsageError(e.0))
+}
+
+/// `check MODEL ...`
+pub fn check(rest: &[String]) -> Result<ExitCode, UsageError> {
+    let mut args = Args::parse(rest, &["json", "dfs", "no-shortest"])?;
+    let name = model_name(&args, "check")?;
+    with_spec!(name.as_str(), M => check_model::<M>(&mut args))
+}
+
+fn check_model<M>(args: &mut Args) -> Result<ExitCode, UsageError>
+where
+    M: Spec,
+    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
+{
+    let threads = args.take_number("threads", 1, 1, 64)?;
+    let options = CheckOptions {
+        threads,
+        strategy: if args.switch("dfs") {
+            Strategy::Dfs
+        } else {
+            Strategy::Bfs
+        },
+        shortest: !args.switch("no-shortest"),
+        progress_after: Some(Duration::from_secs(2)),
+    };
+    let model: M = build(args)?;
+    let report = check::check(&model, &options);
+    if args.switch("json") {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("reports serialise")
+        );
+    } else {
+        print!("{}", render::report(&report));
+    }
+    Ok(if report.all_good() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// One cell of a verdict table as found by the checker.
+#[derive(Serialize)]
+pub struct VerdictRow {
+    design: &'static str,
+    scenario: &'static str,
+    property: &'static str,
+    expected: Verdict,
+    found: Verdict,
+}
+
+impl VerdictRow {
+    fn reproduced(&self) -> bool {
+        self.expected == self.found
+    }
+}
+
+#[derive(Serialize)]
+struct VerdictTable {
+    model: &'static str,
+    unique_states: Vec<(String, String, usize)>,
+    rows: Vec<VerdictRow>,
+}
+
+fn verdict_table<M>() -> Result<VerdictTable, UsageError>
+where
+    M: Spec,
+    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
+{
+    let expectations = M::expectations();
+    let mut runs: Vec<(&'static str, &'static str)> = Vec::new();
+    for e in &expectations {
+        if !runs.contains(&(e.design, e.scenario)) {
+            runs.push((e.design, e.scenario));
+        }
+    }
+    let options = CheckOptions {
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        strategy: Strategy::Bfs,
+        shortest: false,
+        progress_after: Some(Duration::from_secs(2)),
+    };
+    let mut table = VerdictTable {
+        model: M::NAME,
+        unique_states: Vec::new(),
+        rows: Vec::new(),
+    };
+    for (design, scenario_name) in runs {
+        let mut settings = Settings::defaults(M::params());
+        for (param, value) in scenario::<M>(scenario_name)? {
+            settings
+                .set(M::params(), param, value)
+                .map_err(|e| UsageError(format!("scenario `{scenario_name}`: {e}")))?;
+        }
+        let model = M::build(design, &settings).map_err(|e| UsageError(e.0))?;
+        let report = check::check(&model, &options);
+        table.unique_states.push((
+            design.to_string(),
+            scenario_name.to_string(),
+            report.unique_states,
+        ));
+        for e in expectations
+            .iter()
+            .filter(|e| e.design == design && e.scenario == scenario_name)
+        {
+            let found = report.verdict(e.property).ok_or_else(|| {
+                UsageError(format!(
+                    "{} expects property `{}`, which the model does not have",
+                    M::NAME,
+                    e.property
+                ))
+            })?;
+            table.rows.push(VerdictRow {
+                design,
+                scenario: scenario_name,
+                property: e.property,
+                expected: e.expected,
+                found,
+            });
+        }
+    }
+    Ok(table)
+}
+
+fn cell(row: &VerdictRow) -> String {
+    if row.reproduced() {
+        row.found.word().to_string()
+    } else {
+        format!("{} (expected {})", row.found.word(), row.expected.word())
+    }
+}
+
+/// Distinct values of a column, in first-seen order.
+fn distinct<'a>(rows: &'a [VerdictRow], f: impl Fn(&VerdictRow) -> &'static str) -> Vec<&'a str> {
+    let mut seen = Vec::new();
+    for r in rows {
+        let v = f(r);
+        if !seen.contains(&v) {
+            seen.push(v);
+        }
+    }
+    seen
+}
+
+/// Rows: designs; columns: scenarios when there are several (one table per property),
+/// else properties; last column: whether every cell of the row was reproduced.
+fn render_verdicts(t: &VerdictTable) -> String {
+    let designs = distinct(&t.rows, |r| r.design);
+    let scenarios = distinct(&t.rows, |r| r.scenario);
+    let properties = distinct(&t.rows, |r| r.property);
+    let mut out = String::new();
+    let by_scenario = scenarios.len() > 1;
+    let groups: Vec<Option<&str>> = if by_scenario {
+        properties.iter().map(|p| Some(*p)).collect()
+    } else {
+        vec![None]
+    };
+    for group in groups {
+        let columns = if by_scenario { &scenarios } else { &properties };
+        let title = match group {
+            Some(p) => format!("{}: \"{p}\" per scenario", t.model),
+            None => format!("{} (scenario {})", t.model, scenarios.join(", ")),
+        };
+        out.push_str(&format!("\n{title}\n"));
+        let mut rows = vec![std::iter::once("design".to_string())
+            .chain(columns.iter().map(|c| c.to_string()))
+            .chain(std::iter::once("reproduced".to_string()))
+            .collect::<Vec<_>>()];
+        for d in &designs {
+            let mut line = vec![d.to_string()];
+            let mut all = true;
+            for c in columns.iter() {
+                let found = t.rows.iter().find(|r| {
+                    r.design == *d
+                        && if by_scenario {
+                            Some(r.property) == group && r.scenario == *c
+                        } else {
+                            r.property == *c
+                        }
+                });
+                match found {
+                    Some(r) => {
+                        all &= r.reproduced();
+                        line.push(cell(r));
+                    }
+                    None => line.push("-".into()),
+                }
+            }
+            line.push(if all { "yes" } else { "NO" }.into());
+            rows.push(line);
+        }
+        out.push_str(&render::table(&rows));
+    }
+    out
+}
+
+/// `verdicts`
+pub fn verdicts(rest: &[String]) -> Result<ExitCode, UsageError> {
+    let args = Args::parse(rest, &["json"])?;
+    args.no_more_positionals(0)?;
+    if let Some((name, _)) = args.options.first() {
+        return Err(UsageError(format!(
+            "unknown option `--{name}` for verdicts"
+        )));
+    }
+    let mut tables: Vec<VerdictTable> = Vec::new();
+    for name in NAMES {
+        tables.push(with_spec!(*name, M => verdict_table::<M>())?);
+    }
+    let all = tables
+        .iter()
+        .all(|t| t.rows.iter().all(VerdictRow::reproduced));
+    if args.switch("json") {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&tables).expect("tables serialise")
+        );
+    } else {
+        for t in &tables {
+            print!("{}", render_verdicts(t));
+        }
+        let cells: usize = tables.iter().map(|t| t.rows.len()).sum();
+        let matched: usize = tables
+            .iter()
+            .map(|t| t.rows.iter().filter(|r| r.reproduced()).count())
+            .sum();
+        println!("\n{matched} of {cells} expected verdicts reproduced");
+    }
+    Ok(if all {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `explore MODEL ...`
+pub fn explore(rest: &[String]) -> Result<ExitCode, UsageError> {
+    let mut args = Args::parse(rest, &[])?;
+    let name = model_name(&args, "explore")?;
+    with_spec!(name.as_str(), M => explore_model::<M>(&mut args))
+}
+
+fn explore_model<M>(args: &mut Args) -> Result<ExitCode, UsageError>
+where
+    M: Spec,
+    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
+{
+    let addr = args
+        .take("addr")
+        .unwrap_or_else(|| "127.0.0.1:3000".to_string());
+    let model: M = build(args)?;
+    // The Explorer panics on a taken port; find out first and say so plainly.
+    drop(
+        TcpListener::bind(&addr)
+            .map_err(|e| UsageError(format!("cannot listen on `{addr}`: {e}")))?,
+    );
+    eprintln!(
+        "Explorer for {} (design {}) on http://{addr}/ ; press ctrl-c to stop",
+        M::NAME,
+        model.design_name()
+    );
+    model
+        .focus(None)
+        .map_err(|e| UsageError(e.0))?
+        .checker()
+        .serve(addr.as_str());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `models`
+pub fn models(rest: &[String]) -> Result<ExitCode, UsageError> {
+    Args::parse(rest, &[])?.no_more_positionals(0)?;
+    for name in NAMES {
+        with_spec!(*name, M => {
+            describe::<M>();
+            Ok::<(), UsageError>(())
+        })?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn describe<M>()
+where
+    M: Spec,
+    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
+{
+    println!("{}: {}", M::NAME, M::SUMMARY);
+    println!("  designs: {}", M::designs().join(", "));
+    let mut scenarios = vec!["default".to_string()];
+    scenarios.extend(M::scenarios().iter().map(|(n, preset)| {
+        let sets: Vec<String> = preset.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{n} ({})", sets.join(" "))
+    }));
+    println!("  scenarios: {}", scenarios.join(", "));
+    println!("  settings:");
+    for p in M::params() {
+        let range = match p.kind {
+            ParamKind::Int { default, min, max } => format!("{default} (within {min}..={max})"),
+            ParamKind::Bool { default } => format!("{default}"),
+            ParamKind::Choice { default, options } => {
+                format!("{default} (one of {})", options.join(", "))
+            }
+        };
+        println!("    --{:<22} {}; default {range}", p.name, p.help);
+    }
+}

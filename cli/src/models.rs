@@ -1,0 +1,21 @@
+//! The registry of models the command line knows, by name.
+//!
+//! `with_spec!(name, M => expr)` evaluates `expr` with the type alias `M` bound to the
+//! model called `name`, or returns a usage error naming the known models.
+
+/// Model names, in the order tables list them.
+pub const NAMES: &[&str] = &[];
+
+macro_rules! with_spec {
+    ($name:expr, $m:ident => $body:expr) => {{
+        #[allow(unreachable_code, clippy::match_single_binding)]
+        match $name {
+            other => Err($crate::args::UsageError(format!(
+                "unknown model `{other}` (models: {})",
+                $crate::models::NAMES.join(", ")
+            ))),
+        }
+    }};
+}
+
+pub(crate) use with_spec;
