@@ -1,7 +1,5 @@
 //! The commands: argument handling and output, generic over the model.
 
-use std::fmt::Debug;
-use std::hash::Hash;
 use std::net::TcpListener;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -29,8 +27,6 @@ fn model_name(args: &Args, command: &str) -> Result<String, UsageError> {
 fn settings<M>(args: &mut Args) -> Result<Settings, UsageError>
 where
     M: Spec,
-    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
-    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
 {
     let mut settings = Settings::defaults(M::params());
     if let Some(name) = args.take("scenario") {
@@ -52,8 +48,6 @@ where
 fn scenario<M>(name: &str) -> Result<&'static [(&'static str, &'static str)], UsageError>
 where
     M: Spec,
-    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
-    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
 {
     if name == "default" {
         return Ok(&[]);
@@ -76,8 +70,6 @@ where
 fn build<M>(args: &mut Args) -> Result<M, UsageError>
 where
     M: Spec,
-    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
-    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
 {
     let design = args.take("design").unwrap_or_else(|| "fixed".to_string());
     if !M::designs().contains(&design.as_str()) {
@@ -101,8 +93,6 @@ pub fn check(rest: &[String]) -> Result<ExitCode, UsageError> {
 fn check_model<M>(args: &mut Args) -> Result<ExitCode, UsageError>
 where
     M: Spec,
-    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
-    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
 {
     let threads = args.take_number("threads", 1, 1, 64)?;
     let options = CheckOptions {
@@ -158,8 +148,6 @@ struct VerdictTable {
 fn verdict_table<M>() -> Result<VerdictTable, UsageError>
 where
     M: Spec,
-    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
-    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
 {
     let expectations = M::expectations();
     let mut runs: Vec<(&'static str, &'static str)> = Vec::new();
@@ -337,8 +325,6 @@ pub fn explore(rest: &[String]) -> Result<ExitCode, UsageError> {
 fn explore_model<M>(args: &mut Args) -> Result<ExitCode, UsageError>
 where
     M: Spec,
-    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
-    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
 {
     let addr = args
         .take("addr")
@@ -377,8 +363,6 @@ pub fn models(rest: &[String]) -> Result<ExitCode, UsageError> {
 fn describe<M>()
 where
     M: Spec,
-    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
-    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
 {
     println!("{}: {}", M::NAME, M::SUMMARY);
     println!("  designs: {}", M::designs().join(", "));

@@ -1,2 +1,177 @@
 //! Conformance between the stateright models (`steadfast-model`) and the production
-//! state machines (`steadfast`): model traces drive the machines step by step.
+//! state machines (`steadfast`): traces the model generates drive the machines step by
+//! step, and after every step both sides' observable projections must be equal.
+//!
+//! This crate is the only one that sees both sides. A [`Binding`] says, for one model, how
+//! a model action becomes runtime events (and how the model's environment choices become
+//! the runtime environment's answers), and how each side projects its state onto the
+//! shared observable value. Everything else here is generic:
+//!
+//! - [`cover`]: every transition of the reachable state graph, each executed once from a
+//!   clone of the runtime at its source state (the prefix tree of the trace set "one path
+//!   to every unique state, extended by every enabled action"), plus the converse check:
+//!   events the model does not allow at a state must be rejected by the runtime;
+//! - [`walk`]: seeded random walks, for depth beyond exhaustive reach;
+//! - [`trace`]: trace files (our JSON and the Informal Trace Format) and their replay.
+
+use std::fmt::{self, Debug};
+use std::hash::Hash;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use steadfast_model::Spec;
+
+pub mod cover;
+pub mod diff;
+pub mod itf;
+pub mod trace;
+pub mod walk;
+
+/// How one model is bound to its runtime.
+pub trait Binding {
+    /// The model.
+    type Model: Spec<State = Self::State, Action = Self::Action>;
+    /// The model's state.
+    type State: Clone + Debug + Hash + Eq + Send + Sync + Serialize + 'static;
+    /// The model's action.
+    type Action: Clone + Debug + Hash + Eq + Send + Sync + Serialize + DeserializeOwned + 'static;
+    /// The production machines together with a scripted environment. Cloned at every
+    /// branching point of the state graph.
+    type Runtime: Clone;
+    /// The observable projection both sides produce.
+    type Projection: Serialize + PartialEq + Debug;
+
+    /// The runtime in the situation of the model's initial state `init`.
+    fn start(model: &Self::Model, init: &Self::State) -> Self::Runtime;
+
+    /// The model side of the projection.
+    fn model_view(model: &Self::Model, state: &Self::State) -> Self::Projection;
+
+    /// The runtime side of the projection.
+    fn runtime_view(runtime: &Self::Runtime) -> Self::Projection;
+
+    /// Drives the runtime through the events that realise `action`, taken by the model at
+    /// `before`. `Err` carries the runtime's rejection (its typed error, as text).
+    fn step(
+        model: &Self::Model,
+        runtime: &mut Self::Runtime,
+        before: &Self::State,
+        action: &Self::Action,
+    ) -> Result<(), String>;
+
+    /// Actions the model does *not* enable at `state` but that map to runtime events: the
+    /// runtime must reject each with its typed error and leave its projection unchanged.
+    fn probes(model: &Self::Model, state: &Self::State) -> Vec<Self::Action>;
+
+    /// The kind of an action, for coverage counts (e.g. `RevokeLeadership`).
+    fn kind(action: &Self::Action) -> String {
+        let text = format!("{action:?}");
+        text.split(|c: char| !c.is_alphanumeric() && c != '_')
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+/// Where and how model and runtime parted.
+#[derive(Debug, Clone)]
+pub struct Divergence {
+    /// The actions from the initial state up to and including the failing one.
+    pub trace: Vec<String>,
+    /// 1-based number of the failing step in `trace`.
+    pub step: usize,
+    /// The failing action.
+    pub action: String,
+    /// What went wrong.
+    pub problem: Problem,
+}
+
+/// The kinds of disagreement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Problem {
+    /// The projections differ after the step; one line per differing field.
+    Projection(Vec<String>),
+    /// The model allows the step, the runtime rejected it.
+    Rejected(String),
+    /// The model forbids the step, the runtime accepted it.
+    Accepted,
+    /// The runtime rejected a forbidden step but changed its projection anyway.
+    RejectedButChanged(Vec<String>),
+}
+
+impl fmt::Display for Divergence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "model and runtime diverge at step {} ({}):",
+            self.step, self.action
+        )?;
+        match &self.problem {
+            Problem::Projection(lines) => {
+                writeln!(f, "  projections differ (model | runtime):")?;
+                for l in lines {
+                    writeln!(f, "    {l}")?;
+                }
+            }
+            Problem::Rejected(e) => {
+                writeln!(f, "  the model allows it; the runtime rejected it: {e}")?
+            }
+            Problem::Accepted => writeln!(f, "  the model forbids it; the runtime accepted it")?,
+            Problem::RejectedButChanged(lines) => {
+                writeln!(f, "  the runtime rejected it but its projection changed:")?;
+                for l in lines {
+                    writeln!(f, "    {l}")?;
+                }
+            }
+        }
+        writeln!(f, "  trace:")?;
+        for (i, a) in self.trace.iter().enumerate() {
+            let mark = if i + 1 == self.step { " <--" } else { "" };
+            writeln!(f, "    {:>3}. {a}{mark}", i + 1)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Divergence {}
+
+/// Compares the two projections of `state` / `runtime`; the field diff when they differ.
+pub fn compare<B: Binding>(
+    model: &B::Model,
+    state: &B::State,
+    runtime: &B::Runtime,
+) -> Result<(), Vec<String>> {
+    let want = B::model_view(model, state);
+    let got = B::runtime_view(runtime);
+    if want == got {
+        Ok(())
+    } else {
+        Err(diff::fields(&want, &got))
+    }
+}
+
+/// Executes one model step on the runtime and checks the projections after it.
+pub(crate) fn checked_step<B: Binding>(
+    model: &B::Model,
+    runtime: &mut B::Runtime,
+    before: &B::State,
+    action: &B::Action,
+    after: &B::State,
+) -> Result<(), Problem> {
+    B::step(model, runtime, before, action).map_err(Problem::Rejected)?;
+    compare::<B>(model, after, runtime).map_err(Problem::Projection)
+}
+
+/// Checks that the runtime refuses `action`, which the model does not enable at `state`.
+pub(crate) fn checked_refusal<B: Binding>(
+    model: &B::Model,
+    runtime: &B::Runtime,
+    state: &B::State,
+    action: &B::Action,
+) -> Result<(), Problem> {
+    let mut probe = runtime.clone();
+    match B::step(model, &mut probe, state, action) {
+        Ok(()) => Err(Problem::Accepted),
+        Err(_) => compare::<B>(model, state, &probe).map_err(Problem::RejectedButChanged),
+    }
+}

@@ -203,11 +203,7 @@ impl<M: Model> Reporter<M> for Progress {
 }
 
 /// Converts a stateright path to a trace in the model's words.
-pub fn trace_of<M: Spec>(model: &M, path: Path<M::State, M::Action>) -> Trace
-where
-    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
-    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
-{
+pub fn trace_of<M: Spec>(model: &M, path: Path<M::State, M::Action>) -> Trace {
     let pairs = path.into_vec();
     let shape = model.classify(&pairs);
     let steps = pairs
@@ -252,11 +248,7 @@ where
 
 /// The shortest path to a state where `property` is discovered, by single-threaded BFS
 /// over the model focused on that property.
-pub fn shortest<M: Spec>(model: &M, property: &'static str) -> Option<Path<M::State, M::Action>>
-where
-    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
-    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
-{
+pub fn shortest<M: Spec>(model: &M, property: &'static str) -> Option<Path<M::State, M::Action>> {
     let focused = model.focus(Some(property)).ok()?;
     focused
         .checker()
@@ -292,11 +284,7 @@ where
 }
 
 /// Checks a model exhaustively and reports every property.
-pub fn check<M: Spec>(model: &M, options: &CheckOptions) -> CheckReport
-where
-    M::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
-    M::Action: Clone + Debug + Eq + Send + Sync + 'static,
-{
+pub fn check<M: Spec>(model: &M, options: &CheckOptions) -> CheckReport {
     let full = model
         .focus(None)
         .expect("focusing on no property cannot fail");

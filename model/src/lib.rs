@@ -73,10 +73,14 @@ pub struct Expectation {
 /// optionally a *focus* on a single property (stateright overwrites discoveries while a
 /// run continues, so the shortest counterexample of a property is found by a BFS run
 /// whose `properties()` holds that property alone).
-pub trait Spec: Model + Clone + Send + Sync + 'static
-where
-    Self::State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
-    Self::Action: Clone + Debug + Eq + Send + Sync + 'static,
+pub trait Spec:
+    Model<
+        State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+        Action: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
 {
     /// The model's name on the command line (`leadership`, `durable`).
     const NAME: &'static str;

@@ -1,0 +1,543 @@
+//! Trace sets and trace files.
+//!
+//! [`trace_set`] enumerates, with stateright's `PathRecorder`, one path to every unique
+//! state and extends each by every enabled action: a set of traces that together take
+//! every transition of the reachable graph (as many traces as stateright generates states,
+//! less the initial ones).
+//!
+//! A trace is written either in our JSON format ([`TraceFile`]) or in the Informal Trace
+//! Format (Apalache ADR-015): one ITF state per step, the model's state fields as ITF
+//! variables plus `mbt::actionTaken` (the action that led to the state, as an ITF
+//! variant; `"init"` for the first state), and the model, design and settings in
+//! `#meta`. [`load`] reads either, [`replay`] drives the runtime along one.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path as FsPath;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use stateright::{Checker, Model, Path, PathRecorder};
+use steadfast_model::{Settings, Spec};
+
+use crate::{checked_step, compare, itf, Binding, Divergence, Problem};
+
+/// The `format` field of our JSON trace files.
+pub const FORMAT: &str = "steadfast-trace/1";
+
+/// The ITF variable that holds the action taken.
+pub const ACTION_VAR: &str = "mbt::actionTaken";
+
+/// A trace in our JSON format.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TraceFile {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Model name.
+    pub model: String,
+    /// Design name.
+    pub design: String,
+    /// Settings by name, as text.
+    pub settings: BTreeMap<String, String>,
+    /// The initial state, then one entry per action.
+    pub steps: Vec<TraceStep>,
+}
+
+/// One step of a trace file: the action taken (none for the initial state) and the state
+/// it led to. Either may be omitted on reading (states are then computed by the model).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TraceStep {
+    /// The action, as serde_json writes the model's action type.
+    #[serde(default)]
+    pub action: Option<Value>,
+    /// The state after the action.
+    #[serde(default)]
+    pub state: Option<Value>,
+}
+
+/// Errors reading or replaying a trace file; each names the file, and the step where
+/// there is one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TraceError {
+    /// The file could not be read.
+    Io {
+        /// File name.
+        file: String,
+        /// The system's message.
+        message: String,
+    },
+    /// The file is not a trace in either format.
+    Malformed {
+        /// File name.
+        file: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The trace belongs to another model.
+    WrongModel {
+        /// File name.
+        file: String,
+        /// The model the file names.
+        found: String,
+        /// The model asked for.
+        expected: String,
+    },
+    /// The design or settings of the trace are not accepted by the model.
+    Settings {
+        /// File name.
+        file: String,
+        /// The model's message.
+        problem: String,
+    },
+    /// A step's action is not an action of the model, or not enabled where it is taken.
+    Step {
+        /// File name.
+        file: String,
+        /// 1-based step number (0 is the initial state).
+        step: usize,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TraceError::Io { file, message } => write!(f, "{file}: cannot read: {message}"),
+            TraceError::Malformed { file, problem } => {
+                write!(f, "{file}: not a trace file: {problem}")
+            }
+            TraceError::WrongModel {
+                file,
+                found,
+                expected,
+            } => write!(
+                f,
+                "{file}: a trace of model `{found}`, not of model `{expected}`"
+            ),
+            TraceError::Settings { file, problem } => write!(f, "{file}: {problem}"),
+            TraceError::Step {
+                file,
+                step,
+                problem,
+            } => write!(f, "{file}: step {step}: {problem}"),
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+/// One path to every unique state, each extended by every enabled action, as action
+/// lists from the given initial state index, sorted (shortest first) for a stable order.
+pub fn trace_set<M: Spec>(model: &M) -> Vec<(usize, Vec<M::Action>)> {
+    let (recorder, paths) = PathRecorder::<M>::new_with_accessor();
+    let full = model
+        .focus(None)
+        .expect("focusing on no property cannot fail");
+    full.checker().visitor(recorder).spawn_bfs().join();
+    let inits = model.init_states();
+    let mut traces = Vec::new();
+    for path in paths() {
+        let pairs = path.into_vec();
+        let init = inits
+            .iter()
+            .position(|s| *s == pairs[0].0)
+            .expect("recorded paths start at an initial state");
+        let prefix: Vec<M::Action> = pairs.iter().filter_map(|(_, a)| a.clone()).collect();
+        let last = &pairs[pairs.len() - 1].0;
+        let mut actions = Vec::new();
+        model.actions(last, &mut actions);
+        for action in actions {
+            match model.next_state(last, action.clone()) {
+                Some(next) if model.within_boundary(&next) => {
+                    let mut trace = prefix.clone();
+                    trace.push(action);
+                    traces.push((init, trace));
+                }
+                _ => {}
+            }
+        }
+    }
+    traces.sort_by_cached_key(|(i, t)| (t.len(), *i, format!("{t:?}")));
+    traces
+}
+
+fn settings_map<M: Spec>(model: &M) -> BTreeMap<String, String> {
+    model
+        .settings()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The states of a path of `model` from initial state `init` along `actions`; `None` if
+/// the actions are not a path of the model.
+pub fn states_of<M: Model>(
+    model: &M,
+    init: usize,
+    actions: &[M::Action],
+) -> Option<Vec<(M::State, Option<M::Action>)>>
+where
+    M::State: PartialEq + Clone,
+    M::Action: PartialEq,
+{
+    let first = model.init_states().get(init)?.clone();
+    Path::from_actions(model, first, actions).map(Path::into_vec)
+}
+
+/// A trace in our JSON format.
+pub fn to_json<M: Spec>(model: &M, init: usize, actions: &[M::Action]) -> Option<TraceFile>
+where
+    M::State: Serialize,
+    M::Action: Serialize,
+{
+    let pairs = states_of(model, init, actions)?;
+    let mut steps = vec![TraceStep {
+        action: None,
+        state: serde_json::to_value(&pairs[0].0).ok(),
+    }];
+    for window in pairs.windows(2) {
+        steps.push(TraceStep {
+            action: window[0]
+                .1
+                .as_ref()
+                .and_then(|a| serde_json::to_value(a).ok()),
+            state: serde_json::to_value(&window[1].0).ok(),
+        });
+    }
+    Some(TraceFile {
+        format: FORMAT.to_string(),
+        model: M::NAME.to_string(),
+        design: model.design_name().to_string(),
+        settings: settings_map(model),
+        steps,
+    })
+}
+
+/// A trace in the Informal Trace Format.
+pub fn to_itf<M: Spec>(
+    model: &M,
+    init: usize,
+    actions: &[M::Action],
+) -> Result<Value, itf::ItfError>
+where
+    M::State: Serialize,
+    M::Action: Serialize,
+{
+    let pairs = states_of(model, init, actions)
+        .ok_or_else(|| itf::ItfError("the actions are not a path of the model".into()))?;
+    let mut vars: Vec<String> = Vec::new();
+    let mut states = Vec::new();
+    let mut taken = json!("init");
+    for (index, (state, action)) in pairs.iter().enumerate() {
+        let mut record = match itf::encode(state)? {
+            Value::Object(fields) => fields,
+            other => [("state".to_string(), other)].into_iter().collect(),
+        };
+        if vars.is_empty() {
+            vars = record.keys().cloned().collect();
+            vars.push(ACTION_VAR.to_string());
+        }
+        record.insert(ACTION_VAR.to_string(), taken.clone());
+        record.insert("#meta".to_string(), json!({ "index": index }));
+        states.push(Value::Object(record));
+        if let Some(a) = action {
+            taken = itf::encode(a)?;
+        }
+    }
+    Ok(json!({
+        "#meta": {
+            "format": "ITF",
+            "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
+            "source": "steadfast",
+            "model": M::NAME,
+            "design": model.design_name(),
+            "settings": settings_map(model),
+        },
+        "vars": vars,
+        "states": states,
+    }))
+}
+
+/// A trace read from a file, in our JSON shapes whatever its format.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loaded {
+    /// File name, for messages.
+    pub file: String,
+    /// Model name.
+    pub model: String,
+    /// Design name.
+    pub design: String,
+    /// Settings by name.
+    pub settings: BTreeMap<String, String>,
+    /// Steps, the first being the initial state.
+    pub steps: Vec<TraceStep>,
+}
+
+fn malformed(file: &str, problem: impl Into<String>) -> TraceError {
+    TraceError::Malformed {
+        file: file.to_string(),
+        problem: problem.into(),
+    }
+}
+
+/// Reads a trace from text in either format; `file` names it in errors.
+pub fn parse(file: &str, text: &str) -> Result<Loaded, TraceError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| malformed(file, e.to_string()))?;
+    if value.get("vars").is_some() && value.get("states").is_some() {
+        return parse_itf(file, &value);
+    }
+    let trace: TraceFile =
+        serde_json::from_value(value).map_err(|e| malformed(file, e.to_string()))?;
+    if trace.format != FORMAT {
+        return Err(malformed(
+            file,
+            format!("format `{}`, expected `{FORMAT}`", trace.format),
+        ));
+    }
+    if trace.steps.is_empty() || trace.steps[0].action.is_some() {
+        return Err(malformed(
+            file,
+            "the first step must be the initial state, without an action",
+        ));
+    }
+    Ok(Loaded {
+        file: file.to_string(),
+        model: trace.model,
+        design: trace.design,
+        settings: trace.settings,
+        steps: trace.steps,
+    })
+}
+
+fn parse_itf(file: &str, value: &Value) -> Result<Loaded, TraceError> {
+    let meta = value
+        .get("#meta")
+        .ok_or_else(|| malformed(file, "ITF trace without #meta (model and design)"))?;
+    let text = |key: &str| {
+        meta.get(key)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| malformed(file, format!("#meta has no `{key}`")))
+    };
+    let (model, design) = (text("model")?, text("design")?);
+    let settings = match meta.get("settings") {
+        None => BTreeMap::new(),
+        Some(s) => serde_json::from_value(s.clone())
+            .map_err(|e| malformed(file, format!("#meta settings: {e}")))?,
+    };
+    let states = value["states"]
+        .as_array()
+        .ok_or_else(|| malformed(file, "`states` is not a list"))?;
+    if states.is_empty() {
+        return Err(malformed(file, "no states"));
+    }
+    let mut steps = Vec::new();
+    for (i, s) in states.iter().enumerate() {
+        let record = s
+            .as_object()
+            .ok_or_else(|| malformed(file, format!("state {i} is not a record")))?;
+        let mut fields = record.clone();
+        fields.remove("#meta");
+        let taken = fields.remove(ACTION_VAR);
+        let action = match (i, taken) {
+            (0, _) => None,
+            (_, None) => {
+                return Err(TraceError::Step {
+                    file: file.to_string(),
+                    step: i,
+                    problem: format!("no `{ACTION_VAR}`"),
+                })
+            }
+            (_, Some(a)) => Some(itf::decode(&a).map_err(|e| TraceError::Step {
+                file: file.to_string(),
+                step: i,
+                problem: e.to_string(),
+            })?),
+        };
+        let state = match fields.remove("state") {
+            Some(only) if fields.is_empty() => only,
+            Some(other) => {
+                fields.insert("state".into(), other);
+                Value::Object(fields)
+            }
+            None => Value::Object(fields),
+        };
+        let state = itf::decode(&state).map_err(|e| TraceError::Step {
+            file: file.to_string(),
+            step: i,
+            problem: e.to_string(),
+        })?;
+        steps.push(TraceStep {
+            action,
+            state: Some(state),
+        });
+    }
+    Ok(Loaded {
+        file: file.to_string(),
+        model,
+        design,
+        settings,
+        steps,
+    })
+}
+
+/// Reads a trace file in either format.
+pub fn load(path: &FsPath) -> Result<Loaded, TraceError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| TraceError::Io {
+        file: file.clone(),
+        message: e.to_string(),
+    })?;
+    parse(&file, &text)
+}
+
+/// The outcome of one replayed step.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepOutcome {
+    /// Step number (1-based).
+    pub step: usize,
+    /// The step in the model's words.
+    pub description: String,
+    /// Whether the runtime agreed with the model after it.
+    pub agreed: bool,
+}
+
+/// A replay: the steps that agreed and, if it came to that, where they stopped agreeing.
+#[derive(Debug)]
+pub struct Replay {
+    /// Model name.
+    pub model: String,
+    /// Design of the trace.
+    pub design: String,
+    /// Steps replayed, in order; the last one disagreed if `divergence` is set.
+    pub steps: Vec<StepOutcome>,
+    /// The first disagreement, if any.
+    pub divergence: Option<Divergence>,
+}
+
+/// Builds the trace's model, walks its actions through the model (checking each is
+/// enabled and, where the file records states, that the model computes the same), and
+/// drives the runtime of `B` alongside, comparing projections after every step. The
+/// replay stops at the first disagreement between model and runtime, which it reports
+/// in [`Replay::divergence`]; problems with the file itself are errors.
+pub fn replay<B: Binding>(loaded: &Loaded) -> Result<Replay, TraceError> {
+    let file = loaded.file.as_str();
+    let name = <B::Model as Spec>::NAME;
+    if loaded.model != name {
+        return Err(TraceError::WrongModel {
+            file: file.to_string(),
+            found: loaded.model.clone(),
+            expected: name.to_string(),
+        });
+    }
+    let overrides: Vec<(&str, &str)> = loaded
+        .settings
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let params = <B::Model as Spec>::params();
+    let settings = Settings::parse(params, &overrides).map_err(|e| TraceError::Settings {
+        file: file.to_string(),
+        problem: e.to_string(),
+    })?;
+    let model = B::Model::build(&loaded.design, &settings).map_err(|e| TraceError::Settings {
+        file: file.to_string(),
+        problem: e.to_string(),
+    })?;
+
+    let step_error = |step: usize, problem: String| TraceError::Step {
+        file: file.to_string(),
+        step,
+        problem,
+    };
+    let inits = model.init_states();
+    let mut state = match &loaded.steps[0].state {
+        None => inits
+            .first()
+            .cloned()
+            .ok_or_else(|| step_error(0, "the model has no initial state".into()))?,
+        Some(value) => {
+            let found = inits
+                .iter()
+                .find(|s| serde_json::to_value(s).ok().as_ref() == Some(value));
+            found
+                .cloned()
+                .ok_or_else(|| step_error(0, "not an initial state of the model".into()))?
+        }
+    };
+    let mut runtime = B::start(&model, &state);
+    let mut report = Replay {
+        model: loaded.model.clone(),
+        design: loaded.design.clone(),
+        steps: Vec::new(),
+        divergence: None,
+    };
+    let mut path: Vec<String> = Vec::new();
+    if let Err(lines) = compare::<B>(&model, &state, &runtime) {
+        report.divergence = Some(Divergence {
+            trace: Vec::new(),
+            step: 0,
+            action: "(initial state)".into(),
+            problem: Problem::Projection(lines),
+        });
+        return Ok(report);
+    }
+    for (i, step) in loaded.steps.iter().enumerate().skip(1) {
+        let value = step
+            .action
+            .as_ref()
+            .ok_or_else(|| step_error(i, "no action".into()))?;
+        let action: B::Action = serde_json::from_value(value.clone())
+            .map_err(|e| step_error(i, format!("unknown action {value}: {e}")))?;
+        let mut enabled = Vec::new();
+        model.actions(&state, &mut enabled);
+        if !enabled.contains(&action) {
+            return Err(step_error(
+                i,
+                format!("{action:?} is not enabled in the model here"),
+            ));
+        }
+        let next = model
+            .next_state(&state, action.clone())
+            .ok_or_else(|| step_error(i, format!("{action:?} changes nothing")))?;
+        if let Some(want) = &step.state {
+            if serde_json::to_value(&next).ok().as_ref() != Some(want) {
+                let lines =
+                    crate::diff::fields(want, &serde_json::to_value(&next).unwrap_or_default());
+                return Err(step_error(
+                    i,
+                    format!(
+                        "the recorded state is not the model's: {}",
+                        lines.join("; ")
+                    ),
+                ));
+            }
+        }
+        let description = model.describe_step(&state, &action);
+        path.push(format!("{action:?}"));
+        match checked_step::<B>(&model, &mut runtime, &state, &action, &next) {
+            Ok(()) => report.steps.push(StepOutcome {
+                step: i,
+                description,
+                agreed: true,
+            }),
+            Err(problem) => {
+                report.steps.push(StepOutcome {
+                    step: i,
+                    description,
+                    agreed: false,
+                });
+                report.divergence = Some(Divergence {
+                    trace: path.clone(),
+                    step: i,
+                    action: format!("{action:?}"),
+                    problem,
+                });
+                return Ok(report);
+            }
+        }
+        state = next;
+    }
+    Ok(report)
+}

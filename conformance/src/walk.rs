@@ -1,0 +1,119 @@
+//! Seeded random walks: long paths through the model at bounds too large to cover
+//! exhaustively, each step replayed against the runtime (and, at every state, one random
+//! probe of a forbidden event). The same seed gives the same walks.
+
+use std::time::Instant;
+
+use serde::Serialize;
+use stateright::Model;
+
+use crate::{checked_refusal, checked_step, compare, Binding, Divergence, Problem};
+
+/// SplitMix64: a small, well-known generator; enough to pick actions reproducibly.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number below `n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// What a set of walks did.
+#[derive(Clone, Debug, Serialize)]
+pub struct WalkReport {
+    /// Walks taken.
+    pub walks: usize,
+    /// Transitions replayed.
+    pub steps: usize,
+    /// Forbidden events offered and refused.
+    pub probes: usize,
+    /// Length of the longest walk.
+    pub longest: usize,
+    /// Wall time, seconds.
+    pub seconds: f64,
+}
+
+/// Takes `walks` random walks of at most `max_len` steps each (a walk also ends at a state
+/// without enabled actions), seeded by `seed`.
+pub fn walk<B: Binding>(
+    model: &B::Model,
+    seed: u64,
+    walks: usize,
+    max_len: usize,
+) -> Result<WalkReport, Box<Divergence>> {
+    let started = Instant::now();
+    let mut rng = Rng::new(seed);
+    let mut report = WalkReport {
+        walks: 0,
+        steps: 0,
+        probes: 0,
+        longest: 0,
+        seconds: 0.0,
+    };
+    let inits = model.init_states();
+    if inits.is_empty() {
+        return Ok(report);
+    }
+    for _ in 0..walks {
+        let mut state = inits[rng.below(inits.len())].clone();
+        let mut runtime = B::start(model, &state);
+        let mut path: Vec<String> = Vec::new();
+        let fail = |path: &[String], action: String, problem: Problem| {
+            let mut trace = path.to_vec();
+            trace.push(action.clone());
+            Box::new(Divergence {
+                step: trace.len(),
+                trace,
+                action,
+                problem,
+            })
+        };
+        compare::<B>(model, &state, &runtime)
+            .map_err(|l| fail(&path, "(initial state)".into(), Problem::Projection(l)))?;
+        for _ in 0..max_len {
+            let probes = B::probes(model, &state);
+            if !probes.is_empty() {
+                let probe = &probes[rng.below(probes.len())];
+                checked_refusal::<B>(model, &runtime, &state, probe)
+                    .map_err(|p| fail(&path, format!("{probe:?}"), p))?;
+                report.probes += 1;
+            }
+            let mut actions = Vec::new();
+            model.actions(&state, &mut actions);
+            let steps: Vec<(B::Action, B::State)> = actions
+                .into_iter()
+                .filter_map(|a| model.next_state(&state, a.clone()).map(|s| (a, s)))
+                .filter(|(_, s)| model.within_boundary(s))
+                .collect();
+            if steps.is_empty() {
+                break;
+            }
+            let (action, next) = steps[rng.below(steps.len())].clone();
+            checked_step::<B>(model, &mut runtime, &state, &action, &next)
+                .map_err(|p| fail(&path, format!("{action:?}"), p))?;
+            path.push(format!("{action:?}"));
+            state = next;
+            report.steps += 1;
+        }
+        report.longest = report.longest.max(path.len());
+        report.walks += 1;
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
