@@ -124,7 +124,7 @@ impl ser::Serializer for Encoder {
         Ok(Value::String(v.to_string()))
     }
     fn serialize_bytes(self, v: &[u8]) -> Result<Value, ItfError> {
-        Ok(Value::Array(v.iter().map(|b| bigint(b)).collect()))
+        Ok(Value::Array(v.iter().map(bigint).collect()))
     }
     fn serialize_none(self) -> Result<Value, ItfError> {
         Ok(variant("None", json!({})))
@@ -351,7 +351,7 @@ pub fn decode(value: &Value) -> Result<Value, ItfError> {
                 return text
                     .parse::<i128>()
                     .ok()
-                    .and_then(|n| serde_json::Number::from_i128(n))
+                    .and_then(serde_json::Number::from_i128)
                     .map(Value::Number)
                     .ok_or_else(|| ItfError(format!("#bigint `{text}` is not an integer we use")));
             }

@@ -170,13 +170,12 @@ fn settings_map<M: Spec>(model: &M) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// A path as (state, action taken from it) pairs, the last action being `None`.
+pub type Steps<M> = Vec<(<M as Model>::State, Option<<M as Model>::Action>)>;
+
 /// The states of a path of `model` from initial state `init` along `actions`; `None` if
 /// the actions are not a path of the model.
-pub fn states_of<M: Model>(
-    model: &M,
-    init: usize,
-    actions: &[M::Action],
-) -> Option<Vec<(M::State, Option<M::Action>)>>
+pub fn states_of<M: Model>(model: &M, init: usize, actions: &[M::Action]) -> Option<Steps<M>>
 where
     M::State: PartialEq + Clone,
     M::Action: PartialEq,
