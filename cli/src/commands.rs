@@ -108,9 +108,20 @@ where
     let model: M = build(args)?;
     let report = check::check(&model, &options);
     if args.switch("json") {
+        #[derive(Serialize)]
+        struct Json<'a> {
+            #[serde(flatten)]
+            report: &'a check::CheckReport,
+            /// High-water mark of this process's resident memory.
+            peak_memory_kib: Option<u64>,
+        }
+        let json = Json {
+            report: &report,
+            peak_memory_kib: peak_memory_kib(),
+        };
         println!(
             "{}",
-            serde_json::to_string_pretty(&report).expect("reports serialise")
+            serde_json::to_string_pretty(&json).expect("reports serialise")
         );
     } else {
         print!("{}", render::report(&report));
@@ -120,6 +131,13 @@ where
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The process's peak resident memory (`VmHWM`), where the system tells it.
+fn peak_memory_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// One cell of a verdict table as found by the checker.

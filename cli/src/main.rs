@@ -11,6 +11,7 @@
 //! match its table), 2 on bad arguments.
 
 mod args;
+mod bench;
 mod commands;
 mod models;
 mod render;
@@ -27,6 +28,8 @@ usage:
   steadfast verdicts [--json]
   steadfast explore MODEL [--design D] [--SETTING VALUE]... [--addr 127.0.0.1:3000]
   steadfast models                  list models, designs, settings and scenarios
+  steadfast bench [MODEL] [--scaling] [--limit SECONDS]
+                                    checking speed per design; growth per bound
 
   --scenario S    start from a named preset of settings (a column of a verdict table)
   --no-shortest   skip the extra runs that make each trace a shortest one
@@ -54,12 +57,13 @@ fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
         "verdicts" => commands::verdicts(rest),
         "explore" => commands::explore(rest),
         "models" => commands::models(rest),
+        "bench" => bench::bench(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
         }
         other => Err(UsageError(format!(
-            "unknown command `{other}` (commands: check, verdicts, explore, models, help)"
+            "unknown command `{other}` (commands: check, verdicts, explore, models, bench, help)"
         ))),
     }
 }

@@ -1,0 +1,225 @@
+//! `bench`: checking speed per model, design, search order and thread count, and how the
+//! state space grows with each bound.
+//!
+//! Every measured run is a child process (`steadfast check ... --json`), so that its peak
+//! memory is its own (read from `/proc/self/status` by the child) and runs cannot warm
+//! each other's allocators.
+
+use std::process::{Command, ExitCode};
+
+use serde_json::Value;
+use steadfast_model::{ParamKind, Spec};
+
+use crate::args::{Args, UsageError};
+use crate::models::{with_spec, NAMES};
+use crate::render;
+
+/// What one child run reported.
+struct Run {
+    unique: u64,
+    generated: u64,
+    depth: u64,
+    seconds: f64,
+    peak_kib: Option<u64>,
+}
+
+fn child(args: &[String]) -> Result<Run, UsageError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| UsageError(format!("cannot find own executable: {e}")))?;
+    let out = Command::new(exe)
+        .arg("check")
+        .args(args)
+        .args(["--json", "--no-shortest"])
+        .output()
+        .map_err(|e| UsageError(format!("cannot run a check: {e}")))?;
+    // Status 1 only means a property failed; the figures are still good.
+    if !matches!(out.status.code(), Some(0 | 1)) {
+        return Err(UsageError(format!(
+            "check {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| UsageError(format!("check {} printed no report: {e}", args.join(" "))))?;
+    let num = |k: &str| v[k].as_u64().unwrap_or(0);
+    Ok(Run {
+        unique: num("unique_states"),
+        generated: num("generated_states"),
+        depth: num("max_depth"),
+        seconds: v["seconds"].as_f64().unwrap_or(0.0),
+        peak_kib: v["peak_memory_kib"].as_u64(),
+    })
+}
+
+fn mib(kib: Option<u64>) -> String {
+    kib.map(|k| format!("{:.0}", k as f64 / 1024.0))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// Speed of every design at default bounds: BFS and DFS, one and two threads.
+fn speed<M: Spec>(rows: &mut Vec<Vec<String>>) -> Result<(), UsageError> {
+    for design in M::designs() {
+        for (order, threads) in [("bfs", 1), ("bfs", 2), ("dfs", 1), ("dfs", 2)] {
+            let mut args = vec![
+                M::NAME.to_string(),
+                "--design".into(),
+                design.to_string(),
+                "--threads".into(),
+                threads.to_string(),
+            ];
+            if order == "dfs" {
+                args.push("--dfs".into());
+            }
+            let r = child(&args)?;
+            rows.push(vec![
+                M::NAME.into(),
+                design.to_string(),
+                order.into(),
+                threads.to_string(),
+                r.unique.to_string(),
+                r.generated.to_string(),
+                r.depth.to_string(),
+                format!("{:.2}", r.seconds),
+                format!("{:.0}", r.unique as f64 / r.seconds.max(1e-9)),
+                mib(r.peak_kib),
+            ]);
+        }
+    }
+    Ok(())
+}
+
+/// Names the growth of a series of (bound, unique states): constant ratios between
+/// successive points mean exponential growth, falling ratios polynomial growth (its
+/// degree from the log-log slope of the last two points).
+pub fn growth(points: &[(u64, u64)]) -> String {
+    if points.len() < 3 {
+        return "too few points".into();
+    }
+    let ratios: Vec<f64> = points
+        .windows(2)
+        .map(|w| w[1].1 as f64 / w[0].1.max(1) as f64)
+        .collect();
+    let (first, last) = (ratios[0], ratios[ratios.len() - 1]);
+    let n = points.len();
+    let (x0, y0) = (points[n - 2].0 as f64, points[n - 2].1.max(1) as f64);
+    let (x1, y1) = (points[n - 1].0 as f64, points[n - 1].1.max(1) as f64);
+    if last > 0.85 * first {
+        let base = ratios
+            .iter()
+            .product::<f64>()
+            .powf(1.0 / ratios.len() as f64);
+        format!("exponential, base {base:.1}")
+    } else {
+        let degree = (y1 / y0).ln() / (x1 / x0).ln();
+        format!("polynomial, degree {degree:.1}")
+    }
+}
+
+/// Each integer bound of the fixed design grown from its default until a run takes more
+/// than `limit` seconds or the bound's maximum is reached.
+fn scaling<M: Spec>(limit: f64, out: &mut String) -> Result<(), UsageError> {
+    for p in M::params() {
+        let ParamKind::Int { default, max, .. } = p.kind else {
+            continue;
+        };
+        let mut rows = vec![vec![
+            format!("--{}", p.name),
+            "unique states".into(),
+            "seconds".into(),
+            "ratio".into(),
+            "peak MiB".into(),
+        ]];
+        let mut points = Vec::new();
+        for value in default..=max {
+            let r = child(&[
+                M::NAME.to_string(),
+                "--design".into(),
+                "fixed".into(),
+                format!("--{}", p.name),
+                value.to_string(),
+            ])?;
+            let ratio = points
+                .last()
+                .map(|(_, prev): &(u64, u64)| {
+                    format!("{:.2}", r.unique as f64 / (*prev).max(1) as f64)
+                })
+                .unwrap_or_default();
+            points.push((value, r.unique));
+            rows.push(vec![
+                value.to_string(),
+                r.unique.to_string(),
+                format!("{:.2}", r.seconds),
+                ratio,
+                mib(r.peak_kib),
+            ]);
+            if r.seconds > limit {
+                break;
+            }
+        }
+        out.push_str(&format!(
+            "\n{} fixed, growing --{} ({}): {}\n",
+            M::NAME,
+            p.name,
+            p.help,
+            growth(&points)
+        ));
+        out.push_str(&render::table(&rows));
+    }
+    Ok(())
+}
+
+/// `bench [MODEL] [--scaling] [--limit SECONDS]`
+pub fn bench(rest: &[String]) -> Result<ExitCode, UsageError> {
+    let mut args = Args::parse(rest, &["scaling"])?;
+    args.no_more_positionals(1)?;
+    let limit = args.take_number("limit", 60, 1, 3600)? as f64;
+    if let Some((name, _)) = args.options.first() {
+        return Err(UsageError(format!("unknown option `--{name}` for bench")));
+    }
+    let names: Vec<String> = match args.positional.first() {
+        Some(n) => vec![n.clone()],
+        None => NAMES.iter().map(|s| s.to_string()).collect(),
+    };
+    let mut rows = vec![[
+        "model",
+        "design",
+        "order",
+        "threads",
+        "unique",
+        "generated",
+        "depth",
+        "seconds",
+        "unique/s",
+        "peak MiB",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for name in &names {
+        with_spec!(name.as_str(), M => speed::<M>(&mut rows))?;
+    }
+    println!("checking at default bounds (each run a fresh process)\n");
+    print!("{}", render::table(&rows));
+    if args.switch("scaling") {
+        let mut out = String::new();
+        for name in &names {
+            with_spec!(name.as_str(), M => scaling::<M>(limit, &mut out))?;
+        }
+        print!("{out}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::growth;
+
+    #[test]
+    fn names_exponential_and_polynomial_growth() {
+        let exp: Vec<(u64, u64)> = (1..6).map(|n| (n, 3u64.pow(n as u32))).collect();
+        assert_eq!(growth(&exp), "exponential, base 3.0");
+        let cubic: Vec<(u64, u64)> = (2..7).map(|n| (n, n * n * n)).collect();
+        assert_eq!(growth(&cubic), "polynomial, degree 3.0");
+        assert_eq!(growth(&exp[..2]), "too few points");
+    }
+}
