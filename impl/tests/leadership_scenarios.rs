@@ -630,3 +630,26 @@ fn residual_window_signal_after_service_termination_is_lost() {
     assert_eq!(p.runners_started, 2);
     assert!(p.job_graph_present);
 }
+
+#[test]
+fn events_effects_and_projection_round_trip_through_json() {
+    let (mut d, s) = running(true);
+    let event = Event::TerminalSignalDelivered {
+        session: s,
+        status: JobStatus::Canceled,
+    };
+    let json = serde_json::to_string(&event).unwrap();
+    assert_eq!(serde_json::from_str::<Event>(&json).unwrap(), event);
+    let effects = d.runner_event(event).unwrap();
+    let json = serde_json::to_string(&effects).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Vec<DriverEffect>>(&json).unwrap(),
+        effects
+    );
+    let p = d.projection();
+    let json = serde_json::to_string(&p).unwrap();
+    assert_eq!(
+        serde_json::from_str::<steadfast::leadership::LeadershipProjection>(&json).unwrap(),
+        p
+    );
+}

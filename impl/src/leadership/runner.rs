@@ -418,7 +418,12 @@ impl Runner {
         self.chain.push_back(ChainOp::Close);
         let mut effects = Vec::new();
         self.advance(&mut effects);
-        Ok((effects, "stopping"))
+        let outcome = if self.terminated {
+            "terminated"
+        } else {
+            "stopping"
+        };
+        Ok((effects, outcome))
     }
 
     fn slot_index(&self, session: Session) -> Result<usize, LeadershipError> {
