@@ -1,0 +1,365 @@
+//! A thin, runtime-agnostic driver for one job: leader election, the runner, the
+//! dispatcher and in-memory HA stores, wired together.
+//!
+//! The driver plays the environment around the sans-IO machines of FLINK-39704 (apache/
+//! flink PR 28201). It answers the runner's JobResultStore and leadership queries from
+//! its in-memory environment (at once, or when the caller says so, to open the windows
+//! between a question and its answer), hands runner results to the dispatcher, and
+//! closes or starts runners when the dispatcher says so. Everything the environment
+//! decides by itself in Flink, such as when a grant or revoke reaches the runner, when a
+//! terminal signal reaches a process, when a service terminates or when a forward
+//! callback runs, stays a call the caller makes, so any interleaving can be replayed.
+//! Every effect is returned to the caller in the order it was executed.
+
+use super::dispatcher::{Dispatcher, DispatcherEffect, DispatcherEvent};
+use super::error::LeadershipError;
+use super::projection::{LeadershipProjection, ProcessProjection};
+use super::runner::{Effect, Event, Runner};
+use super::store::{InMemoryJobGraphStore, InMemoryJobResultStore, JobGraphStore, JobResultStore};
+use super::types::{JobId, JobResultEntry, Session};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// A query from the runner that the environment has not answered yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Query {
+    /// Does the JobResultStore hold an entry for the job?
+    JobResultStore,
+    /// Is this session the issued leader session?
+    Leadership(Session),
+}
+
+/// An effect executed by the driver, tagged with the machine that emitted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DriverEffect {
+    /// Emitted by the runner.
+    Runner(Effect),
+    /// Emitted by the dispatcher.
+    Dispatcher(DispatcherEffect),
+}
+
+/// The in-memory environment: the job's leader election and the HA stores.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Environment {
+    /// The session currently issued by the job's leader election.
+    pub issued: Option<Session>,
+    /// The last session number handed out (sessions start at 1).
+    pub last_session: u32,
+    /// The JobGraph store.
+    pub graphs: InMemoryJobGraphStore,
+    /// The JobResultStore.
+    pub results: InMemoryJobResultStore,
+}
+
+impl Environment {
+    /// Answers a query from the current environment state.
+    pub fn answer(&self, job: JobId, query: Query) -> Event {
+        match query {
+            Query::JobResultStore => Event::JobResultStoreAnswered {
+                has_entry: self.results.entry(job) != JobResultEntry::None,
+            },
+            Query::Leadership(session) => Event::LeadershipConfirmed {
+                session,
+                held: self.issued == Some(session),
+            },
+        }
+    }
+}
+
+/// Drives one job's lifecycle.
+///
+/// ```
+/// use steadfast::leadership::{Driver, Event, JobId, JobStatus, RunnerResult, Session};
+/// let mut d = Driver::new(JobId(1), true);
+/// d.dispatcher_gain_leadership().unwrap();
+/// d.submit_job().unwrap();
+/// let s = d.grant().unwrap();
+/// d.runner_event(Event::TerminalSignalDelivered { session: s, status: JobStatus::Failed }).unwrap();
+/// d.runner_event(Event::ForwardCallback { session: s }).unwrap();
+/// let p = d.projection();
+/// assert_eq!(p.runner_result, Some(RunnerResult::Terminal(JobStatus::Failed)));
+/// assert!(!p.job_graph_present);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Driver {
+    job: JobId,
+    auto_answer: bool,
+    env: Environment,
+    dispatcher: Dispatcher,
+    runner: Option<Runner>,
+    retired: Vec<ProcessProjection>,
+    election_inbox: VecDeque<Event>,
+    queries: VecDeque<Query>,
+}
+
+type Driven = Result<Vec<DriverEffect>, LeadershipError>;
+
+impl Driver {
+    /// A driver for `job`. With `auto_answer`, queries are answered as soon as they are
+    /// asked; otherwise they wait for [`Driver::answer_query`].
+    pub fn new(job: JobId, auto_answer: bool) -> Self {
+        Driver {
+            job,
+            auto_answer,
+            env: Environment::default(),
+            dispatcher: Dispatcher::new(),
+            runner: None,
+            retired: Vec::new(),
+            election_inbox: VecDeque::new(),
+            queries: VecDeque::new(),
+        }
+    }
+
+    /// The environment.
+    pub fn environment(&self) -> &Environment {
+        &self.env
+    }
+
+    /// The dispatcher.
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.dispatcher
+    }
+
+    /// The latest runner, if one was started.
+    pub fn runner(&self) -> Option<&Runner> {
+        self.runner.as_ref()
+    }
+
+    /// Queries waiting for an answer, oldest first.
+    pub fn pending_queries(&self) -> Vec<Query> {
+        self.queries.iter().copied().collect()
+    }
+
+    /// Grant/revoke messages issued by the election but not yet delivered to the runner.
+    pub fn pending_election(&self) -> Vec<Event> {
+        self.election_inbox.iter().copied().collect()
+    }
+
+    /// The dispatcher gains leadership and recovers jobs.
+    pub fn dispatcher_gain_leadership(&mut self) -> Driven {
+        self.dispatch(DispatcherEvent::LeadershipGained)
+    }
+
+    /// The dispatcher loses leadership and closes its runners.
+    pub fn dispatcher_lose_leadership(&mut self) -> Driven {
+        self.dispatch(DispatcherEvent::LeadershipLost)
+    }
+
+    /// A client submits the job.
+    pub fn submit_job(&mut self) -> Driven {
+        self.dispatch(DispatcherEvent::JobSubmitted { job: self.job })
+    }
+
+    /// The election issues a new session; the grant is queued for the runner.
+    pub fn elect(&mut self) -> Result<Session, LeadershipError> {
+        let runner = self.runner.as_ref().ok_or(LeadershipError::NoRunner)?;
+        if runner.is_terminated() {
+            return Err(LeadershipError::Election("the runner's election is closed"));
+        }
+        if self.env.issued.is_some() {
+            return Err(LeadershipError::Election("a session is already issued"));
+        }
+        self.env.last_session += 1;
+        let session = Session(self.env.last_session);
+        self.env.issued = Some(session);
+        self.election_inbox
+            .push_back(Event::LeadershipGranted { session });
+        tracing::debug!(
+            component = "election",
+            event = "issue",
+            session = session.0,
+            outcome = "issued"
+        );
+        Ok(session)
+    }
+
+    /// The election revokes the issued session; the revoke is queued for the runner.
+    pub fn unelect(&mut self) -> Result<Session, LeadershipError> {
+        let session = self
+            .env
+            .issued
+            .ok_or(LeadershipError::Election("no session is issued"))?;
+        self.env.issued = None;
+        self.election_inbox.push_back(Event::LeadershipRevoked);
+        tracing::debug!(
+            component = "election",
+            event = "revoke",
+            session = session.0,
+            outcome = "revoked"
+        );
+        Ok(session)
+    }
+
+    /// Delivers the oldest queued grant or revoke to the runner.
+    pub fn deliver_election(&mut self) -> Driven {
+        let event = *self
+            .election_inbox
+            .front()
+            .ok_or(LeadershipError::Election("nothing to deliver"))?;
+        let effects = self.runner_mut()?.handle(event)?;
+        self.election_inbox.pop_front();
+        self.pump(effects)
+    }
+
+    /// Issues a session and delivers the grant at once (requires an empty inbox).
+    pub fn grant(&mut self) -> Result<Session, LeadershipError> {
+        if !self.election_inbox.is_empty() {
+            return Err(LeadershipError::Election(
+                "earlier messages are undelivered",
+            ));
+        }
+        let before = self.env.clone();
+        let session = self.elect()?;
+        if let Err(error) = self.deliver_election() {
+            self.env = before;
+            self.election_inbox.clear();
+            return Err(error);
+        }
+        Ok(session)
+    }
+
+    /// Revokes the issued session and delivers the revoke at once (requires an empty
+    /// inbox).
+    pub fn revoke(&mut self) -> Driven {
+        if !self.election_inbox.is_empty() {
+            return Err(LeadershipError::Election(
+                "earlier messages are undelivered",
+            ));
+        }
+        let before = self.env.clone();
+        self.unelect()?;
+        match self.deliver_election() {
+            Ok(effects) => Ok(effects),
+            Err(error) => {
+                self.env = before;
+                self.election_inbox.clear();
+                Err(error)
+            }
+        }
+    }
+
+    /// Feeds one event to the runner and executes the resulting effects.
+    pub fn runner_event(&mut self, event: Event) -> Driven {
+        let effects = self.runner_mut()?.handle(event)?;
+        self.pump(effects)
+    }
+
+    /// Answers the oldest pending query from the environment as it is now.
+    pub fn answer_query(&mut self) -> Driven {
+        let query = *self
+            .queries
+            .front()
+            .ok_or(LeadershipError::NoPendingQuery)?;
+        let event = self.env.answer(self.job, query);
+        let effects = self.runner_mut()?.handle(event)?;
+        self.queries.pop_front();
+        self.pump(effects)
+    }
+
+    /// The observable projection.
+    pub fn projection(&self) -> LeadershipProjection {
+        let runner = self.runner.as_ref().map(Runner::projection);
+        let mut processes = self.retired.clone();
+        if let Some(r) = &runner {
+            processes.extend(r.processes.iter().copied());
+        }
+        LeadershipProjection {
+            issued_session: self.env.issued,
+            runner_state: runner.as_ref().map(|r| r.state),
+            runner_result: runner.as_ref().and_then(|r| r.result),
+            pending_terminal: runner.as_ref().and_then(|r| r.pending_terminal),
+            current_process_leader: runner.as_ref().and_then(|r| r.current_process_leader),
+            processes,
+            job_graph_present: self.env.graphs.contains(self.job),
+            job_result_entry: self.env.results.entry(self.job),
+            dispatcher_epoch: self.dispatcher.epoch(),
+            runners_started: self.dispatcher.runners_started(),
+        }
+    }
+
+    fn runner_mut(&mut self) -> Result<&mut Runner, LeadershipError> {
+        self.runner.as_mut().ok_or(LeadershipError::NoRunner)
+    }
+
+    fn dispatch(&mut self, event: DispatcherEvent) -> Driven {
+        let effects = self
+            .dispatcher
+            .handle(event, &mut self.env.graphs, &mut self.env.results)?;
+        self.run(effects.into_iter().map(DriverEffect::Dispatcher).collect())
+    }
+
+    fn pump(&mut self, effects: Vec<Effect>) -> Driven {
+        self.run(effects.into_iter().map(DriverEffect::Runner).collect())
+    }
+
+    /// Executes effects breadth-first; effects they cause are appended.
+    fn run(&mut self, initial: Vec<DriverEffect>) -> Driven {
+        let mut work: VecDeque<DriverEffect> = initial.into();
+        let mut done = Vec::new();
+        while let Some(effect) = work.pop_front() {
+            done.push(effect);
+            match effect {
+                DriverEffect::Runner(Effect::QueryJobResultStore) => {
+                    self.ask(Query::JobResultStore, &mut work)?
+                }
+                DriverEffect::Runner(Effect::ConfirmLeadership { session }) => {
+                    self.ask(Query::Leadership(session), &mut work)?
+                }
+                DriverEffect::Runner(Effect::CompleteResult { value }) => {
+                    let event = DispatcherEvent::RunnerCompleted {
+                        job: self.job,
+                        result: value,
+                    };
+                    let fx = self.dispatcher.handle(
+                        event,
+                        &mut self.env.graphs,
+                        &mut self.env.results,
+                    )?;
+                    work.extend(fx.into_iter().map(DriverEffect::Dispatcher));
+                }
+                DriverEffect::Runner(Effect::RunnerTerminated) => {
+                    // The runner closes its leader election once its process terminated.
+                    self.env.issued = None;
+                    self.election_inbox.clear();
+                    self.queries.clear();
+                    let event = DispatcherEvent::RunnerTerminated { job: self.job };
+                    let fx = self.dispatcher.handle(
+                        event,
+                        &mut self.env.graphs,
+                        &mut self.env.results,
+                    )?;
+                    work.extend(fx.into_iter().map(DriverEffect::Dispatcher));
+                }
+                DriverEffect::Dispatcher(DispatcherEffect::StartRunner { job }) => {
+                    if let Some(old) = self.runner.take() {
+                        self.retired.extend(old.projection().processes);
+                    }
+                    self.runner = Some(Runner::new(job));
+                }
+                DriverEffect::Dispatcher(DispatcherEffect::CloseRunner { .. }) => {
+                    let fx = self.runner_mut()?.handle(Event::CloseRequested)?;
+                    work.extend(fx.into_iter().map(DriverEffect::Runner));
+                }
+                // Process start/close, forward scheduling and cleanup reports are for
+                // the caller: it decides when services terminate and callbacks run.
+                _ => {}
+            }
+        }
+        Ok(done)
+    }
+
+    fn ask(
+        &mut self,
+        query: Query,
+        work: &mut VecDeque<DriverEffect>,
+    ) -> Result<(), LeadershipError> {
+        if !self.auto_answer {
+            self.queries.push_back(query);
+            return Ok(());
+        }
+        let event = self.env.answer(self.job, query);
+        let fx = self.runner_mut()?.handle(event)?;
+        work.extend(fx.into_iter().map(DriverEffect::Runner));
+        Ok(())
+    }
+}
