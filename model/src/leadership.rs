@@ -31,9 +31,10 @@
 //!   ([`Action::RecoverJob`]).
 //!
 //! Environment assumptions, explicit here because the verdicts depend on them:
-//! - the next dispatcher leader starts only after the old runner terminated and the old
-//!   dispatcher handled its result (Flink's dispatcher stops only after its job
-//!   termination futures completed);
+//! - the next dispatcher leader starts only after the old dispatcher handled the
+//!   runner's result and (setting `old-runner-first`, on by default) after the old
+//!   runner terminated (Flink's dispatcher stops only after its job termination futures
+//!   completed);
 //! - unless `late-signal` is set, the scheduler's terminal signal reaches its process
 //!   before the process's JobMaster service terminates;
 //! - the scheduler decides at most once per run: a second decision could only follow a
@@ -523,6 +524,11 @@ const PARAMS: &[Param] = &[
         help: "the terminal signal may reach a process after its service terminated",
         kind: ParamKind::Bool { default: false },
     },
+    Param {
+        name: "old-runner-first",
+        help: "the next dispatcher leader starts only after the old runner terminated",
+        kind: ParamKind::Bool { default: true },
+    },
 ];
 
 const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
@@ -550,6 +556,9 @@ pub struct Leadership {
     pub ordering: Ordering,
     /// Whether the terminal signal may arrive after the service terminated.
     pub late_signal: bool,
+    /// Whether the next dispatcher leader waits for the old runner to terminate (when
+    /// not, it still waits for the old dispatcher to handle the runner's result).
+    pub old_runner_first: bool,
     focus: Option<&'static str>,
 }
 
@@ -801,7 +810,8 @@ impl Model for Leadership {
             actions.push(Action::DispatcherFailover);
         }
         if s.dispatcher == DispatcherState::Stopping
-            && (!s.has_runner || (s.runner_terminated && s.result_handled))
+            && (!s.has_runner
+                || (s.result_handled && (s.runner_terminated || !self.old_runner_first)))
         {
             actions.push(Action::RecoverJob);
         }
@@ -1097,6 +1107,7 @@ impl Spec for Leadership {
             statuses: settings.int("statuses") as u8,
             ordering,
             late_signal: settings.flag("late-signal"),
+            old_runner_first: settings.flag("old-runner-first"),
             focus: None,
         })
     }

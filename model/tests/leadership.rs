@@ -660,7 +660,14 @@ fn designs_params_and_scenarios_are_declared() {
     let names: Vec<_> = Leadership::params().iter().map(|p| p.name).collect();
     assert_eq!(
         names,
-        ["grants", "epochs", "statuses", "ordering", "late-signal"]
+        [
+            "grants",
+            "epochs",
+            "statuses",
+            "ordering",
+            "late-signal",
+            "old-runner-first"
+        ]
     );
     let scenarios: Vec<_> = Leadership::scenarios().iter().map(|(n, _)| *n).collect();
     assert_eq!(scenarios, ["ordering-a", "ordering-b", "all"]);
@@ -703,4 +710,46 @@ fn actions_round_trip_through_json_and_states_serialise() {
     assert_eq!(json["runner"], "Running");
     assert_eq!(json["job_graph"], true);
     assert_eq!(json["job_result"], "Absent");
+}
+
+#[test]
+fn without_old_runner_first_the_unpatched_runner_overlaps_processes() {
+    // The eager SUSPENDED lets the dispatcher handle the result while the old process
+    // still closes; a next leader that does not wait for the old runner then starts a
+    // second live process. The fixed runner completes only after its process
+    // terminated, so it needs no such assumption.
+    let expected = [
+        ("unpatched", Verdict::Counterexample),
+        ("process-fix-only", Verdict::Counterexample),
+        ("runner-fix-only", Verdict::Holds),
+        ("fixed", Verdict::Holds),
+    ];
+    for (design, verdict) in expected {
+        let report = run(&model(design, "all", &[("old-runner-first", "false")]));
+        assert_eq!(
+            report.verdict(property::ONE_LIVE_PROCESS),
+            Some(verdict),
+            "{design}"
+        );
+        let safe = design == "fixed";
+        assert_eq!(
+            report.verdict(property::NO_REANIMATION) == Some(Verdict::Holds),
+            safe,
+            "{design}"
+        );
+    }
+    let m = model("unpatched", "all", &[("old-runner-first", "false")]);
+    let (actions, _) = shortest_actions(&m, property::ONE_LIVE_PROCESS);
+    assert_eq!(
+        actions,
+        vec![
+            Action::GrantLeadership(1),
+            Action::RunGrant(1),
+            Action::DispatcherFailover,
+            Action::HandleRunnerResult,
+            Action::RecoverJob,
+            Action::GrantLeadership(2),
+            Action::RunGrant(2),
+        ]
+    );
 }
