@@ -492,6 +492,27 @@ fn classify_names_ordering_a1() {
         "the runner forwards the FINISHED result of process 1 (session 1): the leadership check fails, the result is dropped"
     );
     assert!(trace.last_state.contains("lost_terminal: true"));
+
+    // A1 reanimates as fast as A2 (nine steps); BFS just meets A2 first.
+    let path = replay(
+        &m,
+        &[
+            Action::GrantLeadership(1),
+            Action::RunGrant(1),
+            Action::DecideTerminal(Status::Finished),
+            Action::DeliverTerminalSignal(1),
+            Action::RevokeLeadership(1),
+            Action::GrantLeadership(2),
+            Action::RunRevoke,
+            Action::TerminateService(1),
+            Action::RunGrant(2),
+        ],
+    );
+    assert_eq!(path.last_state().process_count, 2);
+    assert_eq!(
+        check::trace_of(&m, path).shape.as_deref(),
+        Some("ordering A1")
+    );
 }
 
 #[test]
