@@ -167,17 +167,30 @@ fn verdict_of(kind: &Kind, discovered: bool) -> Verdict {
     }
 }
 
-/// Progress lines on stderr, once the run has lasted `after`.
+/// Progress lines on stderr, once the run has lasted `after`, then once a second.
+///
+/// stateright's reporting thread sleeps `delay()` between polls and the run is joined
+/// only after that thread wakes, so the poll interval is kept short: with the default
+/// second every run would last at least a second and small models would report a
+/// wrong rate.
 struct Progress {
     after: Duration,
     label: String,
 }
 
+/// How often the reporting thread polls the checker.
+const POLL: Duration = Duration::from_millis(10);
+
 impl<M: Model> Reporter<M> for Progress {
+    fn delay(&self) -> Duration {
+        POLL
+    }
+
     fn report_checking(&mut self, data: ReportData) {
         if data.done || data.duration < self.after {
             return;
         }
+        self.after = data.duration + Duration::from_secs(1);
         let secs = data.duration.as_secs_f64();
         let _ = writeln!(
             std::io::stderr(),

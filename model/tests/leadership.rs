@@ -1,0 +1,776 @@
+//! Tests of the FLINK-39704 leadership model (apache/flink PR 28201): every design's
+//! verdicts against specs/leadership.md, pinned state counts, the seed's two
+//! reproductions as shortest counterexamples, the fix's own test scenarios replayed as
+//! paths, and the residual window that opens when the terminal signal may arrive late.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use stateright::{Model, Path};
+use steadfast_model::check::{self, CheckOptions, CheckReport};
+use steadfast_model::leadership::{
+    property, Action, Design, Leadership, Outcome, RunnerState, State, Status,
+};
+use steadfast_model::{Spec, Verdict};
+
+const SCENARIOS: [&str; 3] = ["ordering-a", "ordering-b", "all"];
+
+/// The smallest bounds at which every counterexample of the table still shows.
+const SMALLEST: [(&str, &str); 3] = [("grants", "2"), ("epochs", "2"), ("statuses", "1")];
+
+fn model(design: &str, scenario: &str, overrides: &[(&str, &str)]) -> Leadership {
+    Leadership::scenario(design, scenario, overrides).expect("valid settings")
+}
+
+fn run(model: &Leadership) -> CheckReport {
+    check::check(
+        model,
+        &CheckOptions {
+            shortest: false,
+            ..CheckOptions::default()
+        },
+    )
+}
+
+fn verdicts(report: &CheckReport) -> BTreeMap<&'static str, Verdict> {
+    report
+        .properties
+        .iter()
+        .map(|p| (p.name, p.verdict))
+        .collect()
+}
+
+/// Checks every design under every scenario and compares with the table, property by
+/// property; returns the unique state counts by (design, scenario).
+fn assert_table(overrides: &[(&str, &str)]) -> BTreeMap<(&'static str, &'static str), usize> {
+    let table = Leadership::expectations();
+    let mut counts = BTreeMap::new();
+    for design in Leadership::designs() {
+        for scenario in SCENARIOS {
+            let report = run(&model(design, scenario, overrides));
+            let found = verdicts(&report);
+            let expected: BTreeMap<_, _> = table
+                .iter()
+                .filter(|e| e.design == *design && e.scenario == scenario)
+                .map(|e| (e.property, e.expected))
+                .collect();
+            assert_eq!(
+                found, expected,
+                "{design} under {scenario} with {overrides:?}"
+            );
+            counts.insert((*design, scenario), report.unique_states);
+        }
+    }
+    counts
+}
+
+#[test]
+fn table_covers_every_design_scenario_and_property() {
+    let table = Leadership::expectations();
+    assert_eq!(table.len(), 4 * 3 * 12);
+    for design in Leadership::designs() {
+        for scenario in SCENARIOS {
+            for name in property::SAFETY.iter().chain(property::REACHABILITY.iter()) {
+                let n = table
+                    .iter()
+                    .filter(|e| {
+                        e.design == *design && e.scenario == scenario && e.property == *name
+                    })
+                    .count();
+                assert_eq!(n, 1, "{design} {scenario} {name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn verdicts_and_state_counts_at_default_bounds() {
+    let counts = assert_table(&[]);
+    let pinned: BTreeMap<(&str, &str), usize> = [
+        (("unpatched", "ordering-a"), 20120),
+        (("unpatched", "ordering-b"), 17240),
+        (("unpatched", "all"), 34967),
+        (("process-fix-only", "ordering-a"), 18696),
+        (("process-fix-only", "ordering-b"), 15567),
+        (("process-fix-only", "all"), 19494),
+        (("runner-fix-only", "ordering-a"), 6540),
+        (("runner-fix-only", "ordering-b"), 6192),
+        (("runner-fix-only", "all"), 11418),
+        (("fixed", "ordering-a"), 6417),
+        (("fixed", "ordering-b"), 4707),
+        (("fixed", "all"), 6786),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(counts, pinned);
+}
+
+#[test]
+fn verdicts_and_state_counts_at_smallest_bounds() {
+    let counts = assert_table(&SMALLEST);
+    let pinned: BTreeMap<(&str, &str), usize> = [
+        (("unpatched", "ordering-a"), 799),
+        (("unpatched", "ordering-b"), 694),
+        (("unpatched", "all"), 1216),
+        (("process-fix-only", "ordering-a"), 748),
+        (("process-fix-only", "ordering-b"), 599),
+        (("process-fix-only", "all"), 781),
+        (("runner-fix-only", "ordering-a"), 445),
+        (("runner-fix-only", "ordering-b"), 352),
+        (("runner-fix-only", "all"), 617),
+        (("fixed", "ordering-a"), 426),
+        (("fixed", "ordering-b"), 322),
+        (("fixed", "all"), 445),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(counts, pinned);
+}
+
+#[test]
+fn bounds_below_the_smallest_lose_counterexamples() {
+    // One grant: no second process can ever be created, so no reanimation.
+    let one_grant = run(&model(
+        "unpatched",
+        "all",
+        &[("grants", "1"), ("epochs", "2")],
+    ));
+    assert_eq!(
+        one_grant.verdict(property::NO_REANIMATION),
+        Some(Verdict::Holds)
+    );
+    assert_eq!(
+        one_grant.verdict(property::REGRANT),
+        Some(Verdict::Unreached)
+    );
+    // One epoch: no runner close, so the eager SUSPENDED never masks anything and the
+    // only masking path left is gone.
+    let one_epoch = run(&model(
+        "unpatched",
+        "all",
+        &[("grants", "2"), ("epochs", "1")],
+    ));
+    assert_eq!(
+        one_epoch.verdict(property::NO_MASKING),
+        Some(Verdict::Holds)
+    );
+    assert_eq!(
+        one_epoch.verdict(property::NO_REANIMATION),
+        Some(Verdict::Counterexample)
+    );
+    assert_eq!(
+        one_epoch.verdict(property::FAILOVER_RECOVERS),
+        Some(Verdict::Unreached)
+    );
+}
+
+#[test]
+fn statuses_are_interchangeable() {
+    // FINISHED, FAILED and CANCELED take the same paths: the verdicts do not depend on
+    // how many of them the scheduler may decide.
+    for design in Leadership::designs() {
+        let one = run(&model(design, "all", &[("statuses", "1")]));
+        let three = run(&model(design, "all", &[("statuses", "3")]));
+        assert_eq!(verdicts(&one), verdicts(&three), "{design}");
+        assert!(three.unique_states > one.unique_states, "{design}");
+    }
+}
+
+fn shortest_actions(model: &Leadership, name: &'static str) -> (Vec<Action>, Path<State, Action>) {
+    let path = check::shortest(model, name).expect("a counterexample exists");
+    (path.clone().into_actions(), path)
+}
+
+#[test]
+fn unpatched_ordering_a_reanimates_the_job() {
+    // The seed's ordering A: the result reached the process, the forward callback is
+    // still to run when the session is revoked; the regrant creates a new process.
+    let m = model("unpatched", "ordering-a", &[]);
+    let (actions, path) = shortest_actions(&m, property::NO_REANIMATION);
+    assert_eq!(
+        actions,
+        vec![
+            Action::GrantLeadership(1),
+            Action::RunGrant(1),
+            Action::RevokeLeadership(1),
+            Action::GrantLeadership(2),
+            Action::DecideTerminal(Status::Finished),
+            Action::DeliverTerminalSignal(1),
+            Action::RunRevoke,
+            Action::TerminateService(1),
+            Action::RunGrant(2),
+        ]
+    );
+    let trace = check::trace_of(&m, path);
+    assert_eq!(trace.shape.as_deref(), Some("ordering A2"));
+    let words: Vec<&str> = trace.steps.iter().map(|s| s.description.as_str()).collect();
+    assert_eq!(words[2], "the election revokes session 1");
+    assert_eq!(
+        words[5],
+        "the scheduler's FINISHED signal reaches process 1: its result becomes FINISHED"
+    );
+    assert_eq!(
+        words[6],
+        "the runner's chain runs the revoke: it closes process 1"
+    );
+    assert_eq!(
+        words[8],
+        "the runner's chain runs the grant of session 2: it creates process 2 although the job already reached a terminal state"
+    );
+    // The FINISHED result is still waiting for its forward check, which can only fail:
+    // session 2 is the issued one now.
+    let last = trace.last_state;
+    assert!(last.contains("forward_pending: true"), "{last}");
+}
+
+#[test]
+fn unpatched_ordering_b_reanimates_the_job() {
+    // The seed's ordering B: the scheduler decided, the revoke closes the process
+    // first, the eager NotFinished wins and the signal becomes a no-op.
+    let m = model("unpatched", "ordering-b", &[]);
+    let (actions, path) = shortest_actions(&m, property::NO_REANIMATION);
+    assert_eq!(
+        actions,
+        vec![
+            Action::GrantLeadership(1),
+            Action::RunGrant(1),
+            Action::RevokeLeadership(1),
+            Action::GrantLeadership(2),
+            Action::DecideTerminal(Status::Finished),
+            Action::RunRevoke,
+            Action::DeliverTerminalSignal(1),
+            Action::TerminateService(1),
+            Action::RunGrant(2),
+        ]
+    );
+    let trace = check::trace_of(&m, path);
+    assert_eq!(trace.shape.as_deref(), Some("ordering B"));
+    assert_eq!(
+        trace.steps[5].description,
+        "the runner's chain runs the revoke: it closes process 1, its result becomes NotFinished at once"
+    );
+    assert_eq!(
+        trace.steps[6].description,
+        "the scheduler's FINISHED signal reaches process 1 while it closes: no effect, its result is already NotFinished"
+    );
+}
+
+#[test]
+fn unpatched_masks_without_a_revoke() {
+    // A dispatcher failover with the signal in flight: the eager SUSPENDED is enough.
+    let m = model("unpatched", "all", &[]);
+    let (actions, path) = shortest_actions(&m, property::NO_MASKING);
+    assert_eq!(
+        actions,
+        vec![
+            Action::GrantLeadership(1),
+            Action::RunGrant(1),
+            Action::DecideTerminal(Status::Finished),
+            Action::DispatcherFailover,
+        ]
+    );
+    let trace = check::trace_of(&m, path);
+    assert_eq!(
+        trace.shape.as_deref(),
+        Some("runner close with signal in flight")
+    );
+    assert_eq!(
+        trace.steps[3].description,
+        "the dispatcher of epoch 1 loses leadership and closes the runner; the runner completes SUSPENDED at once"
+    );
+}
+
+#[test]
+fn unpatched_reanimates_through_dispatcher_failover() {
+    // The second way in: the masked job is recovered into a new runner.
+    let m = model("unpatched", "all", &[("grants", "1")])
+        .focus(None)
+        .unwrap();
+    let path = replay(
+        &m,
+        &[
+            Action::GrantLeadership(1),
+            Action::RunGrant(1),
+            Action::DecideTerminal(Status::Failed),
+            Action::DispatcherFailover,
+            Action::DeliverTerminalSignal(1),
+            Action::TerminateService(1),
+            Action::CloseRunner,
+            Action::HandleRunnerResult,
+            Action::RecoverJob,
+        ],
+    );
+    let last = path.last_state();
+    assert_eq!(last.epoch, 2);
+    assert!(last.has_runner && last.job_graph);
+    let grants_left = model("unpatched", "all", &[]).focus(None).unwrap();
+    let path = replay(
+        &grants_left,
+        &[
+            Action::GrantLeadership(1),
+            Action::RunGrant(1),
+            Action::DecideTerminal(Status::Failed),
+            Action::DispatcherFailover,
+            Action::DeliverTerminalSignal(1),
+            Action::TerminateService(1),
+            Action::CloseRunner,
+            Action::HandleRunnerResult,
+            Action::RecoverJob,
+            Action::GrantLeadership(2),
+            Action::RunGrant(2),
+        ],
+    );
+    assert_eq!(path.last_state().process_count, 2);
+    assert_eq!(path.last_state().decider, 1);
+}
+
+fn replay(model: &Leadership, actions: &[Action]) -> Path<State, Action> {
+    let init = model.init_states()[0];
+    Path::from_actions(model, init, actions).expect("every action is enabled in turn")
+}
+
+fn design_model(design: Design) -> Leadership {
+    model(design.name(), "all", &[])
+}
+
+/// Runs the same actions in two designs and returns both last states.
+fn in_both(design_a: Design, design_b: Design, actions: &[Action]) -> (State, State) {
+    let a = *replay(&design_model(design_a), actions).last_state();
+    let b = *replay(&design_model(design_b), actions).last_state();
+    (a, b)
+}
+
+#[test]
+fn terminal_result_published_during_process_close_wins_over_not_finished() {
+    // DefaultJobMasterServiceProcessTest#testTerminalResultPublishedDuringCloseWinsOverJobNotFinished
+    let actions = [
+        Action::GrantLeadership(1),
+        Action::RunGrant(1),
+        Action::DecideTerminal(Status::Failed),
+        Action::RevokeLeadership(1),
+        Action::RunRevoke,
+        Action::DeliverTerminalSignal(1),
+        Action::TerminateService(1),
+    ];
+    let (process_fix, unpatched) = in_both(Design::ProcessFixOnly, Design::Unpatched, &actions);
+    assert_eq!(
+        process_fix.processes[0].result,
+        Outcome::Terminal(Status::Failed)
+    );
+    assert_eq!(unpatched.processes[0].result, Outcome::NotFinished);
+}
+
+#[test]
+fn runner_close_flushes_a_terminal_result_cached_after_revoke() {
+    // JobMasterServiceLeadershipRunnerTest#testCloseAsyncFlushesCachedGloballyTerminalResultAfterRevoke
+    let actions = [
+        Action::GrantLeadership(1),
+        Action::RunGrant(1),
+        Action::DecideTerminal(Status::Failed),
+        Action::RevokeLeadership(1),
+        Action::DeliverTerminalSignal(1),
+        Action::CheckLeadershipInForward(1),
+        Action::DispatcherFailover,
+        Action::TerminateService(1),
+        Action::CloseRunner,
+    ];
+    let (fixed, unpatched) = in_both(Design::Fixed, Design::Unpatched, &actions);
+    assert_eq!(fixed.runner_result, Outcome::Terminal(Status::Failed));
+    assert_eq!(fixed.runner, RunnerState::Stopped);
+    assert_eq!(unpatched.runner_result, Outcome::Suspended);
+}
+
+#[test]
+fn regrant_flushes_a_terminal_result_observed_after_revoke() {
+    // JobMasterServiceLeadershipRunnerTest#testGrantLeadershipFlushesCachedTerminalResultObservedAfterRevoke
+    let actions = [
+        Action::GrantLeadership(1),
+        Action::RunGrant(1),
+        Action::DecideTerminal(Status::Canceled),
+        Action::RevokeLeadership(1),
+        Action::DeliverTerminalSignal(1),
+        Action::RunRevoke,
+        Action::TerminateService(1),
+        Action::CheckLeadershipInForward(1),
+        Action::GrantLeadership(2),
+        Action::RunGrant(2),
+    ];
+    let (fixed, unpatched) = in_both(Design::Fixed, Design::Unpatched, &actions);
+    assert_eq!(fixed.runner_result, Outcome::Terminal(Status::Canceled));
+    assert_eq!(fixed.runner, RunnerState::JobCompleted);
+    assert_eq!(fixed.process_count, 1, "no new process");
+    assert_eq!(
+        unpatched.process_count, 2,
+        "the unpatched runner reanimates"
+    );
+    assert_eq!(unpatched.runner_result, Outcome::Unset);
+}
+
+#[test]
+fn terminal_observed_before_revoke_then_close_reports_that_status() {
+    // JobMasterServiceLeadershipRunnerTest#testCloseAsyncCompletesWithGloballyTerminalResultObservedBeforeLeadershipRevoke
+    for status in Status::ALL {
+        let actions = [
+            Action::GrantLeadership(1),
+            Action::RunGrant(1),
+            Action::DecideTerminal(status),
+            Action::DeliverTerminalSignal(1),
+            Action::RevokeLeadership(1),
+            Action::CheckLeadershipInForward(1),
+            Action::DispatcherFailover,
+            Action::TerminateService(1),
+            Action::CloseRunner,
+        ];
+        let (fixed, unpatched) = in_both(Design::Fixed, Design::Unpatched, &actions);
+        assert_eq!(fixed.runner_result, Outcome::Terminal(status));
+        assert_eq!(unpatched.runner_result, Outcome::Suspended);
+    }
+}
+
+#[test]
+fn close_without_a_terminal_result_is_suspended() {
+    let actions = [
+        Action::GrantLeadership(1),
+        Action::RunGrant(1),
+        Action::DispatcherFailover,
+        Action::TerminateService(1),
+        Action::CheckLeadershipInForward(1),
+        Action::CloseRunner,
+        Action::HandleRunnerResult,
+    ];
+    for design in Design::ALL {
+        let last = *replay(&design_model(design), &actions).last_state();
+        assert_eq!(last.runner_result, Outcome::Suspended, "{design:?}");
+        assert!(last.job_graph, "local cleanup keeps the JobGraph");
+    }
+}
+
+#[test]
+fn the_fixed_chain_waits_for_forwarding_to_settle() {
+    // Without this wait the regrant would create process 2 before process 1's cached
+    // result exists: RunGrant(2) is not enabled while the forward callback is pending.
+    let m = design_model(Design::Fixed).focus(None).unwrap();
+    let prefix = [
+        Action::GrantLeadership(1),
+        Action::RunGrant(1),
+        Action::DecideTerminal(Status::Finished),
+        Action::DeliverTerminalSignal(1),
+        Action::RevokeLeadership(1),
+        Action::RunRevoke,
+        Action::TerminateService(1),
+        Action::GrantLeadership(2),
+    ];
+    let state = *replay(&m, &prefix).last_state();
+    let mut enabled = Vec::new();
+    m.actions(&state, &mut enabled);
+    assert!(!enabled.contains(&Action::RunGrant(2)), "{enabled:?}");
+    assert!(enabled.contains(&Action::CheckLeadershipInForward(1)));
+    let unpatched = design_model(Design::Unpatched);
+    let state = *replay(&unpatched, &prefix).last_state();
+    let mut enabled = Vec::new();
+    unpatched.actions(&state, &mut enabled);
+    assert!(enabled.contains(&Action::RunGrant(2)), "{enabled:?}");
+}
+
+#[test]
+fn classify_names_ordering_a1() {
+    let m = model("unpatched", "ordering-a", &[]);
+    let path = replay(
+        &m,
+        &[
+            Action::GrantLeadership(1),
+            Action::RunGrant(1),
+            Action::DecideTerminal(Status::Finished),
+            Action::DeliverTerminalSignal(1),
+            Action::RevokeLeadership(1),
+            Action::CheckLeadershipInForward(1),
+        ],
+    );
+    let trace = check::trace_of(&m, path);
+    assert_eq!(trace.shape.as_deref(), Some("ordering A1"));
+    assert_eq!(
+        trace.steps[5].description,
+        "the runner forwards the FINISHED result of process 1 (session 1): the leadership check fails, the result is dropped"
+    );
+    assert!(trace.last_state.contains("lost_terminal: true"));
+
+    // A1 reanimates as fast as A2 (nine steps); BFS just meets A2 first.
+    let path = replay(
+        &m,
+        &[
+            Action::GrantLeadership(1),
+            Action::RunGrant(1),
+            Action::DecideTerminal(Status::Finished),
+            Action::DeliverTerminalSignal(1),
+            Action::RevokeLeadership(1),
+            Action::GrantLeadership(2),
+            Action::RunRevoke,
+            Action::TerminateService(1),
+            Action::RunGrant(2),
+        ],
+    );
+    assert_eq!(path.last_state().process_count, 2);
+    assert_eq!(
+        check::trace_of(&m, path).shape.as_deref(),
+        Some("ordering A1")
+    );
+}
+
+#[test]
+fn fixed_with_late_signal_has_a_residual_window() {
+    // Part 1 of the fix defers NotFinished only until the service terminated; a signal
+    // that arrives later still loses, and part 2 has nothing to cache.
+    let expected_unsafe = [
+        property::NO_REANIMATION,
+        property::NO_MASKING,
+        property::SET_ONCE,
+    ];
+    for scenario in SCENARIOS {
+        let m = model("fixed", scenario, &[("late-signal", "true")]);
+        let report = run(&m);
+        for name in property::SAFETY {
+            let expected = if scenario != "ordering-a" && expected_unsafe.contains(&name) {
+                Verdict::Counterexample
+            } else {
+                Verdict::Holds
+            };
+            assert_eq!(report.verdict(name), Some(expected), "{scenario} {name}");
+        }
+    }
+    let m = model("fixed", "all", &[("late-signal", "true")]);
+    let (actions, path) = shortest_actions(&m, property::NO_REANIMATION);
+    assert_eq!(
+        actions,
+        vec![
+            Action::GrantLeadership(1),
+            Action::RunGrant(1),
+            Action::RevokeLeadership(1),
+            Action::GrantLeadership(2),
+            Action::DecideTerminal(Status::Finished),
+            Action::RunRevoke,
+            Action::TerminateService(1),
+            Action::CheckLeadershipInForward(1),
+            Action::RunGrant(2),
+        ]
+    );
+    assert_eq!(
+        check::trace_of(&m, path).shape.as_deref(),
+        Some("late signal after service termination")
+    );
+    let (actions, _) = shortest_actions(&m, property::NO_MASKING);
+    assert_eq!(
+        actions,
+        vec![
+            Action::GrantLeadership(1),
+            Action::RunGrant(1),
+            Action::DecideTerminal(Status::Finished),
+            Action::DispatcherFailover,
+            Action::TerminateService(1),
+            Action::CheckLeadershipInForward(1),
+            Action::CloseRunner,
+        ]
+    );
+}
+
+/// Every reachable state and its successors, by plain breadth-first search.
+fn state_graph(model: &Leadership) -> HashMap<State, Vec<State>> {
+    let mut graph = HashMap::new();
+    let mut todo: Vec<State> = model.init_states();
+    let mut seen: HashSet<State> = todo.iter().copied().collect();
+    while let Some(state) = todo.pop() {
+        let mut actions = Vec::new();
+        model.actions(&state, &mut actions);
+        let mut successors = Vec::new();
+        for action in actions {
+            let next = model
+                .next_state(&state, action)
+                .expect("every emitted action is enabled");
+            if seen.insert(next) {
+                todo.push(next);
+            }
+            successors.push(next);
+        }
+        graph.insert(state, successors);
+    }
+    graph
+}
+
+fn assert_acyclic(graph: &HashMap<State, Vec<State>>) {
+    // Iterative depth-first search with colours: grey on the stack, black done.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Colour {
+        Grey,
+        Black,
+    }
+    let mut colour: HashMap<State, Colour> = HashMap::new();
+    for root in graph.keys() {
+        if colour.contains_key(root) {
+            continue;
+        }
+        let mut stack = vec![(*root, 0usize)];
+        colour.insert(*root, Colour::Grey);
+        while let Some((state, i)) = stack.pop() {
+            let successors = &graph[&state];
+            if i < successors.len() {
+                stack.push((state, i + 1));
+                let next = successors[i];
+                match colour.get(&next) {
+                    Some(Colour::Grey) => panic!("cycle through {next:?}"),
+                    Some(Colour::Black) => {}
+                    None => {
+                        colour.insert(next, Colour::Grey);
+                        stack.push((next, 0));
+                    }
+                }
+            } else {
+                colour.insert(state, Colour::Black);
+            }
+        }
+    }
+}
+
+#[test]
+fn state_graph_is_acyclic_and_matches_the_checker() {
+    for late in ["false", "true"] {
+        for design in Leadership::designs() {
+            let m = model(design, "all", &[("late-signal", late)]);
+            let graph = state_graph(&m);
+            assert_acyclic(&graph);
+            assert_eq!(graph.len(), run(&m).unique_states, "{design} late={late}");
+        }
+    }
+}
+
+#[test]
+fn no_runner_ever_finds_a_job_result_entry_at_grant() {
+    // The dispatcher recovers only JobGraphs without an entry, and a completed runner
+    // ignores grants, so the "job already done" branch of the grant is never taken.
+    for design in Leadership::designs() {
+        let graph = state_graph(&model(design, "all", &[("late-signal", "true")]));
+        assert!(graph
+            .keys()
+            .all(|s| s.runner_result != Outcome::AlreadyDone));
+    }
+}
+
+#[test]
+fn bad_input_is_an_error_naming_the_problem() {
+    let defaults = steadfast_model::Settings::defaults(Leadership::params());
+    let e = Leadership::build("patched", &defaults).unwrap_err();
+    assert_eq!(
+        e.0,
+        "unknown design `patched` for leadership (known: unpatched, process-fix-only, runner-fix-only, fixed)"
+    );
+    let e = Leadership::scenario("fixed", "ordering-c", &[]).unwrap_err();
+    assert!(e.0.starts_with("unknown scenario `ordering-c`"), "{e}");
+    let e = Leadership::scenario("fixed", "all", &[("grants", "5")]).unwrap_err();
+    assert_eq!(e.0, "`grants` must be within 1..=4, got 5");
+    let e = Leadership::scenario("fixed", "all", &[("ordering", "c")]).unwrap_err();
+    assert!(e.0.contains("one of a, b, all"), "{e}");
+    let e = Leadership::new(Design::Fixed)
+        .focus(Some("no reanimations"))
+        .unwrap_err();
+    assert!(e.0.starts_with("unknown property `no reanimations`"), "{e}");
+}
+
+#[test]
+fn designs_params_and_scenarios_are_declared() {
+    assert_eq!(
+        Leadership::designs(),
+        ["unpatched", "process-fix-only", "runner-fix-only", "fixed"]
+    );
+    let names: Vec<_> = Leadership::params().iter().map(|p| p.name).collect();
+    assert_eq!(
+        names,
+        [
+            "grants",
+            "epochs",
+            "statuses",
+            "ordering",
+            "late-signal",
+            "old-runner-first"
+        ]
+    );
+    let scenarios: Vec<_> = Leadership::scenarios().iter().map(|(n, _)| *n).collect();
+    assert_eq!(scenarios, ["ordering-a", "ordering-b", "all"]);
+    let m = Leadership::new(Design::Fixed);
+    assert_eq!((m.grants, m.epochs, m.statuses), (3, 3, 3));
+    assert!(!m.late_signal);
+    let focused = m.focus(Some(property::NO_MASKING)).unwrap();
+    let names: Vec<_> = focused.properties().iter().map(|p| p.name).collect();
+    assert_eq!(names, [property::NO_MASKING]);
+    let all: Vec<_> = m
+        .focus(None)
+        .unwrap()
+        .properties()
+        .iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(all.len(), 13);
+    assert_eq!(all[12], check::SENTINEL);
+}
+
+#[test]
+fn actions_round_trip_through_json_and_states_serialise() {
+    let actions = [
+        Action::GrantLeadership(2),
+        Action::DecideTerminal(Status::Canceled),
+        Action::DeliverTerminalSignal(1),
+        Action::RunRevoke,
+    ];
+    for action in actions {
+        let json = serde_json::to_string(&action).unwrap();
+        let back: Action = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, action);
+    }
+    assert_eq!(
+        serde_json::to_string(&Action::GrantLeadership(2)).unwrap(),
+        r#"{"GrantLeadership":2}"#
+    );
+    let m = Leadership::new(Design::Fixed);
+    let json = serde_json::to_value(m.init_states()[0]).unwrap();
+    assert_eq!(json["runner"], "Running");
+    assert_eq!(json["job_graph"], true);
+    assert_eq!(json["job_result"], "Absent");
+}
+
+#[test]
+fn without_old_runner_first_the_unpatched_runner_overlaps_processes() {
+    // The eager SUSPENDED lets the dispatcher handle the result while the old process
+    // still closes; a next leader that does not wait for the old runner then starts a
+    // second live process. The fixed runner completes only after its process
+    // terminated, so it needs no such assumption.
+    let expected = [
+        ("unpatched", Verdict::Counterexample),
+        ("process-fix-only", Verdict::Counterexample),
+        ("runner-fix-only", Verdict::Holds),
+        ("fixed", Verdict::Holds),
+    ];
+    for (design, verdict) in expected {
+        let report = run(&model(design, "all", &[("old-runner-first", "false")]));
+        assert_eq!(
+            report.verdict(property::ONE_LIVE_PROCESS),
+            Some(verdict),
+            "{design}"
+        );
+        let safe = design == "fixed";
+        assert_eq!(
+            report.verdict(property::NO_REANIMATION) == Some(Verdict::Holds),
+            safe,
+            "{design}"
+        );
+    }
+    let m = model("unpatched", "all", &[("old-runner-first", "false")]);
+    let (actions, _) = shortest_actions(&m, property::ONE_LIVE_PROCESS);
+    assert_eq!(
+        actions,
+        vec![
+            Action::GrantLeadership(1),
+            Action::RunGrant(1),
+            Action::DispatcherFailover,
+            Action::HandleRunnerResult,
+            Action::RecoverJob,
+            Action::GrantLeadership(2),
+            Action::RunGrant(2),
+        ]
+    );
+}
