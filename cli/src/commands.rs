@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use serde::Serialize;
-use stateright::Model as _;
 use steadfast_model::check::{self, CheckOptions, Strategy};
 use steadfast_model::{ParamKind, Settings, Spec, Verdict};
 

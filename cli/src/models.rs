@@ -4,12 +4,16 @@
 //! model called `name`, or returns a usage error naming the known models.
 
 /// Model names, in the order tables list them.
-pub const NAMES: &[&str] = &[];
+pub const NAMES: &[&str] = &["leadership"];
 
 macro_rules! with_spec {
     ($name:expr, $m:ident => $body:expr) => {{
         #[allow(unreachable_code, clippy::match_single_binding)]
         match $name {
+            "leadership" => {
+                type $m = steadfast_model::leadership::Leadership;
+                $body
+            }
             other => Err($crate::args::UsageError(format!(
                 "unknown model `{other}` (models: {})",
                 $crate::models::NAMES.join(", ")
