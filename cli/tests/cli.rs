@@ -1,0 +1,267 @@
+//! The command line as a user meets it: exit statuses, one-line errors, JSON output, and
+//! the Explorer driven headlessly over HTTP.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn steadfast(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).trim().to_string()
+}
+
+#[test]
+fn fixed_passes_and_unpatched_fails_with_model_checker_statuses() {
+    let fixed = steadfast(&["check", "leadership", "--design", "fixed"]);
+    assert_eq!(fixed.status.code(), Some(0), "{}", stderr(&fixed));
+    let unpatched = steadfast(&["check", "leadership", "--design", "unpatched"]);
+    assert_eq!(unpatched.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&unpatched.stdout);
+    assert!(
+        text.contains("counterexample to \"no reanimation\" [ordering B], 9 steps"),
+        "{text}"
+    );
+    assert!(text.contains("(Explorer: #/steps/"), "{text}");
+}
+
+#[test]
+fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "steadfast: no command given"),
+        (&["frobnicate"], "steadfast: unknown command `frobnicate`"),
+        (&["check"], "steadfast: `check` needs a model"),
+        (&["check", "paxos"], "steadfast: unknown model `paxos`"),
+        (
+            &["check", "leadership", "--design", "nope"],
+            "steadfast: unknown design `nope` for model leadership",
+        ),
+        (
+            &["check", "leadership", "--grants", "0"],
+            "steadfast: `grants` must be within 1..=4, got 0",
+        ),
+        (
+            &["check", "leadership", "--grants", "999999999999999999999"],
+            "steadfast: `grants` needs a whole number",
+        ),
+        (
+            &["check", "leadership", "--colour", "red"],
+            "steadfast: unknown setting `colour`",
+        ),
+        (
+            &["check", "leadership", "--scenario", "z"],
+            "steadfast: unknown scenario `z` for model leadership",
+        ),
+        (
+            &["check", "leadership", "--threads", "0"],
+            "steadfast: `--threads` must be a number within 1..=64",
+        ),
+        (
+            &["check", "leadership", "--design"],
+            "steadfast: `--design` needs a value",
+        ),
+        (
+            &["verdicts", "--fast", "yes"],
+            "steadfast: unknown option `--fast`",
+        ),
+    ];
+    for (args, start) in cases {
+        let o = steadfast(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.starts_with(start), "{args:?}: {e}");
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn json_report_carries_counts_verdicts_and_traces() {
+    let o = steadfast(&[
+        "check",
+        "leadership",
+        "--design",
+        "runner-fix-only",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert_eq!(v["model"], "leadership");
+    assert_eq!(v["design"], "runner-fix-only");
+    assert_eq!(v["unique_states"], 11418);
+    let props = v["properties"].as_array().unwrap();
+    let reanimation = props
+        .iter()
+        .find(|p| p["name"] == "no reanimation")
+        .unwrap();
+    assert_eq!(reanimation["verdict"], "counterexample");
+    assert_eq!(reanimation["trace"]["shape"], "ordering B");
+    let masking = props
+        .iter()
+        .find(|p| p["name"] == "one live process")
+        .unwrap();
+    assert_eq!(masking["verdict"], "holds");
+    assert!(masking["trace"].is_null());
+}
+
+#[test]
+fn scenario_presets_restrict_the_interleavings() {
+    let a = steadfast(&[
+        "check",
+        "leadership",
+        "--design",
+        "runner-fix-only",
+        "--scenario",
+        "ordering-a",
+    ]);
+    assert_eq!(
+        a.status.code(),
+        Some(1),
+        "unreached ordering-B situations fail the run"
+    );
+    let text = String::from_utf8_lossy(&a.stdout);
+    assert!(text.contains("ordering=a"), "{text}");
+    assert!(
+        !text.contains("counterexample to"),
+        "runner fix holds under A: {text}"
+    );
+}
+
+#[test]
+fn verdicts_reproduce_every_table() {
+    let o = steadfast(&["verdicts"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let summary = text.lines().last().unwrap();
+    let (matched, total) = summary
+        .split_once(" of ")
+        .map(|(m, rest)| (m.to_string(), rest.split(' ').next().unwrap().to_string()))
+        .unwrap();
+    assert_eq!(matched, total, "{summary}");
+    assert!(!text.contains(" NO"), "{text}");
+}
+
+// ---- Explorer ----
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn http(port: u16, method: &str, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(20))).ok()?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).ok()?;
+    let (head, body) = raw.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, body.to_string()))
+}
+
+struct Explorer(Child);
+
+impl Drop for Explorer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn explorer_finds_and_serves_a_counterexample_headlessly() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let _explorer = Explorer(
+        Command::new(env!("CARGO_BIN_EXE_steadfast"))
+            .args([
+                "explore",
+                "leadership",
+                "--design",
+                "unpatched",
+                "--grants",
+                "2",
+            ])
+            .args(["--addr", &addr])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while http(port, "GET", "/.status").is_none() {
+        assert!(Instant::now() < deadline, "the Explorer never answered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, _) = http(port, "POST", "/.runtocompletion").unwrap();
+    assert_eq!(code, 200);
+    let status = loop {
+        let (_, body) = http(port, "GET", "/.status").unwrap();
+        let v: Value = serde_json::from_str(&body).unwrap();
+        if v["done"] == true {
+            break v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the Explorer never finished: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Properties are [expectation, name, discovery path or null].
+    let props = status["properties"].as_array().unwrap();
+    let reanimation = props
+        .iter()
+        .find(|p| p[1] == "no reanimation")
+        .expect("the property is listed");
+    let path = reanimation[2]
+        .as_str()
+        .expect("a counterexample was discovered");
+    // The Explorer lists a path's successors; the discovery's last state is the successor
+    // of its parent path at the last action index, and it must be a reanimation: a
+    // terminal status decided, and a second process created.
+    let (parent, last) = path.rsplit_once('/').unwrap();
+    let (code, body) = http(port, "GET", &format!("/.states/{parent}")).unwrap();
+    assert_eq!(code, 200, "{body}");
+    let steps: Value = serde_json::from_str(&body).unwrap();
+    let violating = steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["actionIndex"].as_str() == Some(last)
+                || s["actionIndex"] == last.parse::<u64>().unwrap()
+        })
+        .expect("the discovery's last step is served");
+    let state = violating["state"].as_str().unwrap();
+    assert!(state.contains("decided: Some("), "{state}");
+    assert!(state.contains("process_count: 2"), "{state}");
+    let (code, _) = http(port, "GET", &format!("/.states/{path}/999")).unwrap();
+    assert_eq!(code, 404, "an index past the enabled actions is refused");
+}
+
+#[test]
+fn explorer_on_a_taken_port_is_a_usage_error() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let o = steadfast(&["explore", "leadership", "--addr", &addr]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with(&format!("steadfast: cannot listen on `{addr}`")),
+        "{}",
+        stderr(&o)
+    );
+}
