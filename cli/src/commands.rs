@@ -66,7 +66,7 @@ where
         })
 }
 
-fn build<M>(args: &mut Args) -> Result<M, UsageError>
+pub(crate) fn build<M>(args: &mut Args) -> Result<M, UsageError>
 where
     M: Spec,
 {

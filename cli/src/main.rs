@@ -13,6 +13,7 @@
 mod args;
 mod bench;
 mod commands;
+mod conform;
 mod models;
 mod render;
 
@@ -28,6 +29,13 @@ usage:
   steadfast verdicts [--json]
   steadfast explore MODEL [--design D] [--SETTING VALUE]... [--addr 127.0.0.1:3000]
   steadfast models                  list models, designs, settings and scenarios
+  steadfast conform [MODEL] [--design D] [--SETTING V]... [--walks N] [--seed S]
+                                    replay every transition against the runtime
+  steadfast traces MODEL --out DIR [--format json|itf] [--limit N]
+                                    write the transition-covering trace set
+  steadfast replay FILE             replay one trace file against the runtime
+  steadfast departs MODEL [--property P]
+                                    where the runtime leaves an unpatched counterexample
   steadfast bench [MODEL] [--scaling] [--limit SECONDS]
                                     checking speed per design; growth per bound
 
@@ -58,12 +66,16 @@ fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
         "explore" => commands::explore(rest),
         "models" => commands::models(rest),
         "bench" => bench::bench(rest),
+        "conform" => conform::conform(rest),
+        "traces" => conform::traces(rest),
+        "replay" => conform::replay(rest),
+        "departs" => conform::departs(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
         }
         other => Err(UsageError(format!(
-            "unknown command `{other}` (commands: check, verdicts, explore, models, bench, help)"
+            "unknown command `{other}` (commands: check, verdicts, explore, models, conform, traces, replay, departs, bench, help)"
         ))),
     }
 }

@@ -14,6 +14,8 @@
 use std::fmt::Debug;
 use std::hash::Hash;
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use stateright::Model;
 
 pub mod check;
@@ -76,8 +78,8 @@ pub struct Expectation {
 /// whose `properties()` holds that property alone).
 pub trait Spec:
     Model<
-        State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
-        Action: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+        State: Clone + Debug + Hash + Eq + Send + Sync + Serialize + 'static,
+        Action: Clone + Debug + Hash + Eq + Send + Sync + Serialize + DeserializeOwned + 'static,
     > + Clone
     + Send
     + Sync

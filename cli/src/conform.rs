@@ -1,0 +1,270 @@
+//! Commands that bind the models to the runtimes: `conform`, `traces`, `replay` and
+//! `departs`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use stateright::Model;
+use steadfast_conformance::trace::{self, Replay, TraceError};
+use steadfast_conformance::{cover, walk, Binding};
+use steadfast_model::check;
+use steadfast_model::Spec;
+
+use crate::args::{Args, UsageError};
+use crate::commands::build;
+use crate::models::{with_binding, with_spec, BOUND};
+
+/// `conform [MODEL] [--design D] [--SETTING V]... [--walks N] [--walk-length N] [--seed S]`
+pub fn conform(rest: &[String]) -> Result<ExitCode, UsageError> {
+    let mut args = Args::parse(rest, &[])?;
+    args.no_more_positionals(1)?;
+    let names: Vec<String> = match args.positional.first() {
+        Some(n) => vec![n.clone()],
+        None => BOUND.iter().map(|s| s.to_string()).collect(),
+    };
+    if names.len() > 1 && !args.options.is_empty() {
+        return Err(UsageError(
+            "settings need a model: `conform MODEL --SETTING VALUE`".into(),
+        ));
+    }
+    let mut all = true;
+    for name in names {
+        let mut args = Args {
+            options: args.options.clone(),
+            ..Args::default()
+        };
+        let agreed: bool = with_binding!(name.as_str(), B => conform_one::<B>(&mut args))?;
+        all &= agreed;
+    }
+    Ok(if all {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn conform_one<B: Binding>(args: &mut Args) -> Result<bool, UsageError> {
+    let walks = args.take_number("walks", 200, 0, 1_000_000)?;
+    let walk_len = args.take_number("walk-length", 200, 1, 1_000_000)?;
+    let seed = args.take_number("seed", 1, 0, usize::MAX)? as u64;
+    let model: B::Model = build(args)?;
+    match cover::cover::<B>(&model) {
+        Ok(c) => {
+            println!(
+                "{} {}: {} unique states, {} transitions replayed (one trace each, 100% of the \
+                 reachable transitions), {} forbidden events refused, {} runtime steps in \
+                 {:.2} s ({:.0} steps/s)",
+                c.model,
+                c.design,
+                c.unique_states,
+                c.transitions,
+                c.probes,
+                c.steps,
+                c.seconds,
+                c.steps_per_second()
+            );
+            let kinds: Vec<String> = c.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            println!("  action kinds covered: {}", kinds.join(", "));
+        }
+        Err(d) => {
+            println!("{d}");
+            return Ok(false);
+        }
+    }
+    match walk::walk::<B>(&model, seed, walks, walk_len) {
+        Ok(w) => {
+            println!(
+                "  random walks (seed {seed}): {} walks, {} steps, {} refusals, longest {}, {:.2} s",
+                w.walks, w.steps, w.probes, w.longest, w.seconds
+            );
+            Ok(true)
+        }
+        Err(d) => {
+            println!("{d}");
+            Ok(false)
+        }
+    }
+}
+
+/// `traces MODEL --out DIR [--format json|itf] [--design D] [--SETTING V]... [--limit N]`
+pub fn traces(rest: &[String]) -> Result<ExitCode, UsageError> {
+    let mut args = Args::parse(rest, &[])?;
+    args.no_more_positionals(1)?;
+    let name = args
+        .positional
+        .first()
+        .cloned()
+        .ok_or_else(|| UsageError("`traces` needs a model".into()))?;
+    with_spec!(name.as_str(), M => traces_of::<M>(&mut args))
+}
+
+fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
+    let out = PathBuf::from(
+        args.take("out")
+            .ok_or_else(|| UsageError("`traces` needs `--out DIR`".into()))?,
+    );
+    let format = args.take("format").unwrap_or_else(|| "json".into());
+    if format != "json" && format != "itf" {
+        return Err(UsageError(format!(
+            "`--format` must be json or itf, got `{format}`"
+        )));
+    }
+    let limit = args.take_number("limit", usize::MAX, 1, usize::MAX)?;
+    let model: M = build(args)?;
+    std::fs::create_dir_all(&out)
+        .map_err(|e| UsageError(format!("cannot create `{}`: {e}", out.display())))?;
+    let set = trace::trace_set(&model);
+    let total = set.len();
+    let mut written = 0;
+    for (i, (init, actions)) in set.into_iter().take(limit).enumerate() {
+        let (value, ext) = if format == "itf" {
+            let v = trace::to_itf(&model, init, &actions)
+                .map_err(|e| UsageError(format!("trace {i}: {e}")))?;
+            (v, "itf.json")
+        } else {
+            let t = trace::to_json(&model, init, &actions)
+                .ok_or_else(|| UsageError(format!("trace {i} is not a path of the model")))?;
+            (serde_json::to_value(t).expect("traces serialise"), "json")
+        };
+        let file = out.join(format!("{}-{}-{i:06}.{ext}", M::NAME, model.design_name()));
+        std::fs::write(&file, serde_json::to_string_pretty(&value).expect("json"))
+            .map_err(|e| UsageError(format!("cannot write `{}`: {e}", file.display())))?;
+        written += 1;
+    }
+    println!(
+        "wrote {written} of {total} traces ({} {}, format {format}) to {}",
+        M::NAME,
+        model.design_name(),
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_replay(r: &Replay) -> bool {
+    for s in &r.steps {
+        let mark = if s.agreed { "agree" } else { "DIFFER" };
+        println!("  {:>3}. [{mark}] {}", s.step, s.description);
+    }
+    match &r.divergence {
+        None => {
+            println!(
+                "{} steps of {} {} replayed: the runtime agrees with the model at every step",
+                r.steps.len(),
+                r.model,
+                r.design
+            );
+            true
+        }
+        Some(d) => {
+            print!("{d}");
+            false
+        }
+    }
+}
+
+/// `replay FILE`
+pub fn replay(rest: &[String]) -> Result<ExitCode, UsageError> {
+    let args = Args::parse(rest, &[])?;
+    args.no_more_positionals(1)?;
+    if let Some((name, _)) = args.options.first() {
+        return Err(UsageError(format!("unknown option `--{name}` for replay")));
+    }
+    let file = args
+        .positional
+        .first()
+        .ok_or_else(|| UsageError("`replay` needs a trace file".into()))?;
+    let trace_error = |e: TraceError| UsageError(e.to_string());
+    let loaded = trace::load(std::path::Path::new(file)).map_err(trace_error)?;
+    let model = loaded.model.clone();
+    let replayed =
+        with_binding!(model.as_str(), B => trace::replay::<B>(&loaded).map_err(trace_error))
+            .map_err(|e| UsageError(format!("{file}: {e}")))?;
+    Ok(if print_replay(&replayed) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `departs MODEL [--design D] [--property P] [--SETTING V]...`: the shortest
+/// counterexample of a design (by default `unpatched`) replayed against the runtime,
+/// which implements the fixed design; the step where they part is where the fix acts.
+pub fn departs(rest: &[String]) -> Result<ExitCode, UsageError> {
+    let mut args = Args::parse(rest, &[])?;
+    args.no_more_positionals(1)?;
+    let name = args
+        .positional
+        .first()
+        .cloned()
+        .ok_or_else(|| UsageError("`departs` needs a model".into()))?;
+    with_binding!(name.as_str(), B => departs_of::<B>(&mut args))
+}
+
+fn departs_of<B: Binding>(args: &mut Args) -> Result<ExitCode, UsageError> {
+    if args.take("design").is_none() {
+        args.options.push(("design".into(), "unpatched".into()));
+    } else {
+        return Err(UsageError(
+            "`departs` replays the unpatched design; use `replay` for others".into(),
+        ));
+    }
+    let property = args.take("property");
+    let model: B::Model = build(args)?;
+    let report = check::check(
+        &model,
+        &check::CheckOptions {
+            shortest: false,
+            ..check::CheckOptions::default()
+        },
+    );
+    let failing: Vec<&'static str> = report
+        .properties
+        .iter()
+        .filter(|p| p.verdict == steadfast_model::Verdict::Counterexample)
+        .map(|p| p.name)
+        .collect();
+    let chosen = match property {
+        Some(p) => *failing.iter().find(|f| **f == p).ok_or_else(|| {
+            UsageError(format!(
+                "`{p}` has no counterexample in {} unpatched (counterexamples: {})",
+                <B::Model as Spec>::NAME,
+                failing.join(", ")
+            ))
+        })?,
+        None => *failing
+            .first()
+            .ok_or_else(|| UsageError("the unpatched design has no counterexample here".into()))?,
+    };
+    let path = check::shortest(&model, chosen).expect("a counterexample the full run found");
+    let pairs = path.into_vec();
+    let init = model
+        .init_states()
+        .iter()
+        .position(|s| *s == pairs[0].0)
+        .expect("paths start at initial states");
+    let actions: Vec<_> = pairs.iter().filter_map(|(_, a)| a.clone()).collect();
+    let file = trace::to_json(&model, init, &actions).expect("a path of the model");
+    let loaded = trace::Loaded {
+        file: format!("(shortest counterexample to \"{chosen}\")"),
+        model: file.model,
+        design: file.design,
+        settings: file.settings,
+        steps: file.steps,
+    };
+    println!(
+        "shortest counterexample to \"{chosen}\" in {} unpatched ({} steps), replayed against the runtime:",
+        <B::Model as Spec>::NAME,
+        actions.len()
+    );
+    let replayed = trace::replay::<B>(&loaded).map_err(|e| UsageError(e.to_string()))?;
+    let agreed = print_replay(&replayed);
+    if agreed {
+        println!(
+            "the runtime followed the unpatched counterexample to its end: the fix is not visible"
+        );
+        Ok(ExitCode::from(1))
+    } else {
+        println!("the runtime departs from the unpatched behaviour at the step marked DIFFER: that is the fix");
+        Ok(ExitCode::SUCCESS)
+    }
+}
