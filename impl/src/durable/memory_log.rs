@@ -179,9 +179,9 @@ impl MemoryLog {
         self.lock().flush_faults.push_back(message.into());
     }
 
-    /// Faults queued and not yet consumed by a send.
-    pub fn pending_faults(&self) -> usize {
-        self.lock().faults.len()
+    /// Faults queued and not yet consumed by a send, next first.
+    pub fn queued_faults(&self) -> Vec<SendFault> {
+        self.lock().faults.iter().copied().collect()
     }
 
     /// Every landed record of `partition`, in offset order (empty for an unknown
