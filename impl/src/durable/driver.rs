@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::log::{Log, LogError, LogRecord};
+use super::log::{Cancellation, Log, LogError, LogRecord};
 use super::operator::{ActionDef, Checkpoint, Effect, Event, Operator, OperatorError};
 use super::projection::{
     project_cache, project_keys, project_log, CallCount, OutputRecord, Projection,
@@ -324,17 +324,38 @@ impl<L: Log + Clone> Driver<L> {
     /// after the checkpoint. With no completed checkpoint the operator starts
     /// fresh and the whole source is re-delivered.
     pub fn restore(&mut self) -> Result<Option<RebuildReport>, DriverError> {
+        self.restore_with(Cancellation::new())
+    }
+
+    /// [`Driver::restore`] for a task asked to stop while it restores: the new
+    /// operator's cancellation signal is already set, so a put whose
+    /// acknowledgement does not come at once fails with `Cancelled`.
+    pub fn restore_cancelled(&mut self) -> Result<Option<RebuildReport>, DriverError> {
+        let cancel = Cancellation::new();
+        cancel.cancel();
+        self.restore_with(cancel)
+    }
+
+    fn restore_with(&mut self, cancel: Cancellation) -> Result<Option<RebuildReport>, DriverError> {
         if self.op.is_some() {
             self.crash();
         }
         let log = (self.reopen)()?;
         let (op, report, pos) = match &self.completed {
             Some(snap) => {
-                let (op, report) =
-                    Operator::restore(self.actions.clone(), log.clone(), &snap.checkpoint)?;
+                let (op, report) = Operator::restore_with_cancellation(
+                    self.actions.clone(),
+                    log.clone(),
+                    &snap.checkpoint,
+                    cancel,
+                )?;
                 (op, Some(report), snap.source_pos)
             }
-            None => (Operator::new(self.actions.clone(), log.clone())?, None, 0),
+            None => (
+                Operator::new_with_cancellation(self.actions.clone(), log.clone(), cancel)?,
+                None,
+                0,
+            ),
         };
         self.log = Some(log);
         self.op = Some(op);

@@ -294,8 +294,16 @@ impl<L: Log> Operator<L> {
     /// A fresh operator (no checkpoint to restore) running `actions` for every
     /// input, saving call results to `log`.
     pub fn new(actions: Vec<ActionDef>, log: L) -> Result<Self, OperatorError> {
+        Self::new_with_cancellation(actions, log, Cancellation::new())
+    }
+
+    /// [`Operator::new`] with the task's cancellation signal supplied.
+    pub fn new_with_cancellation(
+        actions: Vec<ActionDef>,
+        log: L,
+        cancel: Cancellation,
+    ) -> Result<Self, OperatorError> {
         check_actions(&actions)?;
-        let cancel = Cancellation::new();
         let store = ActionStateStore::with_cancellation(log, cancel.clone());
         tracing::info!(
             component = "durable.operator",
@@ -321,6 +329,16 @@ impl<L: Log> Operator<L> {
         log: L,
         checkpoint: &Checkpoint,
     ) -> Result<(Self, RebuildReport), OperatorError> {
+        Self::restore_with_cancellation(actions, log, checkpoint, Cancellation::new())
+    }
+
+    /// [`Operator::restore`] with the task's cancellation signal supplied.
+    pub fn restore_with_cancellation(
+        actions: Vec<ActionDef>,
+        log: L,
+        checkpoint: &Checkpoint,
+        cancel: Cancellation,
+    ) -> Result<(Self, RebuildReport), OperatorError> {
         check_actions(&actions)?;
         for (key, ks) in &checkpoint.keys {
             for q in &ks.queue {
@@ -338,7 +356,6 @@ impl<L: Log> Operator<L> {
                 }
             }
         }
-        let cancel = Cancellation::new();
         let mut store = ActionStateStore::with_cancellation(log, cancel.clone());
         let report = store.rebuild(&checkpoint.marker, &checkpoint.last_completed())?;
         tracing::info!(
