@@ -53,6 +53,8 @@ struct State {
     batch: Vec<Pending>,
     batch_deadline: Option<Instant>,
     sends: u64,
+    /// Threads blocked in `MemoryAck::wait`; wake-ups are skipped when none are.
+    waiters: u32,
 }
 
 impl State {
@@ -263,11 +265,13 @@ impl PendingAck for MemoryAck {
                 .map(|d| d.saturating_duration_since(Instant::now()))
                 .unwrap_or(Duration::from_millis(1))
                 .min(Duration::from_millis(1));
+            state.waiters += 1;
             state = shared
                 .wake
                 .wait_timeout(state, timeout)
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .0;
+            state.waiters -= 1;
         }
     }
 }
@@ -315,8 +319,11 @@ impl Log for MemoryLog {
                 state.batch.push(pending);
             }
         }
+        let wake = state.waiters > 0;
         drop(state);
-        self.shared.wake.notify_all();
+        if wake {
+            self.shared.wake.notify_all();
+        }
         Ok(MemoryAck {
             shared: Arc::clone(&self.shared),
             id,
@@ -336,8 +343,11 @@ impl Log for MemoryLog {
             return Err(LogError::FlushFailed(message));
         }
         state.land_batch();
+        let wake = state.waiters > 0;
         drop(state);
-        self.shared.wake.notify_all();
+        if wake {
+            self.shared.wake.notify_all();
+        }
         Ok(())
     }
 

@@ -106,13 +106,14 @@ pub fn project_keys<L: Log>(op: &Operator<L>) -> Vec<KeyProjection> {
 /// Project an operator's store cache.
 pub fn project_cache<L: Log>(op: &Operator<L>) -> Vec<CachedState> {
     let store = op.store();
+    let offsets = store.latest_offsets();
     store
         .cache()
-        .iter()
+        .into_iter()
         .map(|(sk, state)| CachedState {
-            state_key: sk.clone(),
-            state: state.clone(),
-            offset: store.latest_offsets().get(sk).copied(),
+            offset: offsets.get(&sk).copied(),
+            state_key: sk,
+            state,
         })
         .collect()
 }

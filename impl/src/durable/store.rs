@@ -13,7 +13,7 @@
 //! - Prune, after a checkpoint completes, drops finished states and the per-key
 //!   tracking of every key left without live state.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -104,12 +104,18 @@ pub struct PruneReport {
 /// Records fetched per read during a rebuild.
 const REBUILD_BATCH: usize = 512;
 
+struct Tracked {
+    state: ActionState,
+    partition: Partition,
+    offset: Offset,
+}
+
 /// The action state store.
 pub struct ActionStateStore<L: Log> {
     log: L,
     partitions: u32,
-    cache: BTreeMap<StateKey, ActionState>,
-    latest: BTreeMap<StateKey, (Partition, Offset)>,
+    /// Cached state and latest acknowledged (partition, offset) per state key.
+    states: HashMap<StateKey, Tracked>,
     by_key: BTreeMap<String, BTreeSet<(u64, String)>>,
     cancel: Cancellation,
     order: PutOrder,
@@ -121,7 +127,7 @@ impl<L: Log> std::fmt::Debug for ActionStateStore<L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ActionStateStore")
             .field("partitions", &self.partitions)
-            .field("cached_states", &self.cache.len())
+            .field("cached_states", &self.states.len())
             .field("tracked_keys", &self.by_key.len())
             .field("order", &self.order)
             .finish()
@@ -150,8 +156,7 @@ impl<L: Log> ActionStateStore<L> {
         ActionStateStore {
             log,
             partitions,
-            cache: BTreeMap::new(),
-            latest: BTreeMap::new(),
+            states: HashMap::new(),
             by_key: BTreeMap::new(),
             cancel,
             order: PutOrder::default(),
@@ -208,12 +213,15 @@ impl<L: Log> ActionStateStore<L> {
                     results = state.call_results.len(),
                     outcome = "acked",
                 );
-                self.latest.insert(key.clone(), (partition, offset));
-                self.by_key
-                    .entry(key.key.clone())
-                    .or_default()
-                    .insert((key.seq, key.action.clone()));
-                self.cache.insert(key.clone(), state);
+                if let Some(tracked) = self.states.get_mut(key) {
+                    *tracked = Tracked {
+                        state,
+                        partition,
+                        offset,
+                    };
+                } else {
+                    self.track(key.clone(), state, partition, offset);
+                }
                 Ok(offset)
             }
             Err(err) => {
@@ -247,19 +255,46 @@ impl<L: Log> ActionStateStore<L> {
         }
     }
 
+    fn track(&mut self, key: StateKey, state: ActionState, partition: Partition, offset: Offset) {
+        self.by_key
+            .entry(key.key.clone())
+            .or_default()
+            .insert((key.seq, key.action.clone()));
+        self.states.insert(
+            key,
+            Tracked {
+                state,
+                partition,
+                offset,
+            },
+        );
+    }
+
     /// The cached state of `key`, if any.
     pub fn get(&self, key: &StateKey) -> Option<&ActionState> {
-        self.cache.get(key)
+        self.states.get(key).map(|t| &t.state)
     }
 
-    /// Every cached state, ordered by state key.
-    pub fn cache(&self) -> &BTreeMap<StateKey, ActionState> {
-        &self.cache
+    /// Number of cached states.
+    pub fn cached_len(&self) -> usize {
+        self.states.len()
     }
 
-    /// Latest acknowledged (partition, offset) of every tracked state.
-    pub fn latest_offsets(&self) -> &BTreeMap<StateKey, (Partition, Offset)> {
-        &self.latest
+    /// A copy of every cached state, ordered by state key.
+    pub fn cache(&self) -> BTreeMap<StateKey, ActionState> {
+        self.states
+            .iter()
+            .map(|(k, t)| (k.clone(), t.state.clone()))
+            .collect()
+    }
+
+    /// Latest acknowledged (partition, offset) of every cached state, ordered by
+    /// state key.
+    pub fn latest_offsets(&self) -> BTreeMap<StateKey, (Partition, Offset)> {
+        self.states
+            .iter()
+            .map(|(k, t)| (k.clone(), (t.partition, t.offset)))
+            .collect()
     }
 
     /// Number of keys with per-key tracking (keys with live state).
@@ -303,8 +338,7 @@ impl<L: Log> ActionStateStore<L> {
                     seq,
                     action,
                 };
-                self.cache.remove(&sk);
-                self.latest.remove(&sk);
+                self.states.remove(&sk);
                 report.states_pruned += 1;
             }
             if states.is_empty() {
@@ -335,10 +369,10 @@ impl<L: Log> ActionStateStore<L> {
                 self.partitions
             )));
         }
-        for (sk, &(partition, offset)) in &self.latest {
+        for (sk, t) in &self.states {
             if input_unfinished(sk, last_completed) {
-                let slot = &mut offsets[partition as usize];
-                *slot = (*slot).min(offset);
+                let slot = &mut offsets[t.partition as usize];
+                *slot = (*slot).min(t.offset);
             }
         }
         tracing::debug!(
@@ -371,8 +405,7 @@ impl<L: Log> ActionStateStore<L> {
                 )));
             }
         }
-        self.cache.clear();
-        self.latest.clear();
+        self.states.clear();
         self.by_key.clear();
         let mut report = RebuildReport::default();
         for (p, (&from, &end)) in marker.offsets.iter().zip(&ends).enumerate() {
@@ -391,16 +424,16 @@ impl<L: Log> ActionStateStore<L> {
                         report.finished_skipped += 1;
                         continue;
                     }
-                    self.latest.insert(sk.clone(), (partition, record.offset));
-                    self.by_key
-                        .entry(sk.key.clone())
-                        .or_default()
-                        .insert((sk.seq, sk.action.clone()));
-                    self.cache.insert(sk, state);
+                    if let Some(tracked) = self.states.get_mut(&sk) {
+                        tracked.state = state;
+                        tracked.offset = record.offset;
+                    } else {
+                        self.track(sk, state, partition, record.offset);
+                    }
                 }
             }
         }
-        report.states_loaded = self.cache.len() as u64;
+        report.states_loaded = self.states.len() as u64;
         tracing::info!(
             component = "durable.store",
             event = "rebuild",
