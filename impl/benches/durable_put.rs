@@ -66,6 +66,19 @@ fn put_memory(c: &mut Criterion) {
             total
         })
     });
+    // The record encoding alone, to see how much of a put it is.
+    let k = key(1);
+    let mut kb = Vec::new();
+    let mut vb = Vec::new();
+    g.bench_function("encode_only", |b| {
+        b.iter(|| {
+            kb.clear();
+            vb.clear();
+            serde_json::to_writer(&mut kb, &k).expect("encode");
+            serde_json::to_writer(&mut vb, &s).expect("encode");
+            kb.len() + vb.len()
+        })
+    });
     g.finish();
 }
 

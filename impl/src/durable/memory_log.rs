@@ -58,7 +58,9 @@ struct State {
 }
 
 impl State {
-    fn land(&mut self, p: Pending) {
+    /// Land one send; returns its acknowledgement outcome and records it for a
+    /// handle still waiting in `acks`.
+    fn land(&mut self, p: Pending) -> AckPoll {
         let lands = !matches!(
             p.fault,
             Some(SendFault::FailBeforeLanding) | Some(SendFault::Hang)
@@ -94,9 +96,10 @@ impl State {
             fault = ?p.fault,
             offset = ?offset,
         );
-        if self.acks.contains_key(&p.id) {
-            self.acks.insert(p.id, outcome);
+        if let Some(slot) = self.acks.get_mut(&p.id) {
+            *slot = outcome.clone();
         }
+        outcome
     }
 
     fn land_batch(&mut self) {
@@ -215,6 +218,9 @@ impl MemoryLog {
 pub struct MemoryAck {
     shared: Arc<Shared>,
     id: u64,
+    /// Outcome known when the send returned (no linger, no hang): no shared
+    /// bookkeeping is needed then.
+    resolved: Option<AckPoll>,
 }
 
 impl MemoryAck {
@@ -228,12 +234,17 @@ impl MemoryAck {
 
 impl Drop for MemoryAck {
     fn drop(&mut self) {
-        self.lock().acks.remove(&self.id);
+        if self.resolved.is_none() {
+            self.lock().acks.remove(&self.id);
+        }
     }
 }
 
 impl PendingAck for MemoryAck {
     fn poll(&mut self) -> AckPoll {
+        if let Some(outcome) = &self.resolved {
+            return outcome.clone();
+        }
         let mut state = self.lock();
         state.land_expired();
         state
@@ -244,6 +255,11 @@ impl PendingAck for MemoryAck {
     }
 
     fn wait(&mut self, cancel: &Cancellation) -> Result<Offset, AckError> {
+        match &self.resolved {
+            Some(AckPoll::Acked(offset)) => return Ok(*offset),
+            Some(AckPoll::Failed(err)) => return Err(AckError::Log(err.clone())),
+            _ => {}
+        }
         let shared = Arc::clone(&self.shared);
         let mut state = shared
             .state
@@ -301,7 +317,6 @@ impl Log for MemoryLog {
         let id = state.next_ack;
         state.next_ack += 1;
         state.sends += 1;
-        state.acks.insert(id, AckPoll::Pending);
         let fault = state.faults.pop_front();
         let pending = Pending {
             id,
@@ -310,15 +325,23 @@ impl Log for MemoryLog {
             value: value.to_vec(),
             fault,
         };
-        match state.linger {
-            None => state.land(pending),
+        let resolved = match state.linger {
+            None => match state.land(pending) {
+                AckPoll::Pending => {
+                    state.acks.insert(id, AckPoll::Pending);
+                    None
+                }
+                outcome => Some(outcome),
+            },
             Some(linger) => {
+                state.acks.insert(id, AckPoll::Pending);
                 if state.batch.is_empty() {
                     state.batch_deadline = Some(Instant::now() + linger);
                 }
                 state.batch.push(pending);
+                None
             }
-        }
+        };
         let wake = state.waiters > 0;
         drop(state);
         if wake {
@@ -327,6 +350,7 @@ impl Log for MemoryLog {
         Ok(MemoryAck {
             shared: Arc::clone(&self.shared),
             id,
+            resolved,
         })
     }
 
