@@ -2,5 +2,5 @@
 //! (FLINK-39704) and for durable actions with saved call results (flink-agents 1158).
 //!
 //! Each machine takes events in and returns effects out; drivers outside execute effects.
-
+pub mod durable;
 pub mod leadership;

@@ -1,0 +1,415 @@
+//! An in-memory [`Log`] with fault injection, standing in for the broker in tests,
+//! benchmarks and conformance runs.
+//!
+//! flink-agents issue 1158 turns on what a producer can observe: a send can fail
+//! before its record lands, fail *after* it landed (the broker appended it but the
+//! producer sees an error), hang until the waiting task is cancelled, or land with
+//! the acknowledgement never arriving. Each of these is a [`SendFault`] queued for
+//! an upcoming send. An optional linger interval holds sends in a batch until a
+//! flush or until the interval passes, like a Kafka producer's `linger.ms`.
+//!
+//! The log is shared: clones see the same records, so a test can drop an operator
+//! (a crash) and restore a new one over the same "broker".
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::log::{
+    AckError, AckPoll, Cancellation, Log, LogError, LogRecord, Offset, Partition, PendingAck,
+};
+
+/// A fault applied to one send when its record would land.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SendFault {
+    /// The record never lands and the acknowledgement fails.
+    FailBeforeLanding,
+    /// The record lands, but the acknowledgement fails.
+    FailAfterLanding,
+    /// The record never lands and the acknowledgement never resolves.
+    Hang,
+    /// The record lands and the acknowledgement never resolves.
+    LandUnacked,
+}
+
+struct Pending {
+    id: u64,
+    partition: Partition,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    fault: Option<SendFault>,
+}
+
+#[derive(Default)]
+struct State {
+    partitions: Vec<Vec<LogRecord>>,
+    acks: HashMap<u64, AckPoll>,
+    next_ack: u64,
+    faults: VecDeque<SendFault>,
+    flush_faults: VecDeque<String>,
+    linger: Option<Duration>,
+    batch: Vec<Pending>,
+    batch_deadline: Option<Instant>,
+    sends: u64,
+    /// Threads blocked in `MemoryAck::wait`; wake-ups are skipped when none are.
+    waiters: u32,
+}
+
+impl State {
+    /// Land one send; returns its acknowledgement outcome and records it for a
+    /// handle still waiting in `acks`.
+    fn land(&mut self, p: Pending) -> AckPoll {
+        let lands = !matches!(
+            p.fault,
+            Some(SendFault::FailBeforeLanding) | Some(SendFault::Hang)
+        );
+        let offset = if lands {
+            let part = &mut self.partitions[p.partition as usize];
+            let offset = part.len() as Offset;
+            part.push(LogRecord {
+                partition: p.partition,
+                offset,
+                key: p.key,
+                value: p.value,
+            });
+            Some(offset)
+        } else {
+            None
+        };
+        let outcome = match (p.fault, offset) {
+            (None, Some(offset)) => AckPoll::Acked(offset),
+            (Some(SendFault::FailBeforeLanding), _) => AckPoll::Failed(LogError::SendFailed(
+                "injected failure before the record landed".into(),
+            )),
+            (Some(SendFault::FailAfterLanding), _) => AckPoll::Failed(LogError::SendFailed(
+                "injected failure after the record landed".into(),
+            )),
+            _ => AckPoll::Pending,
+        };
+        tracing::debug!(
+            component = "durable.memory_log",
+            event = "land",
+            partition = p.partition,
+            landed = lands,
+            fault = ?p.fault,
+            offset = ?offset,
+        );
+        if let Some(slot) = self.acks.get_mut(&p.id) {
+            *slot = outcome.clone();
+        }
+        outcome
+    }
+
+    fn land_batch(&mut self) {
+        self.batch_deadline = None;
+        for p in std::mem::take(&mut self.batch) {
+            self.land(p);
+        }
+    }
+
+    fn land_expired(&mut self) {
+        if let Some(deadline) = self.batch_deadline {
+            if Instant::now() >= deadline {
+                self.land_batch();
+            }
+        }
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+/// The in-memory log. Cloning gives another handle onto the same records.
+#[derive(Clone)]
+pub struct MemoryLog {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for MemoryLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.lock();
+        f.debug_struct("MemoryLog")
+            .field("partitions", &state.partitions.len())
+            .field(
+                "records",
+                &state.partitions.iter().map(Vec::len).sum::<usize>(),
+            )
+            .finish()
+    }
+}
+
+impl MemoryLog {
+    /// An empty log with `partitions` partitions (at least one).
+    pub fn new(partitions: u32) -> Self {
+        let partitions = partitions.max(1);
+        let state = State {
+            partitions: vec![Vec::new(); partitions as usize],
+            ..State::default()
+        };
+        MemoryLog {
+            shared: Arc::new(Shared {
+                state: Mutex::new(state),
+                wake: Condvar::new(),
+            }),
+        }
+    }
+
+    /// An empty log whose sends wait in a batch until a flush or until `linger`
+    /// has passed since the batch's first send.
+    pub fn with_linger(partitions: u32, linger: Duration) -> Self {
+        let log = Self::new(partitions);
+        log.lock().linger = Some(linger);
+        log
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data behind; keep using it.
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Apply `fault` to the next send that has no fault queued yet.
+    pub fn inject_send_fault(&self, fault: SendFault) {
+        self.lock().faults.push_back(fault);
+    }
+
+    /// Make the next flush fail with `message`; the sends it covers fail too.
+    pub fn inject_flush_failure(&self, message: impl Into<String>) {
+        self.lock().flush_faults.push_back(message.into());
+    }
+
+    /// Faults queued and not yet consumed by a send, next first.
+    pub fn queued_faults(&self) -> Vec<SendFault> {
+        self.lock().faults.iter().copied().collect()
+    }
+
+    /// Every landed record of `partition`, in offset order (empty for an unknown
+    /// partition).
+    pub fn records(&self, partition: Partition) -> Vec<LogRecord> {
+        let mut state = self.lock();
+        state.land_expired();
+        state
+            .partitions
+            .get(partition as usize)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Every landed record, indexed by partition.
+    pub fn all_records(&self) -> Vec<Vec<LogRecord>> {
+        let mut state = self.lock();
+        state.land_expired();
+        state.partitions.clone()
+    }
+
+    /// Number of sends ever started on this log.
+    pub fn send_count(&self) -> u64 {
+        self.lock().sends
+    }
+}
+
+/// Acknowledgement of a [`MemoryLog`] send.
+pub struct MemoryAck {
+    shared: Arc<Shared>,
+    id: u64,
+    /// Outcome known when the send returned (no linger, no hang): no shared
+    /// bookkeeping is needed then.
+    resolved: Option<AckPoll>,
+}
+
+impl MemoryAck {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Drop for MemoryAck {
+    fn drop(&mut self) {
+        if self.resolved.is_none() {
+            self.lock().acks.remove(&self.id);
+        }
+    }
+}
+
+impl PendingAck for MemoryAck {
+    fn poll(&mut self) -> AckPoll {
+        if let Some(outcome) = &self.resolved {
+            return outcome.clone();
+        }
+        let mut state = self.lock();
+        state.land_expired();
+        state
+            .acks
+            .get(&self.id)
+            .cloned()
+            .unwrap_or(AckPoll::Pending)
+    }
+
+    fn wait(&mut self, cancel: &Cancellation) -> Result<Offset, AckError> {
+        match &self.resolved {
+            Some(AckPoll::Acked(offset)) => return Ok(*offset),
+            Some(AckPoll::Failed(err)) => return Err(AckError::Log(err.clone())),
+            _ => {}
+        }
+        let shared = Arc::clone(&self.shared);
+        let mut state = shared
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        loop {
+            state.land_expired();
+            match state.acks.get(&self.id) {
+                Some(AckPoll::Acked(offset)) => return Ok(*offset),
+                Some(AckPoll::Failed(err)) => return Err(AckError::Log(err.clone())),
+                _ => {}
+            }
+            if cancel.is_cancelled() {
+                return Err(AckError::Cancelled);
+            }
+            // Wake at the linger deadline, or poll the cancellation signal.
+            let timeout = state
+                .batch_deadline
+                .map(|d| d.saturating_duration_since(Instant::now()))
+                .unwrap_or(Duration::from_millis(1))
+                .min(Duration::from_millis(1));
+            state.waiters += 1;
+            state = shared
+                .wake
+                .wait_timeout(state, timeout)
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0;
+            state.waiters -= 1;
+        }
+    }
+}
+
+impl Log for MemoryLog {
+    type Ack = MemoryAck;
+
+    fn partition_count(&self) -> u32 {
+        self.lock().partitions.len() as u32
+    }
+
+    fn send(
+        &mut self,
+        partition: Partition,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<MemoryAck, LogError> {
+        let mut state = self.lock();
+        let partitions = state.partitions.len() as u32;
+        if partition >= partitions {
+            return Err(LogError::UnknownPartition {
+                partition,
+                partitions,
+            });
+        }
+        state.land_expired();
+        let id = state.next_ack;
+        state.next_ack += 1;
+        state.sends += 1;
+        let fault = state.faults.pop_front();
+        let pending = Pending {
+            id,
+            partition,
+            key: key.to_vec(),
+            value: value.to_vec(),
+            fault,
+        };
+        let resolved = match state.linger {
+            None => match state.land(pending) {
+                AckPoll::Pending => {
+                    state.acks.insert(id, AckPoll::Pending);
+                    None
+                }
+                outcome => Some(outcome),
+            },
+            Some(linger) => {
+                state.acks.insert(id, AckPoll::Pending);
+                if state.batch.is_empty() {
+                    state.batch_deadline = Some(Instant::now() + linger);
+                }
+                state.batch.push(pending);
+                None
+            }
+        };
+        let wake = state.waiters > 0;
+        drop(state);
+        if wake {
+            self.shared.wake.notify_all();
+        }
+        Ok(MemoryAck {
+            shared: Arc::clone(&self.shared),
+            id,
+            resolved,
+        })
+    }
+
+    fn flush(&mut self) -> Result<(), LogError> {
+        let mut state = self.lock();
+        if let Some(message) = state.flush_faults.pop_front() {
+            for mut p in std::mem::take(&mut state.batch) {
+                p.fault = Some(SendFault::FailBeforeLanding);
+                state.land(p);
+            }
+            state.batch_deadline = None;
+            drop(state);
+            self.shared.wake.notify_all();
+            return Err(LogError::FlushFailed(message));
+        }
+        state.land_batch();
+        let wake = state.waiters > 0;
+        drop(state);
+        if wake {
+            self.shared.wake.notify_all();
+        }
+        Ok(())
+    }
+
+    fn read(
+        &mut self,
+        partition: Partition,
+        from: Offset,
+        max_records: usize,
+    ) -> Result<Vec<LogRecord>, LogError> {
+        let mut state = self.lock();
+        state.land_expired();
+        let partitions = state.partitions.len() as u32;
+        let part = state
+            .partitions
+            .get(partition as usize)
+            .ok_or(LogError::UnknownPartition {
+                partition,
+                partitions,
+            })?;
+        let end = part.len() as Offset;
+        if from > end {
+            return Err(LogError::OffsetOutOfRange {
+                partition,
+                offset: from,
+                end,
+            });
+        }
+        Ok(part
+            .iter()
+            .skip(from as usize)
+            .take(max_records)
+            .cloned()
+            .collect())
+    }
+
+    fn end_offsets(&mut self) -> Result<Vec<Offset>, LogError> {
+        let mut state = self.lock();
+        state.land_expired();
+        Ok(state.partitions.iter().map(|p| p.len() as Offset).collect())
+    }
+}

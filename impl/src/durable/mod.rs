@@ -1,0 +1,132 @@
+//! Durable actions: saved call results that survive checkpoint and restore.
+//!
+//! This is the production side of flink-agents issue 1158 ("Reuse saved Kafka action
+//! results after recovery"). An action's external calls are made through durable
+//! calls whose results are saved to a log; a restored job must reuse a saved result
+//! instead of calling again. The pieces:
+//! - [`log`]: the partitioned, offset-addressed log trait (what a Kafka topic offers);
+//! - [`memory_log`]: an in-memory log with fault injection;
+//! - [`file_log`]: the embedded default, append-only checksummed segment files;
+//! - [`store`]: the action state store (put, get, prune, recovery marker, rebuild);
+//! - [`operator`]: the sans-IO action execution operator;
+//! - [`driver`]: a small driver that executes the operator's effects, crashes and
+//!   restores it, and counts supplier calls;
+//! - [`projection`]: the observable projection compared with the model.
+
+pub mod driver;
+pub mod file_log;
+pub mod log;
+pub mod memory_log;
+pub mod operator;
+pub mod projection;
+pub mod store;
+
+use serde::{Deserialize, Serialize};
+
+pub use driver::{Driver, DriverError, Reopen, RequestedCall, Supplier};
+pub use file_log::{FileAck, FileLog, FileLogOptions, RecoveryReport, TruncatedTail};
+pub use log::{
+    AckError, AckPoll, Cancellation, Log, LogError, LogRecord, Offset, Partition, PendingAck,
+};
+pub use memory_log::{MemoryAck, MemoryLog, SendFault};
+pub use operator::{
+    ActionBody, ActionDef, ActionStep, CallChain, Checkpoint, Effect, Event, KeyState, Operator,
+    OperatorError, PendingInput, QueuedAction,
+};
+pub use projection::{
+    CachedState, CallCount, KeyProjection, LoggedState, OutputRecord, Projection,
+};
+pub use store::{
+    ActionStateStore, PruneReport, PutOrder, RebuildReport, RecoveryMarker, StoreError,
+};
+
+/// Values flowing through actions: inputs, call arguments, call results, outputs.
+pub type Datum = serde_json::Value;
+
+/// Identity of one action state: the input's key, the input's sequence number for
+/// that key, and the action's name. One log record per put carries the whole state.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct StateKey {
+    /// The input's key.
+    pub key: String,
+    /// Sequence number of the input for that key (0, 1, 2, ...).
+    pub seq: u64,
+    /// Name of the action.
+    pub action: String,
+}
+
+/// Identity of one durable call: a state key plus the call's index in the action.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CallRef {
+    /// The input's key.
+    pub key: String,
+    /// Sequence number of the input for that key.
+    pub seq: u64,
+    /// Name of the action.
+    pub action: String,
+    /// Index of the durable call inside the action (0 for the first call).
+    pub index: u32,
+}
+
+impl CallRef {
+    /// The state key this call's result is saved under.
+    pub fn state_key(&self) -> StateKey {
+        StateKey {
+            key: self.key.clone(),
+            seq: self.seq,
+            action: self.action.clone(),
+        }
+    }
+}
+
+/// What an external call returned: a value or an error (both are saved and reused).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CallOutcome {
+    /// The call returned a value.
+    Value(Datum),
+    /// The call failed with this message.
+    Error(String),
+}
+
+/// One saved call result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallResult {
+    /// Identifier of the called function.
+    pub function: String,
+    /// Digest of the call's arguments ([`args_digest`]).
+    pub args_digest: u64,
+    /// What the call returned.
+    pub outcome: CallOutcome,
+}
+
+/// The whole state of one action for one input, written as one log record per put.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionState {
+    /// Saved call results in call order (cleared when the action completes).
+    pub call_results: Vec<CallResult>,
+    /// Whether the action finished.
+    pub completed: bool,
+    /// The action's output, set when it completes.
+    pub output: Option<Datum>,
+}
+
+/// Partition of a key: all states of one key go to one partition, in order.
+/// FNV-1a over the key's bytes, so the mapping is stable across runs and builds.
+pub fn partition_for(key: &str, partitions: u32) -> Partition {
+    (fnv1a(key.as_bytes()) % u64::from(partitions.max(1))) as Partition
+}
+
+/// Digest of a call's arguments: FNV-1a over their JSON text (serde_json writes
+/// object fields in sorted order, so equal arguments give equal digests).
+pub fn args_digest(args: &Datum) -> u64 {
+    fnv1a(args.to_string().as_bytes())
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}

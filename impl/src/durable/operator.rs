@@ -1,0 +1,727 @@
+//! The action execution operator as a sans-IO state machine (flink-agents
+//! `ActionExecutionOperator`, with the fix for flink-agents issue 1158).
+//!
+//! Inputs arrive per key and get sequence numbers 0, 1, 2, ...; each input queues
+//! every configured action; one input per key runs at a time. An action's body is
+//! deterministic code that, given the input and the results of its earlier calls,
+//! asks for the next durable call or finishes. A durable call first looks for a
+//! matching saved result at its index (same function id and argument digest); if
+//! there is none the operator returns an [`Effect::Call`] and waits for the
+//! driver's [`Event::CallReturned`], then saves the result with a put before the
+//! action continues. A mismatched saved result truncates the saved list there.
+//!
+//! The operator owns an [`ActionStateStore`] over an injected [`Log`]; external
+//! calls and outputs are effects. A snapshot captures the keyed state and the
+//! recovery marker built from the same keyed state's completed-sequence
+//! boundaries; restore rebuilds the store from that marker.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::log::{Cancellation, Log};
+use super::store::{ActionStateStore, PruneReport, RebuildReport, RecoveryMarker, StoreError};
+use super::{args_digest, ActionState, CallOutcome, CallRef, CallResult, Datum, StateKey};
+
+/// What an action body asks for next.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ActionStep {
+    /// Make a durable call to `function` with `args`.
+    Call {
+        /// Function identifier (saved with the result and compared on reuse).
+        function: String,
+        /// Call arguments (their digest is saved and compared on reuse).
+        args: Datum,
+    },
+    /// The action is done with this output.
+    Finish {
+        /// The action's output.
+        output: Datum,
+    },
+}
+
+/// User code of an action: deterministic given the input and earlier call results.
+pub trait ActionBody: Send + Sync {
+    /// The next step after the calls whose outcomes are in `results` (call order).
+    fn step(&self, input: &Datum, results: &[CallOutcome]) -> ActionStep;
+}
+
+/// A named action.
+#[derive(Clone)]
+pub struct ActionDef {
+    /// Action name (part of every state key).
+    pub name: String,
+    /// The action's code.
+    pub body: Arc<dyn ActionBody>,
+}
+
+impl std::fmt::Debug for ActionDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActionDef")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl ActionDef {
+    /// An action named `name` running `body`.
+    pub fn new(name: impl Into<String>, body: impl ActionBody + 'static) -> Self {
+        ActionDef {
+            name: name.into(),
+            body: Arc::new(body),
+        }
+    }
+}
+
+/// A body that calls each function of a fixed list in turn. Call `i` gets the
+/// arguments `[input, i]`; the output is the last call's value (an error outcome
+/// becomes `{"error": message}`), or the input when the list is empty.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallChain {
+    /// Functions called, in order.
+    pub functions: Vec<String>,
+}
+
+impl CallChain {
+    /// A chain over `functions`.
+    pub fn new<S: Into<String>>(functions: impl IntoIterator<Item = S>) -> Self {
+        CallChain {
+            functions: functions.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl ActionBody for CallChain {
+    fn step(&self, input: &Datum, results: &[CallOutcome]) -> ActionStep {
+        match self.functions.get(results.len()) {
+            Some(function) => ActionStep::Call {
+                function: function.clone(),
+                args: serde_json::json!([input, results.len()]),
+            },
+            None => ActionStep::Finish {
+                output: match results.last() {
+                    None => input.clone(),
+                    Some(CallOutcome::Value(v)) => v.clone(),
+                    Some(CallOutcome::Error(m)) => serde_json::json!({ "error": m }),
+                },
+            },
+        }
+    }
+}
+
+/// One queued action of a key's current input (checkpointed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueuedAction {
+    /// Sequence number of the input.
+    pub seq: u64,
+    /// Action name.
+    pub action: String,
+    /// The input value.
+    pub input: Datum,
+}
+
+/// An input waiting for the key's current input to finish (checkpointed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingInput {
+    /// Sequence number assigned to the input.
+    pub seq: u64,
+    /// The input value.
+    pub input: Datum,
+}
+
+/// Keyed operator state of one key (checkpointed).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyState {
+    /// Sequence number the next input of this key gets.
+    pub next_seq: u64,
+    /// Actions of the current input not yet completed, head first.
+    pub queue: VecDeque<QueuedAction>,
+    /// Later inputs waiting for the current one.
+    pub pending_inputs: VecDeque<PendingInput>,
+    /// Sequence number of the last finished input, if any.
+    pub last_completed: Option<u64>,
+}
+
+/// The operator's checkpoint value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Checkpoint id given to [`Operator::snapshot`].
+    pub id: u64,
+    /// Keyed state per key.
+    pub keys: BTreeMap<String, KeyState>,
+    /// Where a restore replays the log from.
+    pub marker: RecoveryMarker,
+}
+
+impl Checkpoint {
+    /// The completed-sequence boundaries this checkpoint captured.
+    pub fn last_completed(&self) -> BTreeMap<String, u64> {
+        boundaries(&self.keys)
+    }
+}
+
+/// Events the operator consumes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Event {
+    /// A new input for `key`.
+    Input {
+        /// The key.
+        key: String,
+        /// The input value.
+        value: Datum,
+    },
+    /// The external call requested by an [`Effect::Call`] returned.
+    CallReturned {
+        /// Which call.
+        call: CallRef,
+        /// What it returned.
+        outcome: CallOutcome,
+    },
+    /// Start running the actions a restore brought back.
+    Resume,
+}
+
+/// Effects the operator asks its driver to carry out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Effect {
+    /// Run the external call (the supplier) and feed its outcome back as
+    /// [`Event::CallReturned`].
+    Call {
+        /// Which call.
+        call: CallRef,
+        /// Function identifier.
+        function: String,
+        /// Arguments.
+        args: Datum,
+    },
+    /// Input `seq` of `key` finished; its actions' outputs in action order.
+    Emit {
+        /// The key.
+        key: String,
+        /// The input's sequence number.
+        seq: u64,
+        /// One output per configured action.
+        outputs: Vec<Datum>,
+    },
+}
+
+/// Errors of the operator.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OperatorError {
+    /// A put or a store operation failed; the operator is failed.
+    #[error("store: {0}")]
+    Store(StoreError),
+    /// A put's acknowledgement wait was cancelled; the operator is failed and its
+    /// cancellation signal stays set.
+    #[error("cancelled while saving a call result")]
+    Cancelled,
+    /// A call outcome arrived for a call the operator is not waiting for.
+    #[error("unexpected call outcome for {0:?}")]
+    UnexpectedCall(CallRef),
+    /// A checkpoint names an action this operator does not have, or is otherwise
+    /// inconsistent.
+    #[error("invalid checkpoint: {0}")]
+    InvalidCheckpoint(String),
+    /// The operator failed earlier and accepts nothing more; restore it.
+    #[error("operator failed earlier: {0}")]
+    Failed(String),
+    /// Two actions share one name.
+    #[error("duplicate action name {0:?}")]
+    DuplicateAction(String),
+}
+
+impl From<StoreError> for OperatorError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::Cancelled => OperatorError::Cancelled,
+            other => OperatorError::Store(other),
+        }
+    }
+}
+
+/// An outstanding durable call of a key (not checkpointed).
+struct Running {
+    call: CallRef,
+    function: String,
+    digest: u64,
+    state: ActionState,
+}
+
+enum Progress {
+    Waiting,
+    Completed,
+}
+
+/// The action execution operator.
+pub struct Operator<L: Log> {
+    actions: Vec<ActionDef>,
+    store: ActionStateStore<L>,
+    keys: BTreeMap<String, KeyState>,
+    running: BTreeMap<String, Running>,
+    pending_checkpoints: BTreeMap<u64, BTreeMap<String, u64>>,
+    cancel: Cancellation,
+    failed: Option<String>,
+}
+
+impl<L: Log> std::fmt::Debug for Operator<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Operator")
+            .field("actions", &self.actions)
+            .field("keys", &self.keys)
+            .field("store", &self.store)
+            .field("failed", &self.failed)
+            .finish()
+    }
+}
+
+fn boundaries(keys: &BTreeMap<String, KeyState>) -> BTreeMap<String, u64> {
+    keys.iter()
+        .filter_map(|(k, s)| s.last_completed.map(|seq| (k.clone(), seq)))
+        .collect()
+}
+
+fn check_actions(actions: &[ActionDef]) -> Result<(), OperatorError> {
+    for (i, a) in actions.iter().enumerate() {
+        if actions[..i].iter().any(|b| b.name == a.name) {
+            return Err(OperatorError::DuplicateAction(a.name.clone()));
+        }
+    }
+    Ok(())
+}
+
+impl<L: Log> Operator<L> {
+    /// A fresh operator (no checkpoint to restore) running `actions` for every
+    /// input, saving call results to `log`.
+    pub fn new(actions: Vec<ActionDef>, log: L) -> Result<Self, OperatorError> {
+        Self::new_with_cancellation(actions, log, Cancellation::new())
+    }
+
+    /// [`Operator::new`] with the task's cancellation signal supplied.
+    pub fn new_with_cancellation(
+        actions: Vec<ActionDef>,
+        log: L,
+        cancel: Cancellation,
+    ) -> Result<Self, OperatorError> {
+        check_actions(&actions)?;
+        let store = ActionStateStore::with_cancellation(log, cancel.clone());
+        tracing::info!(
+            component = "durable.operator",
+            event = "start",
+            restored = false
+        );
+        Ok(Operator {
+            actions,
+            store,
+            keys: BTreeMap::new(),
+            running: BTreeMap::new(),
+            pending_checkpoints: BTreeMap::new(),
+            cancel,
+            failed: None,
+        })
+    }
+
+    /// An operator restored from `checkpoint`: keyed state from the checkpoint, the
+    /// store rebuilt by replaying `log` from the checkpoint's marker. Restored
+    /// actions start running on [`Event::Resume`].
+    pub fn restore(
+        actions: Vec<ActionDef>,
+        log: L,
+        checkpoint: &Checkpoint,
+    ) -> Result<(Self, RebuildReport), OperatorError> {
+        Self::restore_with_cancellation(actions, log, checkpoint, Cancellation::new())
+    }
+
+    /// [`Operator::restore`] with the task's cancellation signal supplied.
+    pub fn restore_with_cancellation(
+        actions: Vec<ActionDef>,
+        log: L,
+        checkpoint: &Checkpoint,
+        cancel: Cancellation,
+    ) -> Result<(Self, RebuildReport), OperatorError> {
+        check_actions(&actions)?;
+        for (key, ks) in &checkpoint.keys {
+            for q in &ks.queue {
+                if !actions.iter().any(|a| a.name == q.action) {
+                    return Err(OperatorError::InvalidCheckpoint(format!(
+                        "key {key:?} queues unknown action {:?}",
+                        q.action
+                    )));
+                }
+                if q.seq >= ks.next_seq {
+                    return Err(OperatorError::InvalidCheckpoint(format!(
+                        "key {key:?} queues sequence {} but next sequence is {}",
+                        q.seq, ks.next_seq
+                    )));
+                }
+            }
+        }
+        let mut store = ActionStateStore::with_cancellation(log, cancel.clone());
+        let report = store.rebuild(&checkpoint.marker, &checkpoint.last_completed())?;
+        tracing::info!(
+            component = "durable.operator",
+            event = "start",
+            restored = true,
+            checkpoint = checkpoint.id,
+            keys = checkpoint.keys.len(),
+            records_scanned = report.records_scanned,
+            states_loaded = report.states_loaded,
+        );
+        Ok((
+            Operator {
+                actions,
+                store,
+                keys: checkpoint.keys.clone(),
+                running: BTreeMap::new(),
+                pending_checkpoints: BTreeMap::new(),
+                cancel,
+                failed: None,
+            },
+            report,
+        ))
+    }
+
+    /// Handle one event, returning the effects it caused.
+    pub fn handle(&mut self, event: Event) -> Result<Vec<Effect>, OperatorError> {
+        if let Some(reason) = &self.failed {
+            return Err(OperatorError::Failed(reason.clone()));
+        }
+        let mut effects = Vec::new();
+        let result = match event {
+            Event::Input { key, value } => self.on_input(key, value, &mut effects),
+            Event::CallReturned { call, outcome } => self.on_call(call, outcome, &mut effects),
+            Event::Resume => {
+                tracing::info!(component = "durable.operator", event = "resume");
+                let keys: Vec<String> = self.keys.keys().cloned().collect();
+                keys.into_iter()
+                    .try_for_each(|k| self.drive(&k, &mut effects))
+            }
+        };
+        match result {
+            Ok(()) => Ok(effects),
+            Err(err) => {
+                if !matches!(err, OperatorError::UnexpectedCall(_)) {
+                    tracing::error!(component = "durable.operator", event = "failed", error = %err);
+                    self.failed = Some(err.to_string());
+                }
+                Err(err)
+            }
+        }
+    }
+
+    fn on_input(
+        &mut self,
+        key: String,
+        value: Datum,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), OperatorError> {
+        let ks = self.keys.entry(key.clone()).or_default();
+        let seq = ks.next_seq;
+        ks.next_seq += 1;
+        ks.pending_inputs
+            .push_back(PendingInput { seq, input: value });
+        tracing::debug!(component = "durable.operator", event = "input", key = %key, seq);
+        self.drive(&key, effects)
+    }
+
+    fn on_call(
+        &mut self,
+        call: CallRef,
+        outcome: CallOutcome,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), OperatorError> {
+        match self.running.get(&call.key) {
+            Some(r) if r.call == call => {}
+            _ => return Err(OperatorError::UnexpectedCall(call)),
+        }
+        let Some(mut running) = self.running.remove(&call.key) else {
+            return Err(OperatorError::UnexpectedCall(call));
+        };
+        running.state.call_results.push(CallResult {
+            function: running.function,
+            args_digest: running.digest,
+            outcome,
+        });
+        let sk = call.state_key();
+        self.store.put(&sk, running.state)?;
+        tracing::debug!(
+            component = "durable.operator",
+            event = "call_saved",
+            key = %call.key,
+            seq = call.seq,
+            action = %call.action,
+            index = call.index,
+        );
+        self.drive(&call.key, effects)
+    }
+
+    /// Run the key's work until it waits on a call or has nothing left.
+    fn drive(&mut self, key: &str, effects: &mut Vec<Effect>) -> Result<(), OperatorError> {
+        loop {
+            if self.running.contains_key(key) {
+                return Ok(());
+            }
+            let Some(ks) = self.keys.get_mut(key) else {
+                return Ok(());
+            };
+            let Some(head) = ks.queue.front().cloned() else {
+                let Some(next) = ks.pending_inputs.pop_front() else {
+                    return Ok(());
+                };
+                for a in &self.actions {
+                    ks.queue.push_back(QueuedAction {
+                        seq: next.seq,
+                        action: a.name.clone(),
+                        input: next.input.clone(),
+                    });
+                }
+                tracing::debug!(
+                    component = "durable.operator",
+                    event = "input_started",
+                    key,
+                    seq = next.seq,
+                    actions = self.actions.len(),
+                );
+                if self.actions.is_empty() {
+                    self.finish_input(key, next.seq, effects);
+                }
+                continue;
+            };
+            match self.run_action(key, &head, effects)? {
+                Progress::Waiting => return Ok(()),
+                Progress::Completed => {
+                    let ks = self.keys.get_mut(key).expect("key present");
+                    ks.queue.pop_front();
+                    tracing::debug!(
+                        component = "durable.operator",
+                        event = "action_completed",
+                        key,
+                        seq = head.seq,
+                        action = %head.action,
+                    );
+                    if ks.queue.is_empty() {
+                        self.finish_input(key, head.seq, effects);
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish_input(&mut self, key: &str, seq: u64, effects: &mut Vec<Effect>) {
+        if let Some(ks) = self.keys.get_mut(key) {
+            ks.last_completed = Some(seq);
+        }
+        let outputs: Vec<Datum> = self
+            .actions
+            .iter()
+            .map(|a| {
+                let sk = StateKey {
+                    key: key.to_string(),
+                    seq,
+                    action: a.name.clone(),
+                };
+                self.store
+                    .get(&sk)
+                    .and_then(|s| s.output.clone())
+                    .unwrap_or(Datum::Null)
+            })
+            .collect();
+        tracing::debug!(component = "durable.operator", event = "emit", key, seq);
+        effects.push(Effect::Emit {
+            key: key.to_string(),
+            seq,
+            outputs,
+        });
+    }
+
+    fn run_action(
+        &mut self,
+        key: &str,
+        head: &QueuedAction,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Progress, OperatorError> {
+        let sk = StateKey {
+            key: key.to_string(),
+            seq: head.seq,
+            action: head.action.clone(),
+        };
+        let mut state = self.store.get(&sk).cloned().unwrap_or_default();
+        if state.completed {
+            tracing::debug!(
+                component = "durable.operator",
+                event = "action_reused_completed",
+                key,
+                seq = head.seq,
+                action = %head.action,
+            );
+            return Ok(Progress::Completed);
+        }
+        let body = match self.actions.iter().find(|a| a.name == head.action) {
+            Some(a) => Arc::clone(&a.body),
+            None => {
+                return Err(OperatorError::InvalidCheckpoint(format!(
+                    "queued action {:?} is not configured",
+                    head.action
+                )))
+            }
+        };
+        let mut outcomes: Vec<CallOutcome> = Vec::with_capacity(state.call_results.len());
+        loop {
+            match body.step(&head.input, &outcomes) {
+                ActionStep::Call { function, args } => {
+                    let index = outcomes.len();
+                    let digest = args_digest(&args);
+                    if let Some(saved) = state.call_results.get(index) {
+                        if saved.function == function && saved.args_digest == digest {
+                            tracing::debug!(
+                                component = "durable.operator",
+                                event = "call_reused",
+                                key,
+                                seq = head.seq,
+                                action = %head.action,
+                                index,
+                            );
+                            outcomes.push(saved.outcome.clone());
+                            continue;
+                        }
+                        tracing::warn!(
+                            component = "durable.operator",
+                            event = "call_mismatch",
+                            key,
+                            seq = head.seq,
+                            action = %head.action,
+                            index,
+                            saved_function = %saved.function,
+                            function = %function,
+                            dropped = state.call_results.len() - index,
+                        );
+                        state.call_results.truncate(index);
+                    }
+                    let call = CallRef {
+                        key: key.to_string(),
+                        seq: head.seq,
+                        action: head.action.clone(),
+                        index: index as u32,
+                    };
+                    tracing::debug!(
+                        component = "durable.operator",
+                        event = "call_requested",
+                        key,
+                        seq = head.seq,
+                        action = %head.action,
+                        index,
+                        function = %function,
+                    );
+                    effects.push(Effect::Call {
+                        call: call.clone(),
+                        function: function.clone(),
+                        args,
+                    });
+                    self.running.insert(
+                        key.to_string(),
+                        Running {
+                            call,
+                            function,
+                            digest,
+                            state,
+                        },
+                    );
+                    return Ok(Progress::Waiting);
+                }
+                ActionStep::Finish { output } => {
+                    state.call_results.clear();
+                    state.completed = true;
+                    state.output = Some(output);
+                    self.store.put(&sk, state)?;
+                    return Ok(Progress::Completed);
+                }
+            }
+        }
+    }
+
+    /// Capture a checkpoint: the keyed state and the recovery marker built from the
+    /// same keyed state's completed-sequence boundaries.
+    pub fn snapshot(&mut self, id: u64) -> Result<Checkpoint, OperatorError> {
+        if let Some(reason) = &self.failed {
+            return Err(OperatorError::Failed(reason.clone()));
+        }
+        let bounds = boundaries(&self.keys);
+        let marker = self.store.recovery_marker(&bounds)?;
+        tracing::info!(
+            component = "durable.operator",
+            event = "snapshot",
+            checkpoint = id,
+            marker = ?marker.offsets,
+            keys = self.keys.len(),
+        );
+        self.pending_checkpoints.insert(id, bounds);
+        Ok(Checkpoint {
+            id,
+            keys: self.keys.clone(),
+            marker,
+        })
+    }
+
+    /// Checkpoint `id` completed: prune the states its boundaries mark finished.
+    /// Earlier pending checkpoints are subsumed. Returns `None` for an unknown id.
+    pub fn checkpoint_complete(&mut self, id: u64) -> Option<PruneReport> {
+        let bounds = self.pending_checkpoints.remove(&id)?;
+        self.pending_checkpoints.retain(|&other, _| other > id);
+        let report = self.store.prune(&bounds);
+        tracing::info!(
+            component = "durable.operator",
+            event = "checkpoint_complete",
+            checkpoint = id,
+            states_pruned = report.states_pruned,
+            keys_dropped = report.keys_dropped,
+        );
+        Some(report)
+    }
+
+    /// Checkpoint `id` was aborted: forget it. Returns whether it was pending.
+    pub fn checkpoint_aborted(&mut self, id: u64) -> bool {
+        let known = self.pending_checkpoints.remove(&id).is_some();
+        tracing::info!(
+            component = "durable.operator",
+            event = "checkpoint_aborted",
+            checkpoint = id,
+            known,
+        );
+        known
+    }
+
+    /// The keyed state.
+    pub fn keys(&self) -> &BTreeMap<String, KeyState> {
+        &self.keys
+    }
+
+    /// The store.
+    pub fn store(&self) -> &ActionStateStore<L> {
+        &self.store
+    }
+
+    /// The store, mutably (for inspection and fault set-up).
+    pub fn store_mut(&mut self) -> &mut ActionStateStore<L> {
+        &mut self.store
+    }
+
+    /// The calls the operator waits for, one per key at most.
+    pub fn outstanding_calls(&self) -> Vec<CallRef> {
+        self.running.values().map(|r| r.call.clone()).collect()
+    }
+
+    /// The task's cancellation signal (shared with the store's puts).
+    pub fn cancellation(&self) -> Cancellation {
+        self.cancel.clone()
+    }
+
+    /// Whether the task was cancelled. Stays true once set.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Why the operator failed, if it did.
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+}

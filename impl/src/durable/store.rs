@@ -1,0 +1,465 @@
+//! The action state store over any [`Log`]: put, get, prune, recovery marker and
+//! rebuild, with the semantics of the fix for flink-agents issue 1158.
+//!
+//! - A put sends the whole action state, flushes, awaits the acknowledgement, and
+//!   only then updates the cache and the state's latest acknowledged offset. A
+//!   failed or cancelled put caches nothing (the unpatched order cached first).
+//! - The recovery marker for partition `p` is the minimum of the end offset and the
+//!   latest acknowledged offset of every state in `p` whose input is unfinished, as
+//!   judged by the completed-sequence boundaries captured by the same checkpoint.
+//!   The store keeps no copy of those boundaries; the caller passes them in.
+//! - Rebuild replays each partition from the marker, last writer wins per state
+//!   key, and skips states of finished inputs.
+//! - Prune, after a checkpoint completes, drops finished states and the per-key
+//!   tracking of every key left without live state.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::file_log::{FileLog, FileLogOptions};
+use super::log::{AckError, Cancellation, Log, LogError, LogRecord, Offset, Partition, PendingAck};
+use super::{partition_for, ActionState, StateKey};
+
+/// Errors of the store.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The log failed the put, a flush, a read or an offset query.
+    #[error("log: {0}")]
+    Log(#[from] LogError),
+    /// Waiting for the put's acknowledgement was cancelled; nothing was cached.
+    #[error("put cancelled while waiting for the acknowledgement")]
+    Cancelled,
+    /// A state could not be encoded.
+    #[error("cannot encode state {key:?}: {reason}")]
+    Encode {
+        /// State being written.
+        key: StateKey,
+        /// Encoder message.
+        reason: String,
+    },
+    /// A record read back is not a valid action state record.
+    #[error("undecodable record at partition {partition} offset {offset}: {reason}")]
+    Decode {
+        /// Partition of the record.
+        partition: Partition,
+        /// Offset of the record.
+        offset: Offset,
+        /// Decoder message.
+        reason: String,
+    },
+    /// A recovery marker does not fit the log.
+    #[error("invalid recovery marker: {0}")]
+    InvalidMarker(String),
+}
+
+impl From<AckError> for StoreError {
+    fn from(err: AckError) -> Self {
+        match err {
+            AckError::Log(e) => StoreError::Log(e),
+            AckError::Cancelled => StoreError::Cancelled,
+        }
+    }
+}
+
+/// Order of the steps of a put.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PutOrder {
+    /// Send, flush, await the acknowledgement (the fix's final order).
+    #[default]
+    FlushThenAwait,
+    /// Send, await the acknowledgement, flush: correct but every put waits out the
+    /// producer's linger interval (kept to measure that cost).
+    AwaitThenFlush,
+}
+
+/// Per-partition offsets from which a restore replays the log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveryMarker {
+    /// Replay start offset, indexed by partition.
+    pub offsets: Vec<Offset>,
+}
+
+/// What a rebuild did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RebuildReport {
+    /// Records read from the log, over all partitions.
+    pub records_scanned: u64,
+    /// Records skipped because their input was already finished.
+    pub finished_skipped: u64,
+    /// Distinct states loaded into the cache.
+    pub states_loaded: u64,
+}
+
+/// What a prune removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PruneReport {
+    /// States dropped from the cache and offset tracking.
+    pub states_pruned: u64,
+    /// Keys whose tracking was dropped because no live state remained.
+    pub keys_dropped: u64,
+}
+
+/// Records fetched per read during a rebuild.
+const REBUILD_BATCH: usize = 512;
+
+struct Tracked {
+    state: ActionState,
+    partition: Partition,
+    offset: Offset,
+}
+
+/// The action state store.
+pub struct ActionStateStore<L: Log> {
+    log: L,
+    partitions: u32,
+    /// Cached state and latest acknowledged (partition, offset) per state key.
+    states: HashMap<StateKey, Tracked>,
+    by_key: BTreeMap<String, BTreeSet<(u64, String)>>,
+    cancel: Cancellation,
+    order: PutOrder,
+    key_buf: Vec<u8>,
+    value_buf: Vec<u8>,
+}
+
+impl<L: Log> std::fmt::Debug for ActionStateStore<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActionStateStore")
+            .field("partitions", &self.partitions)
+            .field("cached_states", &self.states.len())
+            .field("tracked_keys", &self.by_key.len())
+            .field("order", &self.order)
+            .finish()
+    }
+}
+
+impl ActionStateStore<FileLog> {
+    /// Open (or create) a store over the file log in `dir`, the embedded default.
+    /// A torn tail found during the log's recovery is truncated and reported in
+    /// [`FileLog::recovery_report`].
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let log = FileLog::open(dir, FileLogOptions::default())?;
+        Ok(Self::new(log))
+    }
+}
+
+impl<L: Log> ActionStateStore<L> {
+    /// A store over `log` with its own cancellation signal.
+    pub fn new(log: L) -> Self {
+        Self::with_cancellation(log, Cancellation::new())
+    }
+
+    /// A store over `log` whose puts stop waiting when `cancel` is set.
+    pub fn with_cancellation(log: L, cancel: Cancellation) -> Self {
+        let partitions = log.partition_count().max(1);
+        ActionStateStore {
+            log,
+            partitions,
+            states: HashMap::new(),
+            by_key: BTreeMap::new(),
+            cancel,
+            order: PutOrder::default(),
+            key_buf: Vec::new(),
+            value_buf: Vec::new(),
+        }
+    }
+
+    /// Choose the order of a put's steps.
+    pub fn set_put_order(&mut self, order: PutOrder) {
+        self.order = order;
+    }
+
+    /// The cancellation signal puts observe.
+    pub fn cancellation(&self) -> &Cancellation {
+        &self.cancel
+    }
+
+    /// Number of partitions of the underlying log.
+    pub fn partition_count(&self) -> u32 {
+        self.partitions
+    }
+
+    /// Partition a key's states go to.
+    pub fn partition_of(&self, key: &str) -> Partition {
+        partition_for(key, self.partitions)
+    }
+
+    /// Save `state` under `key`. Returns the acknowledged offset. On any error the
+    /// cache and offset tracking are unchanged; the record may still have landed
+    /// (the log can fail a send after appending it), and a rebuild would read it.
+    pub fn put(&mut self, key: &StateKey, state: ActionState) -> Result<Offset, StoreError> {
+        let partition = self.partition_of(&key.key);
+        self.key_buf.clear();
+        self.value_buf.clear();
+        serde_json::to_writer(&mut self.key_buf, key)
+            .and_then(|_| serde_json::to_writer(&mut self.value_buf, &state))
+            .map_err(|e| StoreError::Encode {
+                key: key.clone(),
+                reason: e.to_string(),
+            })?;
+        let result = self.send_and_confirm(partition);
+        match result {
+            Ok(offset) => {
+                tracing::debug!(
+                    component = "durable.store",
+                    event = "put",
+                    key = %key.key,
+                    seq = key.seq,
+                    action = %key.action,
+                    partition,
+                    offset,
+                    completed = state.completed,
+                    results = state.call_results.len(),
+                    outcome = "acked",
+                );
+                if let Some(tracked) = self.states.get_mut(key) {
+                    *tracked = Tracked {
+                        state,
+                        partition,
+                        offset,
+                    };
+                } else {
+                    self.track(key.clone(), state, partition, offset);
+                }
+                Ok(offset)
+            }
+            Err(err) => {
+                tracing::warn!(
+                    component = "durable.store",
+                    event = "put",
+                    key = %key.key,
+                    seq = key.seq,
+                    action = %key.action,
+                    partition,
+                    outcome = "failed",
+                    error = %err,
+                );
+                Err(err)
+            }
+        }
+    }
+
+    fn send_and_confirm(&mut self, partition: Partition) -> Result<Offset, StoreError> {
+        let mut ack = self.log.send(partition, &self.key_buf, &self.value_buf)?;
+        match self.order {
+            PutOrder::FlushThenAwait => {
+                self.log.flush()?;
+                Ok(ack.wait(&self.cancel)?)
+            }
+            PutOrder::AwaitThenFlush => {
+                let offset = ack.wait(&self.cancel)?;
+                self.log.flush()?;
+                Ok(offset)
+            }
+        }
+    }
+
+    fn track(&mut self, key: StateKey, state: ActionState, partition: Partition, offset: Offset) {
+        self.by_key
+            .entry(key.key.clone())
+            .or_default()
+            .insert((key.seq, key.action.clone()));
+        self.states.insert(
+            key,
+            Tracked {
+                state,
+                partition,
+                offset,
+            },
+        );
+    }
+
+    /// The cached state of `key`, if any.
+    pub fn get(&self, key: &StateKey) -> Option<&ActionState> {
+        self.states.get(key).map(|t| &t.state)
+    }
+
+    /// Number of cached states.
+    pub fn cached_len(&self) -> usize {
+        self.states.len()
+    }
+
+    /// A copy of every cached state, ordered by state key.
+    pub fn cache(&self) -> BTreeMap<StateKey, ActionState> {
+        self.states
+            .iter()
+            .map(|(k, t)| (k.clone(), t.state.clone()))
+            .collect()
+    }
+
+    /// Latest acknowledged (partition, offset) of every cached state, ordered by
+    /// state key.
+    pub fn latest_offsets(&self) -> BTreeMap<StateKey, (Partition, Offset)> {
+        self.states
+            .iter()
+            .map(|(k, t)| (k.clone(), (t.partition, t.offset)))
+            .collect()
+    }
+
+    /// Number of keys with per-key tracking (keys with live state).
+    pub fn tracked_keys(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// The underlying log.
+    pub fn log(&self) -> &L {
+        &self.log
+    }
+
+    /// The underlying log, mutably.
+    pub fn log_mut(&mut self) -> &mut L {
+        &mut self.log
+    }
+
+    /// Give back the underlying log.
+    pub fn into_log(self) -> L {
+        self.log
+    }
+
+    /// Drop the states of inputs finished according to `last_completed` (the
+    /// boundaries captured by the checkpoint that just completed), and the tracking
+    /// of keys left without live state.
+    pub fn prune(&mut self, last_completed: &BTreeMap<String, u64>) -> PruneReport {
+        let mut report = PruneReport::default();
+        for (key, &boundary) in last_completed {
+            let Some(states) = self.by_key.get_mut(key) else {
+                continue;
+            };
+            let finished: Vec<(u64, String)> = states
+                .iter()
+                .take_while(|(seq, _)| *seq <= boundary)
+                .cloned()
+                .collect();
+            for (seq, action) in finished {
+                states.remove(&(seq, action.clone()));
+                let sk = StateKey {
+                    key: key.clone(),
+                    seq,
+                    action,
+                };
+                self.states.remove(&sk);
+                report.states_pruned += 1;
+            }
+            if states.is_empty() {
+                self.by_key.remove(key);
+                report.keys_dropped += 1;
+            }
+        }
+        tracing::debug!(
+            component = "durable.store",
+            event = "prune",
+            states_pruned = report.states_pruned,
+            keys_dropped = report.keys_dropped,
+            tracked_keys = self.by_key.len(),
+        );
+        report
+    }
+
+    /// The recovery marker for a checkpoint whose keyed state says `last_completed`.
+    pub fn recovery_marker(
+        &mut self,
+        last_completed: &BTreeMap<String, u64>,
+    ) -> Result<RecoveryMarker, StoreError> {
+        let mut offsets = self.log.end_offsets()?;
+        if offsets.len() != self.partitions as usize {
+            return Err(StoreError::InvalidMarker(format!(
+                "log reported {} end offsets for {} partitions",
+                offsets.len(),
+                self.partitions
+            )));
+        }
+        for (sk, t) in &self.states {
+            if input_unfinished(sk, last_completed) {
+                let slot = &mut offsets[t.partition as usize];
+                *slot = (*slot).min(t.offset);
+            }
+        }
+        tracing::debug!(
+            component = "durable.store",
+            event = "recovery_marker",
+            marker = ?offsets,
+        );
+        Ok(RecoveryMarker { offsets })
+    }
+
+    /// Replace the cache by replaying the log from `marker`, skipping states of
+    /// inputs finished according to `last_completed`.
+    pub fn rebuild(
+        &mut self,
+        marker: &RecoveryMarker,
+        last_completed: &BTreeMap<String, u64>,
+    ) -> Result<RebuildReport, StoreError> {
+        let ends = self.log.end_offsets()?;
+        if marker.offsets.len() != ends.len() {
+            return Err(StoreError::InvalidMarker(format!(
+                "marker has {} partitions, the log has {}",
+                marker.offsets.len(),
+                ends.len()
+            )));
+        }
+        for (p, (&from, &end)) in marker.offsets.iter().zip(&ends).enumerate() {
+            if from > end {
+                return Err(StoreError::InvalidMarker(format!(
+                    "partition {p}: marker offset {from} is past the log's end offset {end}"
+                )));
+            }
+        }
+        self.states.clear();
+        self.by_key.clear();
+        let mut report = RebuildReport::default();
+        for (p, (&from, &end)) in marker.offsets.iter().zip(&ends).enumerate() {
+            let partition = p as Partition;
+            let mut next = from;
+            while next < end {
+                let batch = self.log.read(partition, next, REBUILD_BATCH)?;
+                if batch.is_empty() {
+                    break;
+                }
+                for record in batch {
+                    next = record.offset + 1;
+                    report.records_scanned += 1;
+                    let (sk, state) = decode_record(&record)?;
+                    if !input_unfinished(&sk, last_completed) {
+                        report.finished_skipped += 1;
+                        continue;
+                    }
+                    if let Some(tracked) = self.states.get_mut(&sk) {
+                        tracked.state = state;
+                        tracked.offset = record.offset;
+                    } else {
+                        self.track(sk, state, partition, record.offset);
+                    }
+                }
+            }
+        }
+        report.states_loaded = self.states.len() as u64;
+        tracing::info!(
+            component = "durable.store",
+            event = "rebuild",
+            marker = ?marker.offsets,
+            records_scanned = report.records_scanned,
+            finished_skipped = report.finished_skipped,
+            states_loaded = report.states_loaded,
+        );
+        Ok(report)
+    }
+}
+
+/// Decode one action state record (key: the state key, value: the whole state).
+pub fn decode_record(record: &LogRecord) -> Result<(StateKey, ActionState), StoreError> {
+    let decode = |reason: String| StoreError::Decode {
+        partition: record.partition,
+        offset: record.offset,
+        reason,
+    };
+    let sk: StateKey =
+        serde_json::from_slice(&record.key).map_err(|e| decode(format!("key: {e}")))?;
+    let state: ActionState =
+        serde_json::from_slice(&record.value).map_err(|e| decode(format!("value: {e}")))?;
+    Ok((sk, state))
+}
+
+fn input_unfinished(sk: &StateKey, last_completed: &BTreeMap<String, u64>) -> bool {
+    !matches!(last_completed.get(&sk.key), Some(&done) if sk.seq <= done)
+}
