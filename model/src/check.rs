@@ -280,14 +280,19 @@ struct Run<M: Model> {
     max_depth: usize,
 }
 
-fn finish<M, C>(checker: C, progress: &mut Progress) -> Run<M>
+fn finish<M, C>(checker: C, progress: Option<&mut Progress>) -> Run<M>
 where
     M: Model,
     M::State: Clone + Debug + Hash + PartialEq + Send + Sync,
     M::Action: Clone + Debug + PartialEq + Send + Sync,
     C: Checker<M> + Send + Sync,
 {
-    let checker = checker.join_and_report(progress);
+    // The reporting thread polls on a timer; without progress, a plain join keeps short
+    // runs from being padded to the next poll.
+    let checker = match progress {
+        Some(progress) => checker.join_and_report(progress),
+        None => checker.join(),
+    };
     Run {
         discoveries: checker.discoveries(),
         unique_states: checker.unique_state_count(),
@@ -310,13 +315,13 @@ pub fn check<M: Spec>(model: &M, options: &CheckOptions) -> CheckReport {
 
     let started = Instant::now();
     let builder = full.clone().checker().threads(options.threads.max(1));
-    let mut progress = Progress {
-        after: options.progress_after.unwrap_or(Duration::MAX),
+    let mut progress = options.progress_after.map(|after| Progress {
+        after,
         label: format!("{} {}", M::NAME, model.design_name()),
-    };
+    });
     let run = match options.strategy {
-        Strategy::Bfs => finish(builder.spawn_bfs(), &mut progress),
-        Strategy::Dfs => finish(builder.spawn_dfs(), &mut progress),
+        Strategy::Bfs => finish(builder.spawn_bfs(), progress.as_mut()),
+        Strategy::Dfs => finish(builder.spawn_dfs(), progress.as_mut()),
     };
     let seconds = started.elapsed().as_secs_f64();
     let discoveries = run.discoveries;
