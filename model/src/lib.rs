@@ -17,6 +17,7 @@ use std::hash::Hash;
 use stateright::Model;
 
 pub mod check;
+pub mod durable;
 pub mod settings;
 
 pub use settings::{Param, ParamKind, Settings, SettingsError};
