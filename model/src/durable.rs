@@ -1539,7 +1539,8 @@ impl Spec for Durable {
             (CALL_AT_MOST_ONCE, [Ce, H, H, H]),
             (FINISHED_STAYS_FINISHED, [H, H, H, H]),
             (SAME_OUTPUT, [H, H, H, H]),
-            (CACHE_HOLDS_LOG, [Ce, Ce, H, H]),
+            // A failed send is what shows the cache's counterexample (scenario below).
+            (CACHE_HOLDS_LOG, [H, H, H, H]),
             (BOUNDED_TRACKING, [H, H, Ce, H]),
             (MARKER_IS_SAFE, [Ce, H, H, H]),
         ];
@@ -1549,12 +1550,16 @@ impl Spec for Durable {
         for p in REACHABILITY {
             rows.extend(verdict_rows("default", p, [R, R, R, R]));
         }
-        let scenarios: [(&str, &str, [Verdict; 4]); 10] = [
+        let scenarios: [(&str, &str, [Verdict; 4]); 13] = [
             // The seed's synchronous executor: the bug needs two crashes.
             ("synchronous-executor", CALL_AT_MOST_ONCE, [Ce, H, H, H]),
             ("synchronous-executor", MARKER_IS_SAFE, [Ce, H, H, H]),
             ("synchronous-executor-one-crash", CALL_AT_MOST_ONCE, [H, H, H, H]),
             ("synchronous-executor-one-crash", MARKER_IS_SAFE, [Ce, H, H, H]),
+            // A send failing before its record landed: the old put order caches it.
+            ("failed-send", CALL_AT_MOST_ONCE, [Ce, H, H, H]),
+            ("failed-send", CACHE_HOLDS_LOG, [Ce, Ce, H, H]),
+            ("failed-send", MARKER_IS_SAFE, [Ce, H, H, H]),
             // A send failing after its record landed defeats the old put order.
             ("fail-after-landing", CALL_AT_MOST_ONCE, [Ce, Ce, H, H]),
             ("fail-after-landing", MARKER_IS_SAFE, [Ce, Ce, H, H]),
@@ -1563,7 +1568,7 @@ impl Spec for Durable {
             ("asynchronous-puts", MARKER_IS_SAFE, [Ce, Ce, Ce, Ce]),
             // A restart with no completed checkpoint rebuilds nothing.
             ("restart-without-checkpoint", CALL_AT_MOST_ONCE, [Ce, Ce, Ce, Ce]),
-            ("restart-without-checkpoint", MARKER_IS_SAFE, [Ce, H, H, H]),
+            ("restart-without-checkpoint", MARKER_IS_SAFE, [Ce, Ce, Ce, Ce]),
         ];
         for (scenario, p, v) in scenarios {
             rows.extend(verdict_rows(scenario, p, v));
