@@ -280,7 +280,7 @@ fn as_slice<S: Serializer, const N: usize>(bytes: &[u8; N], s: S) -> Result<S::O
 /// The whole system: source, operator, store, log, checkpoints, and ghost counters.
 ///
 /// Fields are bytes and byte arrays so that hashing a state is a few memory writes; the
-/// typed accessors ([`State::phase_of`], [`State::cached`], [`State::records`]) decode them.
+/// typed accessors ([`State::phase_of`], [`State::cached`], [`State::latest_record`]) decode them.
 ///
 /// `supplier_runs` is a ghost no transition or property reads; it is left out of the
 /// hash (so out of the checker's fingerprint), which keeps states that differ only in
@@ -351,7 +351,8 @@ impl std::hash::Hash for State {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         // Every field but the `supplier_runs` ghost, gathered into one buffer: one
         // hasher write instead of one per field.
-        const LEN: usize = 6 * MAX_KEYS + 5 + 5 * MAX_SLOTS + MAX_PARTITIONS + 2 * CHECKPOINT_LEN + 4;
+        const LEN: usize =
+            6 * MAX_KEYS + 5 + 5 * MAX_SLOTS + MAX_PARTITIONS + 2 * CHECKPOINT_LEN + 4;
         let mut buf = [0u8; LEN];
         let mut at = 0;
         let mut put = |bytes: &[u8]| {
@@ -388,7 +389,12 @@ impl std::hash::Hash for State {
                 None => put(&[0; CHECKPOINT_LEN]),
             }
         }
-        put(&[self.checkpoints, self.crashes, self.failed_sends, self.events]);
+        put(&[
+            self.checkpoints,
+            self.crashes,
+            self.failed_sends,
+            self.events,
+        ]);
         put(&self.committed_outputs);
         debug_assert_eq!(at, LEN);
         h.write(&buf);
@@ -1076,7 +1082,11 @@ impl Model for Durable {
             }
             Action::TriggerCheckpoint => {
                 let mut marker = [0; MAX_PARTITIONS];
-                for (p, m) in marker.iter_mut().enumerate().take(self.bounds.partitions as usize) {
+                for (p, m) in marker
+                    .iter_mut()
+                    .enumerate()
+                    .take(self.bounds.partitions as usize)
+                {
                     *m = self.marker(s, p);
                 }
                 next.pending = Some(Checkpoint {
@@ -1173,12 +1183,11 @@ impl Model for Durable {
             }),
             Property::always(SAME_OUTPUT, |m: &Durable, s: &State| {
                 s.events & event::DUPLICATE_OUTPUT == 0
-                    && (0..m.bounds.keys as usize).all(|k| {
-                        s.committed_outputs[k] == s.completed.map_or(0, |c| c.finished[k])
-                    })
+                    && (0..m.bounds.keys as usize)
+                        .all(|k| s.committed_outputs[k] == s.completed.map_or(0, |c| c.finished[k]))
             }),
             Property::always(CACHE_HOLDS_LOG, |_, s: &State| {
-                let in_flight = (s.put_key != NONE).then(|| s.put_record >> 3);
+                let in_flight = (s.put_key != NONE).then_some(s.put_record >> 3);
                 s.cache.iter().enumerate().all(|(slot, v)| {
                     *v == NONE
                         || in_flight == Some(slot as u8)
@@ -1190,8 +1199,8 @@ impl Model for Durable {
                     let slots = k * MAX_INPUTS * MAX_ACTIONS..(k + 1) * MAX_INPUTS * MAX_ACTIONS;
                     let tracked = s.key_boundary[k] != 0
                         || s.acked_offset[slots.clone()].iter().any(|o| *o != NONE);
-                    let live = s.cache[slots].iter().any(|c| *c != NONE)
-                        || s.next_seq[k] > s.finished[k];
+                    let live =
+                        s.cache[slots].iter().any(|c| *c != NONE) || s.next_seq[k] > s.finished[k];
                     !tracked || live
                 })
             }),
@@ -1213,9 +1222,10 @@ impl Model for Durable {
                 s.events & event::CRASH_MID_ACTION != 0
             }),
             Property::sometimes(CHECKPOINT_WITH_QUEUED, |m: &Durable, s: &State| {
-                s.pending.iter().chain(s.completed.iter()).any(|c| {
-                    (0..m.bounds.keys as usize).any(|k| c.finished[k] < c.next_seq[k])
-                })
+                s.pending
+                    .iter()
+                    .chain(s.completed.iter())
+                    .any(|c| (0..m.bounds.keys as usize).any(|k| c.finished[k] < c.next_seq[k]))
             }),
             Property::sometimes(OUTPUT_AFTER_RESTORE, |_, s: &State| {
                 s.events & event::OUTPUT_AFTER_RESTORE != 0
@@ -1398,7 +1408,10 @@ impl Spec for Durable {
                 )
             }
             Action::CompleteAction(k) => {
-                format!("{}: all calls done, put of the completed state sent", who(k))
+                format!(
+                    "{}: all calls done, put of the completed state sent",
+                    who(k)
+                )
             }
             Action::LandPut => {
                 let (whose, what, key) = put();
@@ -1452,7 +1465,10 @@ impl Spec for Durable {
                 )
             }
             Action::CompleteCheckpoint => {
-                format!("checkpoint {} completes; finished states pruned", s.checkpoints)
+                format!(
+                    "checkpoint {} completes; finished states pruned",
+                    s.checkpoints
+                )
             }
             Action::Crash { landed } => {
                 let send = match (s.put_key != NONE && s.put_offset == NONE, landed) {
@@ -1554,8 +1570,16 @@ impl Spec for Durable {
             // The seed's synchronous executor: the bug needs two crashes.
             ("synchronous-executor", CALL_AT_MOST_ONCE, [Ce, H, H, H]),
             ("synchronous-executor", MARKER_IS_SAFE, [Ce, H, H, H]),
-            ("synchronous-executor-one-crash", CALL_AT_MOST_ONCE, [H, H, H, H]),
-            ("synchronous-executor-one-crash", MARKER_IS_SAFE, [Ce, H, H, H]),
+            (
+                "synchronous-executor-one-crash",
+                CALL_AT_MOST_ONCE,
+                [H, H, H, H],
+            ),
+            (
+                "synchronous-executor-one-crash",
+                MARKER_IS_SAFE,
+                [Ce, H, H, H],
+            ),
             // A send failing before its record landed: the old put order caches it.
             ("failed-send", CALL_AT_MOST_ONCE, [Ce, H, H, H]),
             ("failed-send", CACHE_HOLDS_LOG, [Ce, Ce, H, H]),
@@ -1567,8 +1591,16 @@ impl Spec for Durable {
             ("asynchronous-puts", CALL_AT_MOST_ONCE, [Ce, Ce, Ce, Ce]),
             ("asynchronous-puts", MARKER_IS_SAFE, [Ce, Ce, Ce, Ce]),
             // A restart with no completed checkpoint rebuilds nothing.
-            ("restart-without-checkpoint", CALL_AT_MOST_ONCE, [Ce, Ce, Ce, Ce]),
-            ("restart-without-checkpoint", MARKER_IS_SAFE, [Ce, Ce, Ce, Ce]),
+            (
+                "restart-without-checkpoint",
+                CALL_AT_MOST_ONCE,
+                [Ce, Ce, Ce, Ce],
+            ),
+            (
+                "restart-without-checkpoint",
+                MARKER_IS_SAFE,
+                [Ce, Ce, Ce, Ce],
+            ),
         ];
         for (scenario, p, v) in scenarios {
             rows.extend(verdict_rows(scenario, p, v));
@@ -1604,8 +1636,7 @@ impl Durable {
             return false;
         };
         let Some(checkpoint) = path[saved..].iter().position(|(s, a)| {
-            *a == Some(Action::TriggerCheckpoint)
-                && s.finished[sk.key as usize] <= sk.seq
+            *a == Some(Action::TriggerCheckpoint) && s.finished[sk.key as usize] <= sk.seq
         }) else {
             return false;
         };

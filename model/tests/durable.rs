@@ -17,7 +17,11 @@ fn verdicts_of(model: &Durable) -> (usize, BTreeMap<&'static str, Verdict>) {
             ..CheckOptions::default()
         },
     );
-    let verdicts = report.properties.iter().map(|p| (p.name, p.verdict)).collect();
+    let verdicts = report
+        .properties
+        .iter()
+        .map(|p| (p.name, p.verdict))
+        .collect();
     (report.unique_states, verdicts)
 }
 
@@ -60,7 +64,10 @@ fn default_verdicts_and_pinned_state_counts() {
             .filter(|e| e.design == design.name() && e.scenario == "default")
             .collect();
         // Every safety and reachability property has a row.
-        assert_eq!(rows.len(), property::SAFETY.len() + property::REACHABILITY.len());
+        assert_eq!(
+            rows.len(),
+            property::SAFETY.len() + property::REACHABILITY.len()
+        );
         for e in rows {
             assert_eq!(
                 verdicts.get(e.property),
@@ -89,7 +96,11 @@ fn scenario_verdicts_match_the_specification() {
         let model = Durable::scenario(Design::from_name(design).unwrap(), scenario).unwrap();
         if rows.iter().all(|e| e.expected == Verdict::Counterexample) {
             for e in rows {
-                assert!(found(&model, e.property), "{scenario} / {design} / {}", e.property);
+                assert!(
+                    found(&model, e.property),
+                    "{scenario} / {design} / {}",
+                    e.property
+                );
             }
         } else {
             let (_, verdicts) = verdicts_of(&model);
@@ -211,7 +222,10 @@ fn supplier_calls_like_the_seed() {
     assert_eq!(seed_scenario(Design::Unpatched, &one), (vec![2], true));
     assert_eq!(seed_scenario(Design::Fixed, &one), (vec![1], true));
     assert_eq!(seed_scenario(Design::OldPutOrder, &one), (vec![1], true));
-    assert_eq!(seed_scenario(Design::UnprunedTracking, &one), (vec![1], true));
+    assert_eq!(
+        seed_scenario(Design::UnprunedTracking, &one),
+        (vec![1], true)
+    );
 }
 
 #[test]
@@ -298,15 +312,26 @@ fn bad_settings_are_errors_naming_the_problem() {
     assert!(e.0.contains("unknown design `patched`"), "{e}");
     let s = Settings::parse(params, &[("keys", "1"), ("partitions", "2")]).unwrap();
     let e = Durable::build("fixed", &s).unwrap_err();
-    assert!(e.0.contains("`partitions` (2) must not exceed `keys` (1)"), "{e}");
+    assert!(
+        e.0.contains("`partitions` (2) must not exceed `keys` (1)"),
+        "{e}"
+    );
     let s = Settings::parse(
         params,
-        &[("keys", "3"), ("inputs", "3"), ("actions", "2"), ("calls", "3"), ("crashes", "3")],
+        &[
+            ("keys", "3"),
+            ("inputs", "3"),
+            ("actions", "2"),
+            ("calls", "3"),
+            ("crashes", "3"),
+        ],
     )
     .unwrap();
     let e = Durable::build("fixed", &s).unwrap_err();
     assert!(e.0.contains("records to one partition"), "{e}");
-    let e = Durable::new(Design::Fixed).focus(Some("calls once")).unwrap_err();
+    let e = Durable::new(Design::Fixed)
+        .focus(Some("calls once"))
+        .unwrap_err();
     assert!(e.0.contains("unknown property `calls once`"), "{e}");
     let e = Durable::scenario(Design::Fixed, "lossy").unwrap_err();
     assert!(e.0.contains("unknown scenario `lossy`"), "{e}");
