@@ -4,7 +4,7 @@
 //! model called `name`, or returns a usage error naming the known models.
 
 /// Model names, in the order tables list them.
-pub const NAMES: &[&str] = &["leadership"];
+pub const NAMES: &[&str] = &["leadership", "durable"];
 
 macro_rules! with_spec {
     ($name:expr, $m:ident => $body:expr) => {{
@@ -12,6 +12,10 @@ macro_rules! with_spec {
         match $name {
             "leadership" => {
                 type $m = steadfast_model::leadership::Leadership;
+                $body
+            }
+            "durable" => {
+                type $m = steadfast_model::durable::Durable;
                 $body
             }
             other => Err($crate::args::UsageError(format!(

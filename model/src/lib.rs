@@ -19,6 +19,7 @@ use serde::Serialize;
 use stateright::Model;
 
 pub mod check;
+pub mod durable;
 pub mod leadership;
 pub mod settings;
 

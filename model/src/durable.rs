@@ -1,0 +1,1650 @@
+//! Durable actions under checkpoint, crash and restore: flink-agents issue 1158.
+//!
+//! Flink Agents runs *actions* per input of a key. An action's external calls go through
+//! durable calls: each call's result is saved (as the whole action state) to a
+//! partitioned log (a Kafka topic) so that a restored job reuses it instead of calling the
+//! external service again. Issue 1158 ("Reuse saved Kafka action results after
+//! recovery") is that the checkpoint's recovery marker was the log's end offset at
+//! snapshot time: a checkpoint taken while an action is still queued, after its first call
+//! was saved, makes the restored job skip that saved result and call the supplier again.
+//! The seed's regression printed output `70` either way, with `supplier_calls=2` before
+//! the fix and `1` after.
+//!
+//! This is a stateright model in the TLA+ style of stateright's two-phase-commit
+//! example: a [`State`] of small fixed-size arrays, an [`Action`] enum whose variants are
+//! the protocol's steps, `actions` emitting only enabled steps, and `next_state` applying
+//! one. The design under check ([`Design`]) and the environment ([`Bounds`]) are data, so
+//! the seed's verdict table is reproduced by running one model over four designs.
+//!
+//! Components:
+//! - the *source* delivers inputs per key (re-delivering after the restored checkpoint);
+//! - the *operator* keeps per-key keyed state (next sequence number, the queue as "next
+//!   action of the oldest unfinished input", finished inputs), runs actions and emits
+//!   outputs to a sink that commits per checkpoint;
+//! - the *store* keeps a cache of action states, per-state latest acknowledged offsets
+//!   (patched designs) and, in one intermediate design, a per-key boundary map;
+//! - the *log* holds records (whole action states) per partition; puts are sent one at a
+//!   time (they are sequential within a subtask), land, and are acknowledged or fail.
+//!   Replay is last-writer-wins per state key, so the model keeps of each state key's
+//!   records what a replay or a property can observe: the latest one and its offset, and
+//!   the set of states that ever landed for it;
+//! - *checkpoints* capture keyed state and the recovery marker, complete (prune, commit
+//!   outputs), and are restored after a crash.
+
+use serde::{Deserialize, Serialize, Serializer};
+use stateright::{Model, Property};
+
+use crate::settings::{Param, ParamKind, Settings, SettingsError};
+use crate::{check, Expectation, Spec, Verdict};
+
+/// Largest number of keys a model may have.
+pub const MAX_KEYS: usize = 3;
+/// Largest number of inputs per key.
+pub const MAX_INPUTS: usize = 3;
+/// Largest number of actions per input.
+pub const MAX_ACTIONS: usize = 2;
+/// Largest number of durable calls per action.
+pub const MAX_CALLS: usize = 3;
+/// Largest number of log partitions.
+pub const MAX_PARTITIONS: usize = 2;
+/// Number of state keys (key, sequence number, action) a model can name.
+pub const MAX_SLOTS: usize = MAX_KEYS * MAX_INPUTS * MAX_ACTIONS;
+/// Records one partition can hold (offsets are bytes; [`NONE`] is not an offset).
+pub const MAX_LOG: usize = 200;
+/// The "nothing here" value of byte-encoded fields (no cached state, no offset, no put,
+/// no running action).
+pub const NONE: u8 = 0xFF;
+
+/// A design of the store and its recovery marker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Design {
+    /// The code before the fix: the marker is the end offset at snapshot time and a put
+    /// caches the state before the send is acknowledged.
+    Unpatched,
+    /// The rewound marker of the fix, but the put still caches before the acknowledgement.
+    OldPutOrder,
+    /// The intermediate fix: its own per-key boundary map decides which states need replay
+    /// and is never dropped on prune.
+    UnprunedTracking,
+    /// The merged fix: rewound marker from the checkpoint's keyed state, cache after
+    /// acknowledgement, no per-key map.
+    Fixed,
+}
+
+/// Every design, in table order.
+pub const DESIGNS: [Design; 4] = [
+    Design::Unpatched,
+    Design::OldPutOrder,
+    Design::UnprunedTracking,
+    Design::Fixed,
+];
+
+impl Design {
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Design::Unpatched => "unpatched",
+            Design::OldPutOrder => "old-put-order",
+            Design::UnprunedTracking => "unpruned-tracking",
+            Design::Fixed => "fixed",
+        }
+    }
+
+    /// The design of a command-line name.
+    pub fn from_name(name: &str) -> Result<Design, SettingsError> {
+        DESIGNS
+            .into_iter()
+            .find(|d| d.name() == name)
+            .ok_or_else(|| {
+                let known: Vec<_> = DESIGNS.iter().map(|d| d.name()).collect();
+                SettingsError(format!(
+                    "unknown design `{name}` for durable (known: {})",
+                    known.join(", ")
+                ))
+            })
+    }
+
+    /// Old put order: send, update the cache, flush; a failed send is not reported.
+    pub fn caches_before_ack(self) -> bool {
+        matches!(self, Design::Unpatched | Design::OldPutOrder)
+    }
+
+    /// The marker is rewound to unfinished states' latest acknowledged offsets.
+    pub fn rewinds_marker(self) -> bool {
+        !matches!(self, Design::Unpatched)
+    }
+
+    /// The store keeps its own per-key boundary map, never pruned.
+    pub fn keeps_key_map(self) -> bool {
+        matches!(self, Design::UnprunedTracking)
+    }
+}
+
+/// One action's saved state: how many call results it holds and whether it completed
+/// (completing clears the call results).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ActionState {
+    /// Saved call results, in call order.
+    pub calls: u8,
+    /// The action finished; its output is part of the state.
+    pub completed: bool,
+}
+
+impl ActionState {
+    /// Byte form used in [`State::cache`] and inside log records.
+    pub fn encode(self) -> u8 {
+        (self.calls << 1) | self.completed as u8
+    }
+
+    /// Inverse of [`ActionState::encode`]; `None` for [`NONE`].
+    pub fn decode(byte: u8) -> Option<ActionState> {
+        (byte != NONE).then_some(ActionState {
+            calls: (byte & 0x07) >> 1,
+            completed: byte & 1 == 1,
+        })
+    }
+}
+
+/// A state key: the action `action` of the input with sequence number `seq` of `key`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct StateKey {
+    /// The input's key.
+    pub key: u8,
+    /// The input's sequence number within its key.
+    pub seq: u8,
+    /// The action's index within the input.
+    pub action: u8,
+}
+
+impl StateKey {
+    /// Index of this state key in per-state arrays.
+    pub fn slot(self) -> usize {
+        (self.key as usize * MAX_INPUTS + self.seq as usize) * MAX_ACTIONS + self.action as usize
+    }
+
+    /// Inverse of [`StateKey::slot`].
+    pub fn of_slot(slot: usize) -> StateKey {
+        StateKey {
+            key: (slot / (MAX_INPUTS * MAX_ACTIONS)) as u8,
+            seq: ((slot / MAX_ACTIONS) % MAX_INPUTS) as u8,
+            action: (slot % MAX_ACTIONS) as u8,
+        }
+    }
+}
+
+/// One log record: a state key and the whole action state written for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Record {
+    /// Whose state this is.
+    pub state_key: StateKey,
+    /// The state written.
+    pub state: ActionState,
+}
+
+impl Record {
+    /// Byte form used in [`State::put_record`].
+    pub fn encode(self) -> u8 {
+        ((self.state_key.slot() as u8) << 3) | self.state.encode()
+    }
+
+    /// Inverse of [`Record::encode`].
+    pub fn decode(byte: u8) -> Record {
+        Record {
+            state_key: StateKey::of_slot((byte >> 3) as usize),
+            state: ActionState {
+                calls: (byte & 0x07) >> 1,
+                completed: byte & 1 == 1,
+            },
+        }
+    }
+}
+
+/// Where a key's running action is (byte form in [`State::phase`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Phase {
+    /// No action of this key is running.
+    Idle,
+    /// About to make durable call `i` (`i == calls`: ready to complete).
+    AtCall(u8),
+    /// The supplier returned call `i`'s result; its put is not sent yet.
+    HaveResult(u8),
+    /// The put carrying call `i`'s result is in flight.
+    AwaitPut(u8),
+    /// The put marking the action completed is in flight.
+    AwaitCompletion,
+}
+
+const AT: u8 = 0x00;
+const HAVE: u8 = 0x10;
+const AWAIT: u8 = 0x20;
+const AWAIT_DONE: u8 = 0x30;
+
+impl Phase {
+    /// Byte form.
+    pub fn encode(self) -> u8 {
+        match self {
+            Phase::Idle => NONE,
+            Phase::AtCall(i) => AT | i,
+            Phase::HaveResult(i) => HAVE | i,
+            Phase::AwaitPut(i) => AWAIT | i,
+            Phase::AwaitCompletion => AWAIT_DONE,
+        }
+    }
+
+    /// Inverse of [`Phase::encode`].
+    pub fn decode(byte: u8) -> Phase {
+        match (byte & 0xF0, byte & 0x0F) {
+            _ if byte == NONE => Phase::Idle,
+            (AT, i) => Phase::AtCall(i),
+            (HAVE, i) => Phase::HaveResult(i),
+            (AWAIT, i) => Phase::AwaitPut(i),
+            _ => Phase::AwaitCompletion,
+        }
+    }
+}
+
+/// What a checkpoint captures: the operator's keyed state and the recovery marker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Per key: next sequence number (inputs delivered).
+    pub next_seq: [u8; MAX_KEYS],
+    /// Per key: finished inputs (last completed sequence number + 1).
+    pub finished: [u8; MAX_KEYS],
+    /// Per key: the queue's head, the next action of input `finished`.
+    pub next_action: [u8; MAX_KEYS],
+    /// Per partition: the offset replay starts from.
+    pub marker: [u8; MAX_PARTITIONS],
+}
+
+/// Events of the last step (bits of [`State::events`]); cleared by every step.
+pub mod event {
+    /// A durable call reused a saved result.
+    pub const REUSED: u8 = 1;
+    /// A crash while some action was running.
+    pub const CRASH_MID_ACTION: u8 = 2;
+    /// A checkpoint completion after a restore committed new output.
+    pub const OUTPUT_AFTER_RESTORE: u8 = 4;
+    /// The supplier ran for a call whose result a landed record already holds.
+    pub const REPEATED_CALL: u8 = 8;
+    /// An action of an input the latest completed checkpoint counts finished started.
+    pub const FINISHED_RERUN: u8 = 16;
+    /// An output was emitted for an input whose output is already committed.
+    pub const DUPLICATE_OUTPUT: u8 = 32;
+}
+
+fn as_slice<S: Serializer, const N: usize>(bytes: &[u8; N], s: S) -> Result<S::Ok, S::Error> {
+    bytes[..].serialize(s)
+}
+
+/// The whole system: source, operator, store, log, checkpoints, and ghost counters.
+///
+/// Fields are bytes and byte arrays so that hashing a state is a few memory writes; the
+/// typed accessors ([`State::phase_of`], [`State::cached`], [`State::latest_record`]) decode them.
+///
+/// `supplier_runs` is a ghost no transition or property reads; it is left out of the
+/// hash (so out of the checker's fingerprint), which keeps states that differ only in
+/// how often a lost call ran from multiplying the state space. Along any reported path
+/// its values are exact: stateright rebuilds a path by replaying its steps.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct State {
+    /// Operator keyed state: per key, the next sequence number (inputs delivered).
+    pub next_seq: [u8; MAX_KEYS],
+    /// Operator keyed state: per key, finished inputs (last completed sequence + 1).
+    pub finished: [u8; MAX_KEYS],
+    /// Operator keyed state: per key, the next action of input `finished[key]`.
+    pub next_action: [u8; MAX_KEYS],
+    /// Per key, the running action's [`Phase`] (byte form).
+    pub phase: [u8; MAX_KEYS],
+    /// A put failed with the fixed put order: the error reached the action and the task
+    /// fails over (only a crash follows).
+    pub failed: bool,
+    /// Crashed and not yet restored.
+    pub down: bool,
+    /// Key of the action whose put is in flight, or [`NONE`].
+    pub put_key: u8,
+    /// The in-flight put's [`Record`] (byte form).
+    pub put_record: u8,
+    /// Offset where the in-flight put landed, or [`NONE`] while it has not landed.
+    pub put_offset: u8,
+    /// Store cache per state key: [`ActionState`] byte form or [`NONE`].
+    #[serde(serialize_with = "as_slice")]
+    pub cache: [u8; MAX_SLOTS],
+    /// Store: per state key, the latest acknowledged offset (patched designs) or [`NONE`].
+    #[serde(serialize_with = "as_slice")]
+    pub acked_offset: [u8; MAX_SLOTS],
+    /// Store: per key, the boundary map of `unpruned-tracking` (finished inputs the store
+    /// was told of; 0 when absent).
+    pub key_boundary: [u8; MAX_KEYS],
+    /// The log, per state key: the latest record's [`ActionState`] byte form, or [`NONE`].
+    #[serde(serialize_with = "as_slice")]
+    pub log_latest: [u8; MAX_SLOTS],
+    /// The log, per state key: the latest record's offset in the key's partition.
+    #[serde(serialize_with = "as_slice")]
+    pub log_offset: [u8; MAX_SLOTS],
+    /// The log, per state key: every action state that ever landed, as a bitset over
+    /// [`ActionState`] byte forms (bit `1 << byte`).
+    #[serde(serialize_with = "as_slice")]
+    pub log_landed: [u8; MAX_SLOTS],
+    /// Per partition, the end offset (records landed so far).
+    pub log_len: [u8; MAX_PARTITIONS],
+    /// A triggered checkpoint not yet completed.
+    pub pending: Option<Checkpoint>,
+    /// The latest completed checkpoint (survives crashes).
+    pub completed: Option<Checkpoint>,
+    /// Checkpoints triggered so far.
+    pub checkpoints: u8,
+    /// Crashes so far.
+    pub crashes: u8,
+    /// Sends failed so far.
+    pub failed_sends: u8,
+    /// Per key, outputs committed by the sink (it commits per completed checkpoint).
+    pub committed_outputs: [u8; MAX_KEYS],
+    /// Ghost: supplier runs per (state key, call index), index `slot * MAX_CALLS + call`.
+    #[serde(serialize_with = "as_slice")]
+    pub supplier_runs: [u8; MAX_SLOTS * MAX_CALLS],
+    /// Ghost: what the last step did ([`event`] bits).
+    pub events: u8,
+}
+
+impl std::hash::Hash for State {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        // Every field but the `supplier_runs` ghost, gathered into one buffer: one
+        // hasher write instead of one per field.
+        const LEN: usize =
+            6 * MAX_KEYS + 5 + 5 * MAX_SLOTS + MAX_PARTITIONS + 2 * CHECKPOINT_LEN + 4;
+        let mut buf = [0u8; LEN];
+        let mut at = 0;
+        let mut put = |bytes: &[u8]| {
+            buf[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        };
+        put(&self.next_seq);
+        put(&self.finished);
+        put(&self.next_action);
+        put(&self.phase);
+        put(&[
+            self.failed as u8,
+            self.down as u8,
+            self.put_key,
+            self.put_record,
+            self.put_offset,
+        ]);
+        put(&self.cache);
+        put(&self.acked_offset);
+        put(&self.key_boundary);
+        put(&self.log_latest);
+        put(&self.log_offset);
+        put(&self.log_landed);
+        put(&self.log_len);
+        for c in [&self.pending, &self.completed] {
+            match c {
+                Some(c) => {
+                    put(&[1]);
+                    put(&c.next_seq);
+                    put(&c.finished);
+                    put(&c.next_action);
+                    put(&c.marker);
+                }
+                None => put(&[0; CHECKPOINT_LEN]),
+            }
+        }
+        put(&[
+            self.checkpoints,
+            self.crashes,
+            self.failed_sends,
+            self.events,
+        ]);
+        put(&self.committed_outputs);
+        debug_assert_eq!(at, LEN);
+        h.write(&buf);
+    }
+}
+
+const CHECKPOINT_LEN: usize = 1 + 3 * MAX_KEYS + MAX_PARTITIONS;
+
+impl State {
+    /// The phase of key `k`'s running action.
+    pub fn phase_of(&self, k: usize) -> Phase {
+        Phase::decode(self.phase[k])
+    }
+
+    /// The cached state of a state key.
+    pub fn cached(&self, key: StateKey) -> Option<ActionState> {
+        ActionState::decode(self.cache[key.slot()])
+    }
+
+    /// The latest record of a state key and its offset.
+    pub fn latest_record(&self, key: StateKey) -> Option<(ActionState, u8)> {
+        ActionState::decode(self.log_latest[key.slot()]).map(|st| (st, self.log_offset[key.slot()]))
+    }
+
+    /// Whether a record holding `state` ever landed for a state key.
+    pub fn landed(&self, key: StateKey, state: ActionState) -> bool {
+        self.log_landed[key.slot()] & (1 << state.encode()) != 0
+    }
+
+    /// Supplier runs of call `call` of a state key.
+    pub fn runs(&self, key: StateKey, call: u8) -> u8 {
+        self.supplier_runs[key.slot() * MAX_CALLS + call as usize]
+    }
+
+    /// The state key of key `k`'s queue head (the action that runs next or is running).
+    pub fn head(&self, k: usize) -> StateKey {
+        StateKey {
+            key: k as u8,
+            seq: self.finished[k],
+            action: self.next_action[k],
+        }
+    }
+}
+
+/// A step of the protocol. Per-key steps carry the key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Action {
+    /// The source delivers the key's next input; it gets the next sequence number.
+    DeliverInput(u8),
+    /// The key's queue head starts (or is skipped when its saved state is completed).
+    StartAction(u8),
+    /// A durable call returns the saved result at its index.
+    ReuseResult(u8),
+    /// A durable call finds no saved result and calls the supplier.
+    CallSupplier(u8),
+    /// The state with the new call result is sent to the log.
+    SendPut(u8),
+    /// All calls done: the state marked completed is sent to the log.
+    CompleteAction(u8),
+    /// The in-flight put's record lands in its partition, its acknowledgement not yet
+    /// back (only with asynchronous puts; synchronous puts land and are acknowledged in
+    /// one step, since nothing that reads the log can come in between).
+    LandPut,
+    /// The producer learns the landed record's offset (landing it first if needed).
+    AckPut,
+    /// The producer sees the send fail; `landed`: the record reached the log anyway.
+    FailPut {
+        /// Whether the record landed before the failure.
+        landed: bool,
+    },
+    /// A checkpoint snapshots keyed state and the recovery marker.
+    TriggerCheckpoint,
+    /// The pending checkpoint completes: prune, commit output.
+    CompleteCheckpoint,
+    /// The task fails; everything not checkpointed is lost. An in-flight send that had
+    /// not landed lands (`landed`) or is lost: both are explored.
+    Crash {
+        /// Whether the in-flight send lands (false when no send is in flight).
+        landed: bool,
+    },
+    /// Restore from the latest completed checkpoint and replay the log from its marker.
+    Restore,
+}
+
+/// Bounds and environment assumptions, read once from [`Settings`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// Keys.
+    pub keys: u8,
+    /// Inputs per key.
+    pub inputs: u8,
+    /// Actions per input.
+    pub actions: u8,
+    /// Durable calls per action.
+    pub calls: u8,
+    /// Log partitions (key `k` writes to partition `k % partitions`).
+    pub partitions: u8,
+    /// Crashes allowed.
+    pub crashes: u8,
+    /// Checkpoints that may be triggered.
+    pub checkpoints: u8,
+    /// Sends that may fail (before landing, or after when `fail_after_landing`).
+    pub send_failures: u8,
+    /// A send may fail after its record landed.
+    pub fail_after_landing: bool,
+    /// No snapshot between a record's send and its acknowledgement.
+    pub synchronous_puts: bool,
+    /// Checkpoints (and other keys' steps) may come between an action's calls
+    /// (continuation executor); otherwise an action runs alone, start to completion.
+    pub mid_action_checkpoints: bool,
+    /// A crash may come before any checkpoint completed (restart from nothing).
+    pub restart_without_checkpoint: bool,
+    /// Offsets are renumbered by rank after every step (an exact reduction); off, they
+    /// are the positions a real partition would assign.
+    pub compact_offsets: bool,
+}
+
+const PARAMS: &[Param] = &[
+    Param {
+        name: "keys",
+        help: "keys of the input stream",
+        kind: ParamKind::Int {
+            default: 2,
+            min: 1,
+            max: MAX_KEYS as u64,
+        },
+    },
+    Param {
+        name: "inputs",
+        help: "inputs per key",
+        kind: ParamKind::Int {
+            default: 2,
+            min: 1,
+            max: MAX_INPUTS as u64,
+        },
+    },
+    Param {
+        name: "actions",
+        help: "actions per input",
+        kind: ParamKind::Int {
+            default: 1,
+            min: 1,
+            max: MAX_ACTIONS as u64,
+        },
+    },
+    Param {
+        name: "calls",
+        help: "durable calls per action",
+        kind: ParamKind::Int {
+            default: 2,
+            min: 1,
+            max: MAX_CALLS as u64,
+        },
+    },
+    Param {
+        name: "partitions",
+        help: "log partitions (key k writes to partition k mod partitions)",
+        kind: ParamKind::Int {
+            default: 1,
+            min: 1,
+            max: MAX_PARTITIONS as u64,
+        },
+    },
+    Param {
+        name: "crashes",
+        help: "task failures (each followed by a restore)",
+        kind: ParamKind::Int {
+            default: 1,
+            min: 0,
+            max: 3,
+        },
+    },
+    Param {
+        name: "checkpoints",
+        help: "checkpoints that may be triggered",
+        kind: ParamKind::Int {
+            default: 2,
+            min: 0,
+            max: 4,
+        },
+    },
+    Param {
+        name: "send-failures",
+        help: "sends that may fail before their record lands (or after, see fail-after-landing)",
+        kind: ParamKind::Int {
+            default: 0,
+            min: 0,
+            max: 2,
+        },
+    },
+    Param {
+        name: "fail-after-landing",
+        help: "a failing send may have landed its record first",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
+        name: "synchronous-puts",
+        help: "no snapshot between a put's send and its acknowledgement",
+        kind: ParamKind::Bool { default: true },
+    },
+    Param {
+        name: "mid-action-checkpoints",
+        help: "checkpoints may come between an action's calls (continuation executor)",
+        kind: ParamKind::Bool { default: true },
+    },
+    Param {
+        name: "restart-without-checkpoint",
+        help: "a crash may come before any checkpoint completed",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
+        name: "compact-offsets",
+        help: "renumber offsets by rank after every step (exact reduction; off: real positions)",
+        kind: ParamKind::Bool { default: true },
+    },
+];
+
+const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
+    (
+        "synchronous-executor",
+        &[("mid-action-checkpoints", "false"), ("crashes", "2")],
+    ),
+    (
+        "synchronous-executor-one-crash",
+        &[("mid-action-checkpoints", "false")],
+    ),
+    ("failed-send", &[("send-failures", "1")]),
+    (
+        "fail-after-landing",
+        &[("send-failures", "1"), ("fail-after-landing", "true")],
+    ),
+    ("asynchronous-puts", &[("synchronous-puts", "false")]),
+    (
+        "restart-without-checkpoint",
+        &[("restart-without-checkpoint", "true")],
+    ),
+];
+
+/// Property names, in `properties()` order.
+pub mod property {
+    /// The supplier never runs for a call whose result a landed record holds.
+    pub const CALL_AT_MOST_ONCE: &str = "call at most once";
+    /// No action of an input a completed checkpoint counts finished runs again.
+    pub const FINISHED_STAYS_FINISHED: &str = "finished stays finished";
+    /// No output is emitted again for an input whose output is committed.
+    pub const SAME_OUTPUT: &str = "same output";
+    /// Outside an in-flight put, every cached state is a record in the log.
+    pub const CACHE_HOLDS_LOG: &str = "cache only holds what the log holds";
+    /// Per-key tracking only for keys with live state or in-flight inputs.
+    pub const BOUNDED_TRACKING: &str = "bounded tracking";
+    /// Every unfinished state's latest record is at or after the completed marker.
+    pub const MARKER_IS_SAFE: &str = "marker is safe";
+    /// Sometimes: a durable call reuses a saved result after a restore.
+    pub const REUSED_AFTER_RESTORE: &str = "a saved result is reused after restore";
+    /// Sometimes: a crash comes while an action runs.
+    pub const CRASH_MID_ACTION: &str = "a crash lands mid-action";
+    /// Sometimes: a checkpoint captures a queued action.
+    pub const CHECKPOINT_WITH_QUEUED: &str = "a checkpoint is taken with an action queued";
+    /// Sometimes: output is committed after a restore.
+    pub const OUTPUT_AFTER_RESTORE: &str = "an output is committed after a restore";
+
+    /// The safety properties.
+    pub const SAFETY: [&str; 6] = [
+        CALL_AT_MOST_ONCE,
+        FINISHED_STAYS_FINISHED,
+        SAME_OUTPUT,
+        CACHE_HOLDS_LOG,
+        BOUNDED_TRACKING,
+        MARKER_IS_SAFE,
+    ];
+    /// The reachability properties.
+    pub const REACHABILITY: [&str; 4] = [
+        REUSED_AFTER_RESTORE,
+        CRASH_MID_ACTION,
+        CHECKPOINT_WITH_QUEUED,
+        OUTPUT_AFTER_RESTORE,
+    ];
+}
+
+/// The durable-actions model: one design, one set of bounds, an optional property focus.
+#[derive(Clone, Debug)]
+pub struct Durable {
+    /// The design under check.
+    pub design: Design,
+    /// Bounds and assumptions.
+    pub bounds: Bounds,
+    settings: Settings,
+    focus: Option<&'static str>,
+    /// Every state key within the bounds, in slot order.
+    state_keys: Vec<StateKey>,
+}
+
+impl Durable {
+    /// The model for a design with default settings.
+    pub fn new(design: Design) -> Durable {
+        Durable::build(design.name(), &Settings::defaults(PARAMS))
+            .expect("default settings are valid")
+    }
+
+    /// The model for a design under a named scenario (`default` or one of
+    /// [`Spec::scenarios`]).
+    pub fn scenario(design: Design, scenario: &str) -> Result<Durable, SettingsError> {
+        let overrides: &[(&str, &str)] = if scenario == "default" {
+            &[]
+        } else {
+            SCENARIOS
+                .iter()
+                .find(|(name, _)| *name == scenario)
+                .map(|(_, o)| *o)
+                .ok_or_else(|| SettingsError(format!("unknown scenario `{scenario}`")))?
+        };
+        Durable::build(design.name(), &Settings::parse(PARAMS, overrides)?)
+    }
+
+    fn slot_range(&self) -> impl Iterator<Item = StateKey> + '_ {
+        self.state_keys.iter().copied()
+    }
+
+    fn partition(&self, key: u8) -> usize {
+        (key % self.bounds.partitions) as usize
+    }
+
+    fn can_crash(&self, s: &State) -> bool {
+        s.crashes < self.bounds.crashes
+            && (s.completed.is_some() || self.bounds.restart_without_checkpoint)
+    }
+
+    /// Whether a landed record holds call `call`'s result for `sk`.
+    fn log_holds(&self, s: &State, sk: StateKey, call: u8) -> bool {
+        // Bits of uncompleted states holding more than `call` results.
+        let more: u8 = (call + 1..=MAX_CALLS as u8).fold(0, |m, c| m | 1 << (c << 1));
+        s.log_landed[sk.slot()] & more != 0
+    }
+
+    /// The recovery marker of partition `p` for a snapshot of `s`.
+    fn marker(&self, s: &State, p: usize) -> u8 {
+        let mut marker = s.log_len[p];
+        if !self.design.rewinds_marker() {
+            return marker;
+        }
+        for sk in self.slot_range() {
+            if self.partition(sk.key) != p {
+                continue;
+            }
+            let offset = s.acked_offset[sk.slot()];
+            let k = sk.key as usize;
+            let boundary = if self.design.keeps_key_map() {
+                s.key_boundary[k]
+            } else {
+                s.finished[k]
+            };
+            if offset != NONE && sk.seq >= boundary {
+                marker = marker.min(offset);
+            }
+        }
+        marker
+    }
+
+    /// The head action of key `k` is done: advance the queue; the last action of an
+    /// input finishes it and emits its output.
+    fn finish_action(&self, next: &mut State, k: usize) {
+        next.phase[k] = NONE;
+        next.next_action[k] += 1;
+        if next.next_action[k] == self.bounds.actions {
+            next.next_action[k] = 0;
+            if next.finished[k] < next.committed_outputs[k] {
+                next.events |= event::DUPLICATE_OUTPUT;
+            }
+            next.finished[k] += 1;
+            if self.design.keeps_key_map() {
+                next.key_boundary[k] = next.finished[k];
+            }
+        }
+    }
+
+    /// The action waiting on the put of key `k` continues.
+    fn after_put(&self, next: &mut State, k: usize) {
+        match next.phase_of(k) {
+            Phase::AwaitPut(i) => next.phase[k] = Phase::AtCall(i + 1).encode(),
+            Phase::AwaitCompletion => self.finish_action(next, k),
+            other => unreachable!("put answered while key {k} is {other:?}"),
+        }
+    }
+
+    /// The in-flight put's record lands at the end of its partition.
+    fn land(&self, next: &mut State) {
+        let p = self.partition(next.put_key);
+        let offset = next.log_len[p];
+        let record = Record::decode(next.put_record);
+        let slot = record.state_key.slot();
+        next.log_latest[slot] = record.state.encode();
+        next.log_offset[slot] = offset;
+        next.log_landed[slot] |= 1 << record.state.encode();
+        next.log_len[p] += 1;
+        next.put_offset = offset;
+    }
+
+    fn clear_put(next: &mut State) {
+        next.put_key = NONE;
+        next.put_record = NONE;
+        next.put_offset = NONE;
+    }
+
+    fn empty_state() -> State {
+        State {
+            next_seq: [0; MAX_KEYS],
+            finished: [0; MAX_KEYS],
+            next_action: [0; MAX_KEYS],
+            phase: [NONE; MAX_KEYS],
+            failed: false,
+            down: false,
+            put_key: NONE,
+            put_record: NONE,
+            put_offset: NONE,
+            cache: [NONE; MAX_SLOTS],
+            acked_offset: [NONE; MAX_SLOTS],
+            key_boundary: [0; MAX_KEYS],
+            log_latest: [NONE; MAX_SLOTS],
+            log_offset: [NONE; MAX_SLOTS],
+            log_landed: [0; MAX_SLOTS],
+            log_len: [0; MAX_PARTITIONS],
+            pending: None,
+            completed: None,
+            checkpoints: 0,
+            crashes: 0,
+            failed_sends: 0,
+            committed_outputs: [0; MAX_KEYS],
+            supplier_runs: [0; MAX_SLOTS * MAX_CALLS],
+            events: 0,
+        }
+    }
+
+    /// Renumbers the offsets of every partition by rank, keeping their order and
+    /// equalities. Every step only compares offsets or appends at the end offset, so
+    /// states that differ only in the gaps superseded records left behind behave alike;
+    /// merging them is an exact reduction.
+    fn compact_offsets(&self, s: &mut State) {
+        for p in 0..self.bounds.partitions as usize {
+            let mut seen = [0u64; 4];
+            let mut note = |v: u8| {
+                if v != NONE {
+                    seen[(v >> 6) as usize] |= 1 << (v & 63);
+                }
+            };
+            for sk in self.slot_range() {
+                if self.partition(sk.key) == p {
+                    note(s.log_offset[sk.slot()]);
+                    note(s.acked_offset[sk.slot()]);
+                }
+            }
+            if s.put_key != NONE && self.partition(s.put_key) == p {
+                note(s.put_offset);
+            }
+            for c in s.pending.iter().chain(s.completed.iter()) {
+                note(c.marker[p]);
+            }
+            note(s.log_len[p]);
+            let rank = |v: u8| -> u8 {
+                if v == NONE {
+                    return NONE;
+                }
+                let (word, bit) = ((v >> 6) as usize, v & 63);
+                let below: u32 = seen[..word].iter().map(|w| w.count_ones()).sum();
+                (below + (seen[word] & ((1u64 << bit) - 1)).count_ones()) as u8
+            };
+            for sk in self.slot_range() {
+                if self.partition(sk.key) == p {
+                    let slot = sk.slot();
+                    s.log_offset[slot] = rank(s.log_offset[slot]);
+                    s.acked_offset[slot] = rank(s.acked_offset[slot]);
+                }
+            }
+            if s.put_key != NONE && self.partition(s.put_key) == p {
+                s.put_offset = rank(s.put_offset);
+            }
+            if let Some(c) = s.pending.as_mut() {
+                c.marker[p] = rank(c.marker[p]);
+            }
+            if let Some(c) = s.completed.as_mut() {
+                c.marker[p] = rank(c.marker[p]);
+            }
+            s.log_len[p] = rank(s.log_len[p]);
+        }
+    }
+
+    fn any_running(&self, s: &State) -> bool {
+        s.phase[..self.bounds.keys as usize]
+            .iter()
+            .any(|p| *p != NONE)
+    }
+}
+
+impl Model for Durable {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        vec![Durable::empty_state()]
+    }
+
+    fn actions(&self, s: &State, actions: &mut Vec<Action>) {
+        let b = self.bounds;
+        if s.down {
+            actions.push(Action::Restore);
+            return;
+        }
+        if s.failed {
+            if self.can_crash(s) {
+                actions.push(Action::Crash { landed: false });
+            }
+            return;
+        }
+        // The synchronous executor runs one action start to completion with nothing
+        // else on the mailbox in between; the continuation executor interleaves.
+        let exclusive = !b.mid_action_checkpoints && self.any_running(s);
+        for k in 0..b.keys {
+            let ku = k as usize;
+            if !exclusive && s.next_seq[ku] < b.inputs {
+                actions.push(Action::DeliverInput(k));
+            }
+            match s.phase_of(ku) {
+                Phase::Idle => {
+                    if !exclusive && s.finished[ku] < s.next_seq[ku] {
+                        actions.push(Action::StartAction(k));
+                    }
+                }
+                Phase::AtCall(i) if i < b.calls => {
+                    let saved = s.cached(s.head(ku));
+                    if saved.is_some_and(|st| !st.completed && st.calls > i) {
+                        actions.push(Action::ReuseResult(k));
+                    } else {
+                        actions.push(Action::CallSupplier(k));
+                    }
+                }
+                Phase::AtCall(_) => {
+                    if s.put_key == NONE {
+                        actions.push(Action::CompleteAction(k));
+                    }
+                }
+                Phase::HaveResult(_) => {
+                    if s.put_key == NONE {
+                        actions.push(Action::SendPut(k));
+                    }
+                }
+                Phase::AwaitPut(_) | Phase::AwaitCompletion => {}
+            }
+        }
+        if s.put_key != NONE {
+            let landed = s.put_offset != NONE;
+            if !landed && !b.synchronous_puts {
+                actions.push(Action::LandPut);
+            }
+            if landed || b.synchronous_puts {
+                actions.push(Action::AckPut);
+            }
+            let may_fail = s.failed_sends < b.send_failures;
+            if !landed && may_fail {
+                actions.push(Action::FailPut { landed: false });
+            }
+            if may_fail && b.fail_after_landing && (landed || b.synchronous_puts) {
+                actions.push(Action::FailPut { landed: true });
+            }
+        }
+        let quiet = b.mid_action_checkpoints || !self.any_running(s);
+        if s.pending.is_none()
+            && s.checkpoints < b.checkpoints
+            && (s.put_key == NONE || !b.synchronous_puts)
+            && quiet
+        {
+            actions.push(Action::TriggerCheckpoint);
+        }
+        if s.pending.is_some() && quiet {
+            actions.push(Action::CompleteCheckpoint);
+        }
+        if self.can_crash(s) {
+            actions.push(Action::Crash { landed: false });
+            if s.put_key != NONE && s.put_offset == NONE {
+                actions.push(Action::Crash { landed: true });
+            }
+        }
+    }
+
+    fn next_state(&self, s: &State, action: Action) -> Option<State> {
+        let mut next = s.clone();
+        next.events = 0;
+        match action {
+            Action::DeliverInput(k) => {
+                next.next_seq[k as usize] += 1;
+            }
+            Action::StartAction(k) => {
+                let ku = k as usize;
+                if s.completed.is_some_and(|c| s.finished[ku] < c.finished[ku]) {
+                    next.events |= event::FINISHED_RERUN;
+                }
+                if s.cached(s.head(ku)).is_some_and(|st| st.completed) {
+                    // Restored completed state: the action is skipped, its output reused.
+                    self.finish_action(&mut next, ku);
+                } else {
+                    next.phase[ku] = Phase::AtCall(0).encode();
+                }
+            }
+            Action::ReuseResult(k) => {
+                let ku = k as usize;
+                if let Phase::AtCall(i) = s.phase_of(ku) {
+                    next.phase[ku] = Phase::AtCall(i + 1).encode();
+                }
+                next.events |= event::REUSED;
+            }
+            Action::CallSupplier(k) => {
+                let ku = k as usize;
+                if let Phase::AtCall(i) = s.phase_of(ku) {
+                    let sk = s.head(ku);
+                    let runs = &mut next.supplier_runs[sk.slot() * MAX_CALLS + i as usize];
+                    *runs = runs.saturating_add(1);
+                    if self.log_holds(s, sk, i) {
+                        next.events |= event::REPEATED_CALL;
+                    }
+                    next.phase[ku] = Phase::HaveResult(i).encode();
+                }
+            }
+            Action::SendPut(k) | Action::CompleteAction(k) => {
+                let ku = k as usize;
+                let sk = s.head(ku);
+                let (state, phase) = match s.phase_of(ku) {
+                    // Results 0..i are reused or appended in order, so the new state
+                    // holds exactly i + 1 results.
+                    Phase::HaveResult(i) => (
+                        ActionState {
+                            calls: i + 1,
+                            completed: false,
+                        },
+                        Phase::AwaitPut(i),
+                    ),
+                    _ => (
+                        ActionState {
+                            calls: 0,
+                            completed: true,
+                        },
+                        Phase::AwaitCompletion,
+                    ),
+                };
+                next.put_key = k;
+                next.put_record = Record {
+                    state_key: sk,
+                    state,
+                }
+                .encode();
+                next.put_offset = NONE;
+                if self.design.caches_before_ack() {
+                    next.cache[sk.slot()] = state.encode();
+                }
+                next.phase[ku] = phase.encode();
+            }
+            Action::LandPut => self.land(&mut next),
+            Action::AckPut => {
+                if next.put_offset == NONE {
+                    self.land(&mut next);
+                }
+                let k = s.put_key as usize;
+                let record = Record::decode(s.put_record);
+                let slot = record.state_key.slot();
+                if !self.design.caches_before_ack() {
+                    next.cache[slot] = record.state.encode();
+                }
+                if self.design.rewinds_marker() {
+                    next.acked_offset[slot] = next.put_offset;
+                }
+                Durable::clear_put(&mut next);
+                self.after_put(&mut next, k);
+            }
+            Action::FailPut { landed } => {
+                next.failed_sends += 1;
+                if landed && next.put_offset == NONE {
+                    self.land(&mut next);
+                }
+                let k = s.put_key as usize;
+                Durable::clear_put(&mut next);
+                if self.design.caches_before_ack() {
+                    // Old order: flush does not surface the send's error; the action goes
+                    // on with the state cached as if saved.
+                    self.after_put(&mut next, k);
+                } else {
+                    next.failed = true;
+                }
+            }
+            Action::TriggerCheckpoint => {
+                let mut marker = [0; MAX_PARTITIONS];
+                for (p, m) in marker
+                    .iter_mut()
+                    .enumerate()
+                    .take(self.bounds.partitions as usize)
+                {
+                    *m = self.marker(s, p);
+                }
+                next.pending = Some(Checkpoint {
+                    next_seq: s.next_seq,
+                    finished: s.finished,
+                    next_action: s.next_action,
+                    marker,
+                });
+                next.checkpoints += 1;
+            }
+            Action::CompleteCheckpoint => {
+                let c = s.pending.expect("enabled only with a pending checkpoint");
+                next.pending = None;
+                for sk in self.slot_range() {
+                    if sk.seq < c.finished[sk.key as usize] {
+                        next.cache[sk.slot()] = NONE;
+                        next.acked_offset[sk.slot()] = NONE;
+                    }
+                }
+                for k in 0..self.bounds.keys as usize {
+                    if c.finished[k] > s.committed_outputs[k] && s.crashes > 0 {
+                        next.events |= event::OUTPUT_AFTER_RESTORE;
+                    }
+                    next.committed_outputs[k] = c.finished[k];
+                }
+                next.completed = Some(c);
+            }
+            Action::Crash { landed } => {
+                if self.any_running(s) {
+                    next.events |= event::CRASH_MID_ACTION;
+                }
+                if landed {
+                    self.land(&mut next);
+                }
+                // Everything volatile goes; the log, the completed checkpoint, committed
+                // output and ghost counters stay. An unlanded send is lost.
+                let keep = Durable::empty_state();
+                next = State {
+                    log_latest: next.log_latest,
+                    log_offset: next.log_offset,
+                    log_landed: next.log_landed,
+                    log_len: next.log_len,
+                    completed: s.completed,
+                    checkpoints: s.checkpoints,
+                    crashes: s.crashes + 1,
+                    failed_sends: s.failed_sends,
+                    committed_outputs: s.committed_outputs,
+                    supplier_runs: s.supplier_runs,
+                    down: true,
+                    events: next.events,
+                    ..keep
+                };
+            }
+            Action::Restore => {
+                next.down = false;
+                if let Some(c) = s.completed {
+                    next.next_seq = c.next_seq;
+                    next.finished = c.finished;
+                    next.next_action = c.next_action;
+                    // Last writer wins per state key: a replay from the marker ends with
+                    // each key's latest record if that one is at or after the marker.
+                    for sk in self.slot_range() {
+                        let slot = sk.slot();
+                        let offset = s.log_offset[slot];
+                        if s.log_latest[slot] == NONE
+                            || offset < c.marker[self.partition(sk.key)]
+                            || (self.design.rewinds_marker()
+                                && sk.seq < c.finished[sk.key as usize])
+                        {
+                            continue;
+                        }
+                        next.cache[slot] = s.log_latest[slot];
+                        if self.design.rewinds_marker() {
+                            next.acked_offset[slot] = offset;
+                        }
+                    }
+                }
+            }
+        }
+        if self.bounds.compact_offsets {
+            self.compact_offsets(&mut next);
+        }
+        Some(next)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        use property::*;
+        let all = vec![
+            Property::always(CALL_AT_MOST_ONCE, |_, s: &State| {
+                s.events & event::REPEATED_CALL == 0
+            }),
+            Property::always(FINISHED_STAYS_FINISHED, |_, s: &State| {
+                s.events & event::FINISHED_RERUN == 0
+            }),
+            Property::always(SAME_OUTPUT, |m: &Durable, s: &State| {
+                s.events & event::DUPLICATE_OUTPUT == 0
+                    && (0..m.bounds.keys as usize)
+                        .all(|k| s.committed_outputs[k] == s.completed.map_or(0, |c| c.finished[k]))
+            }),
+            Property::always(CACHE_HOLDS_LOG, |_, s: &State| {
+                let in_flight = (s.put_key != NONE).then_some(s.put_record >> 3);
+                s.cache.iter().enumerate().all(|(slot, v)| {
+                    *v == NONE
+                        || in_flight == Some(slot as u8)
+                        || s.log_landed[slot] & (1 << *v) != 0
+                })
+            }),
+            Property::always(BOUNDED_TRACKING, |m: &Durable, s: &State| {
+                (0..m.bounds.keys as usize).all(|k| {
+                    let slots = k * MAX_INPUTS * MAX_ACTIONS..(k + 1) * MAX_INPUTS * MAX_ACTIONS;
+                    let tracked = s.key_boundary[k] != 0
+                        || s.acked_offset[slots.clone()].iter().any(|o| *o != NONE);
+                    let live =
+                        s.cache[slots].iter().any(|c| *c != NONE) || s.next_seq[k] > s.finished[k];
+                    !tracked || live
+                })
+            }),
+            Property::always(MARKER_IS_SAFE, |m: &Durable, s: &State| {
+                let Some(c) = s.completed else {
+                    return true;
+                };
+                m.slot_range().all(|sk| {
+                    let slot = sk.slot();
+                    s.log_latest[slot] == NONE
+                        || sk.seq < c.finished[sk.key as usize]
+                        || s.log_offset[slot] >= c.marker[m.partition(sk.key)]
+                })
+            }),
+            Property::sometimes(REUSED_AFTER_RESTORE, |_, s: &State| {
+                s.crashes > 0 && s.events & event::REUSED != 0
+            }),
+            Property::sometimes(CRASH_MID_ACTION, |_, s: &State| {
+                s.events & event::CRASH_MID_ACTION != 0
+            }),
+            Property::sometimes(CHECKPOINT_WITH_QUEUED, |m: &Durable, s: &State| {
+                s.pending
+                    .iter()
+                    .chain(s.completed.iter())
+                    .any(|c| (0..m.bounds.keys as usize).any(|k| c.finished[k] < c.next_seq[k]))
+            }),
+            Property::sometimes(OUTPUT_AFTER_RESTORE, |_, s: &State| {
+                s.events & event::OUTPUT_AFTER_RESTORE != 0
+            }),
+        ];
+        check::select(all, self.focus)
+    }
+}
+
+fn verdict_rows(
+    scenario: &'static str,
+    property: &'static str,
+    verdicts: [Verdict; 4],
+) -> impl Iterator<Item = Expectation> {
+    DESIGNS
+        .into_iter()
+        .zip(verdicts)
+        .map(move |(design, expected)| Expectation {
+            design: design.name(),
+            scenario,
+            property,
+            expected,
+        })
+}
+
+impl Spec for Durable {
+    const NAME: &'static str = "durable";
+    const SUMMARY: &'static str =
+        "durable actions under checkpoint, crash and restore (flink-agents issue 1158)";
+
+    fn designs() -> &'static [&'static str] {
+        &["unpatched", "old-put-order", "unpruned-tracking", "fixed"]
+    }
+
+    fn design_name(&self) -> &'static str {
+        self.design.name()
+    }
+
+    fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn params() -> &'static [Param] {
+        PARAMS
+    }
+
+    fn scenarios() -> &'static [(&'static str, &'static [(&'static str, &'static str)])] {
+        SCENARIOS
+    }
+
+    fn build(design: &str, settings: &Settings) -> Result<Self, SettingsError> {
+        let design = Design::from_name(design)?;
+        let int = |name| settings.int(name) as u8;
+        let bounds = Bounds {
+            keys: int("keys"),
+            inputs: int("inputs"),
+            actions: int("actions"),
+            calls: int("calls"),
+            partitions: int("partitions"),
+            crashes: int("crashes"),
+            checkpoints: int("checkpoints"),
+            send_failures: int("send-failures"),
+            fail_after_landing: settings.flag("fail-after-landing"),
+            synchronous_puts: settings.flag("synchronous-puts"),
+            mid_action_checkpoints: settings.flag("mid-action-checkpoints"),
+            restart_without_checkpoint: settings.flag("restart-without-checkpoint"),
+            compact_offsets: settings.flag("compact-offsets"),
+        };
+        if bounds.partitions > bounds.keys {
+            return Err(SettingsError(format!(
+                "`partitions` ({}) must not exceed `keys` ({}): a partition without keys holds nothing",
+                bounds.partitions, bounds.keys
+            )));
+        }
+        // Every put lands at most once; an action runs at most once per incarnation.
+        let keys_per_partition = bounds.keys.div_ceil(bounds.partitions) as usize;
+        let records = keys_per_partition
+            * bounds.inputs as usize
+            * bounds.actions as usize
+            * (bounds.calls as usize + 1)
+            * (bounds.crashes as usize + 1);
+        if records > MAX_LOG {
+            return Err(SettingsError(format!(
+                "these bounds may write {records} records to one partition; the model holds at most {MAX_LOG} \
+                 (lower keys, inputs, actions, calls or crashes, or add partitions)"
+            )));
+        }
+        let state_keys = (0..bounds.keys)
+            .flat_map(|key| {
+                (0..bounds.inputs).flat_map(move |seq| {
+                    (0..bounds.actions).map(move |action| StateKey { key, seq, action })
+                })
+            })
+            .collect();
+        Ok(Durable {
+            design,
+            bounds,
+            settings: settings.clone(),
+            focus: None,
+            state_keys,
+        })
+    }
+
+    fn focus(&self, property: Option<&str>) -> Result<Self, SettingsError> {
+        let focus = match property {
+            None => None,
+            Some(name) => Some(
+                property::SAFETY
+                    .into_iter()
+                    .chain(property::REACHABILITY)
+                    .find(|p| *p == name)
+                    .ok_or_else(|| {
+                        SettingsError(format!("unknown property `{name}` of durable"))
+                    })?,
+            ),
+        };
+        Ok(Durable {
+            focus,
+            ..self.clone()
+        })
+    }
+
+    fn describe_step(&self, s: &State, action: &Action) -> String {
+        let who = |k: u8| {
+            let sk = s.head(k as usize);
+            if self.bounds.actions > 1 {
+                format!("key {} input {} action {}", sk.key, sk.seq, sk.action)
+            } else {
+                format!("key {} input {}", sk.key, sk.seq)
+            }
+        };
+        let call = |k: u8| match s.phase_of(k as usize) {
+            Phase::AtCall(i) | Phase::HaveResult(i) => i,
+            _ => 0,
+        };
+        let put = || {
+            let r = Record::decode(s.put_record);
+            let what = if r.state.completed {
+                "completed state".to_string()
+            } else {
+                format!("state with {} call result(s)", r.state.calls)
+            };
+            let sk = r.state_key;
+            (format!("key {} input {}", sk.key, sk.seq), what, sk.key)
+        };
+        match *action {
+            Action::DeliverInput(k) => format!(
+                "the source delivers key {k} input {} (sequence number {})",
+                s.next_seq[k as usize], s.next_seq[k as usize]
+            ),
+            Action::StartAction(k) => match s.cached(s.head(k as usize)) {
+                Some(st) if st.completed => {
+                    format!("{}: action skipped, its saved state is completed", who(k))
+                }
+                Some(st) => format!(
+                    "{}: action starts with {} saved call result(s)",
+                    who(k),
+                    st.calls
+                ),
+                None => format!("{}: action starts, nothing saved", who(k)),
+            },
+            Action::ReuseResult(k) => {
+                format!("{}: call {} reuses the saved result", who(k), call(k))
+            }
+            Action::CallSupplier(k) => {
+                let i = call(k);
+                let run = s.runs(s.head(k as usize), i) as u32 + 1;
+                format!("{}: supplier called for call {i} (run #{run})", who(k))
+            }
+            Action::SendPut(k) => {
+                let cached = if self.design.caches_before_ack() {
+                    ", cached at once"
+                } else {
+                    ""
+                };
+                format!(
+                    "{}: put of the state with call {}'s result sent{cached}",
+                    who(k),
+                    call(k)
+                )
+            }
+            Action::CompleteAction(k) => {
+                format!(
+                    "{}: all calls done, put of the completed state sent",
+                    who(k)
+                )
+            }
+            Action::LandPut => {
+                let (whose, what, key) = put();
+                let p = self.partition(key);
+                format!(
+                    "{whose}: {what} lands at partition {p} offset {}, not yet acknowledged",
+                    s.log_len[p]
+                )
+            }
+            Action::AckPut => {
+                let (whose, what, key) = put();
+                let p = self.partition(key);
+                let offset = if s.put_offset == NONE {
+                    s.log_len[p]
+                } else {
+                    s.put_offset
+                };
+                format!("{whose}: {what} lands at partition {p} offset {offset}, acknowledged")
+            }
+            Action::FailPut { landed } => {
+                let (whose, what, _) = put();
+                let when = if landed {
+                    "after its record landed"
+                } else {
+                    "before landing"
+                };
+                let then = if self.design.caches_before_ack() {
+                    "the error is not seen and the action goes on"
+                } else {
+                    "the error reaches the action and the task fails"
+                };
+                format!("{whose}: put of {what} fails {when}; {then}")
+            }
+            Action::TriggerCheckpoint => {
+                let marker: Vec<String> = (0..self.bounds.partitions as usize)
+                    .map(|p| format!("p{p}={}", self.marker(s, p)))
+                    .collect();
+                let queued: Vec<String> = (0..self.bounds.keys as usize)
+                    .filter(|k| s.finished[*k] < s.next_seq[*k])
+                    .map(|k| format!("key {k} input {}", s.finished[k]))
+                    .collect();
+                let queued = if queued.is_empty() {
+                    "nothing queued".to_string()
+                } else {
+                    format!("queued: {}", queued.join(", "))
+                };
+                format!(
+                    "checkpoint {} taken ({queued}; marker {})",
+                    s.checkpoints + 1,
+                    marker.join(" ")
+                )
+            }
+            Action::CompleteCheckpoint => {
+                format!(
+                    "checkpoint {} completes; finished states pruned",
+                    s.checkpoints
+                )
+            }
+            Action::Crash { landed } => {
+                let send = match (s.put_key != NONE && s.put_offset == NONE, landed) {
+                    (false, _) => "",
+                    (true, true) => "; the in-flight send lands, unacknowledged",
+                    (true, false) => "; the in-flight send is lost",
+                };
+                format!("the task crashes{send}")
+            }
+            Action::Restore => match s.completed {
+                Some(c) => {
+                    let marker: Vec<String> = (0..self.bounds.partitions as usize)
+                        .map(|p| format!("p{p} from offset {}", c.marker[p]))
+                        .collect();
+                    format!(
+                        "restore from the completed checkpoint; replay {}",
+                        marker.join(", ")
+                    )
+                }
+                None => "restart with no completed checkpoint; nothing replayed".to_string(),
+            },
+        }
+    }
+
+    fn classify(&self, path: &[(State, Option<Action>)]) -> Option<String> {
+        let last = &path.last()?.0;
+        let crashes = last.crashes;
+        if last.events & event::REPEATED_CALL != 0 {
+            let failed_after_landing = path
+                .iter()
+                .any(|(_, a)| *a == Some(Action::FailPut { landed: true }));
+            let snapshot_in_put = path
+                .iter()
+                .any(|(s, a)| *a == Some(Action::TriggerCheckpoint) && s.put_key != NONE);
+            let restored_nothing = path
+                .iter()
+                .any(|(s, a)| *a == Some(Action::Restore) && s.completed.is_none());
+            let shape = if restored_nothing {
+                "restart without a completed checkpoint".to_string()
+            } else if failed_after_landing {
+                "a record landed but its send failed; the marker skips it".to_string()
+            } else if snapshot_in_put {
+                "snapshot between a record's landing and its acknowledgement".to_string()
+            } else if self.seed_shape(path) {
+                if crashes == 1 {
+                    "seed regression: call saved, checkpoint with the action queued, crash, \
+                     restore, supplier called again"
+                        .to_string()
+                } else {
+                    format!(
+                        "seed's three-attempt regression ({crashes} crashes): call saved, \
+                         checkpoint with the action queued, crash, restore, supplier called again"
+                    )
+                }
+            } else {
+                return None;
+            };
+            return Some(shape);
+        }
+        // Other shapes are named when the last step is the one that broke the property.
+        let prev = &path[path.len().saturating_sub(2)].0;
+        let broke = |name: &str| {
+            let holds = self.properties_named(name);
+            !holds(self, last) && holds(self, prev)
+        };
+        if broke(property::CACHE_HOLDS_LOG) {
+            return Some("failed send cached as saved".to_string());
+        }
+        if broke(property::BOUNDED_TRACKING) {
+            return Some("key tracking kept after its states were pruned".to_string());
+        }
+        if broke(property::MARKER_IS_SAFE) {
+            return Some("marker past an unfinished state's latest record".to_string());
+        }
+        None
+    }
+
+    fn expectations() -> Vec<Expectation> {
+        use property::*;
+        use Verdict::{Counterexample as Ce, Holds as H, Reached as R};
+        let mut rows = Vec::new();
+        // The table of durable-actions.md, extended to every safety property.
+        let default: [(&str, [Verdict; 4]); 6] = [
+            (CALL_AT_MOST_ONCE, [Ce, H, H, H]),
+            (FINISHED_STAYS_FINISHED, [H, H, H, H]),
+            (SAME_OUTPUT, [H, H, H, H]),
+            // A failed send is what shows the cache's counterexample (scenario below).
+            (CACHE_HOLDS_LOG, [H, H, H, H]),
+            (BOUNDED_TRACKING, [H, H, Ce, H]),
+            (MARKER_IS_SAFE, [Ce, H, H, H]),
+        ];
+        for (p, v) in default {
+            rows.extend(verdict_rows("default", p, v));
+        }
+        for p in REACHABILITY {
+            rows.extend(verdict_rows("default", p, [R, R, R, R]));
+        }
+        let scenarios: [(&str, &str, [Verdict; 4]); 13] = [
+            // The seed's synchronous executor: the bug needs two crashes.
+            ("synchronous-executor", CALL_AT_MOST_ONCE, [Ce, H, H, H]),
+            ("synchronous-executor", MARKER_IS_SAFE, [Ce, H, H, H]),
+            (
+                "synchronous-executor-one-crash",
+                CALL_AT_MOST_ONCE,
+                [H, H, H, H],
+            ),
+            (
+                "synchronous-executor-one-crash",
+                MARKER_IS_SAFE,
+                [Ce, H, H, H],
+            ),
+            // A send failing before its record landed: the old put order caches it.
+            ("failed-send", CALL_AT_MOST_ONCE, [Ce, H, H, H]),
+            ("failed-send", CACHE_HOLDS_LOG, [Ce, Ce, H, H]),
+            ("failed-send", MARKER_IS_SAFE, [Ce, H, H, H]),
+            // A send failing after its record landed defeats the old put order.
+            ("fail-after-landing", CALL_AT_MOST_ONCE, [Ce, Ce, H, H]),
+            ("fail-after-landing", MARKER_IS_SAFE, [Ce, Ce, H, H]),
+            // Asynchronous puts defeat every design.
+            ("asynchronous-puts", CALL_AT_MOST_ONCE, [Ce, Ce, Ce, Ce]),
+            ("asynchronous-puts", MARKER_IS_SAFE, [Ce, Ce, Ce, Ce]),
+            // A restart with no completed checkpoint rebuilds nothing.
+            (
+                "restart-without-checkpoint",
+                CALL_AT_MOST_ONCE,
+                [Ce, Ce, Ce, Ce],
+            ),
+            (
+                "restart-without-checkpoint",
+                MARKER_IS_SAFE,
+                [Ce, Ce, Ce, Ce],
+            ),
+        ];
+        for (scenario, p, v) in scenarios {
+            rows.extend(verdict_rows(scenario, p, v));
+        }
+        rows
+    }
+}
+
+impl Durable {
+    fn properties_named(&self, name: &str) -> fn(&Durable, &State) -> bool {
+        self.focus(None)
+            .expect("no focus is always valid")
+            .properties()
+            .into_iter()
+            .find(|p| p.name == name)
+            .map(|p| p.condition)
+            .expect("a declared property")
+    }
+
+    /// Whether a path ending in a repeated supplier call has the seed's shape: the call's
+    /// result landed, then a checkpoint was taken with its input unfinished, then a crash
+    /// and a restore came before the supplier ran again.
+    fn seed_shape(&self, path: &[(State, Option<Action>)]) -> bool {
+        let Some((before, Some(Action::CallSupplier(k)))) = path.iter().rev().nth(1) else {
+            return false;
+        };
+        let sk = before.head(*k as usize);
+        let Phase::AtCall(call) = before.phase_of(*k as usize) else {
+            return false;
+        };
+        let holds = |s: &State| self.log_holds(s, sk, call);
+        let Some(saved) = path.iter().position(|(s, _)| holds(s)) else {
+            return false;
+        };
+        let Some(checkpoint) = path[saved..].iter().position(|(s, a)| {
+            *a == Some(Action::TriggerCheckpoint) && s.finished[sk.key as usize] <= sk.seq
+        }) else {
+            return false;
+        };
+        let after = &path[saved + checkpoint..];
+        let crash = after
+            .iter()
+            .position(|(_, a)| matches!(a, Some(Action::Crash { .. })));
+        let restore = after.iter().position(|(_, a)| *a == Some(Action::Restore));
+        matches!((crash, restore), (Some(c), Some(r)) if c < r)
+    }
+}

@@ -1,0 +1,353 @@
+//! Checks of the durable-actions model (flink-agents issue 1158): the expected-verdict
+//! table per design and scenario, pinned state counts, the seed's regression as the
+//! shortest counterexample, and the supplier counts the seed printed.
+
+use std::collections::BTreeMap;
+
+use stateright::{Checker, HasDiscoveries, Model, Path};
+use steadfast_model::check::{self, CheckOptions};
+use steadfast_model::durable::{property, Action, Design, Durable, State, StateKey, DESIGNS};
+use steadfast_model::{Settings, Spec, Verdict};
+
+fn verdicts_of(model: &Durable) -> (usize, BTreeMap<&'static str, Verdict>) {
+    let report = check::check(
+        model,
+        &CheckOptions {
+            shortest: false,
+            ..CheckOptions::default()
+        },
+    );
+    let verdicts = report
+        .properties
+        .iter()
+        .map(|p| (p.name, p.verdict))
+        .collect();
+    (report.unique_states, verdicts)
+}
+
+/// One early-stopping BFS focused on one property: enough for a counterexample or a
+/// reached example, and the only way to see one quickly.
+fn found(model: &Durable, name: &'static str) -> bool {
+    model
+        .focus(Some(name))
+        .unwrap()
+        .checker()
+        .threads(1)
+        .finish_when(HasDiscoveries::Any)
+        .spawn_bfs()
+        .join()
+        .discovery(name)
+        .is_some()
+}
+
+#[test]
+fn default_verdicts_and_pinned_state_counts() {
+    // Unique states at default bounds, single-threaded BFS.
+    let pinned = [
+        (Design::Unpatched, PIN_UNPATCHED),
+        (Design::OldPutOrder, PIN_OLD_PUT_ORDER),
+        (Design::UnprunedTracking, PIN_UNPRUNED_TRACKING),
+        (Design::Fixed, PIN_FIXED),
+    ];
+    let expectations = Durable::expectations();
+    let runs: Vec<_> = pinned
+        .iter()
+        .map(|(design, _)| verdicts_of(&Durable::new(*design)))
+        .collect();
+    for ((design, _), (unique, _)) in pinned.iter().zip(&runs) {
+        println!("{} unique={unique}", design.name());
+    }
+    for ((design, count), (unique, verdicts)) in pinned.into_iter().zip(runs) {
+        assert_eq!(unique, count, "{} unique states", design.name());
+        let rows: Vec<_> = expectations
+            .iter()
+            .filter(|e| e.design == design.name() && e.scenario == "default")
+            .collect();
+        // Every safety and reachability property has a row.
+        assert_eq!(
+            rows.len(),
+            property::SAFETY.len() + property::REACHABILITY.len()
+        );
+        for e in rows {
+            assert_eq!(
+                verdicts.get(e.property),
+                Some(&e.expected),
+                "{} / {}",
+                e.design,
+                e.property
+            );
+        }
+    }
+}
+
+const PIN_UNPATCHED: usize = 3_398_783;
+const PIN_OLD_PUT_ORDER: usize = 1_829_471;
+const PIN_UNPRUNED_TRACKING: usize = 1_887_525;
+const PIN_FIXED: usize = 1_829_471;
+
+#[test]
+fn scenario_verdicts_match_the_specification() {
+    let expectations = Durable::expectations();
+    let mut groups: BTreeMap<(&str, &str), Vec<_>> = BTreeMap::new();
+    for e in expectations.iter().filter(|e| e.scenario != "default") {
+        groups.entry((e.scenario, e.design)).or_default().push(e);
+    }
+    for ((scenario, design), rows) in groups {
+        let model = Durable::scenario(Design::from_name(design).unwrap(), scenario).unwrap();
+        if rows.iter().all(|e| e.expected == Verdict::Counterexample) {
+            for e in rows {
+                assert!(
+                    found(&model, e.property),
+                    "{scenario} / {design} / {}",
+                    e.property
+                );
+            }
+        } else {
+            let (_, verdicts) = verdicts_of(&model);
+            for e in rows {
+                assert_eq!(
+                    verdicts.get(e.property),
+                    Some(&e.expected),
+                    "{scenario} / {design} / {}",
+                    e.property
+                );
+            }
+        }
+    }
+}
+
+fn seed_actions() -> Vec<Action> {
+    use Action::*;
+    vec![
+        DeliverInput(0),
+        StartAction(0),
+        CallSupplier(0),
+        SendPut(0),
+        AckPut,
+        TriggerCheckpoint,
+        CompleteCheckpoint,
+        Crash { landed: false },
+        Restore,
+        StartAction(0),
+        CallSupplier(0),
+    ]
+}
+
+#[test]
+fn unpatched_shortest_counterexample_is_the_seed_regression() {
+    let model = Durable::new(Design::Unpatched);
+    let path = check::shortest(&model, property::CALL_AT_MOST_ONCE).expect("a counterexample");
+    let steps: Vec<Action> = path.clone().into_actions();
+    assert_eq!(steps, seed_actions());
+    let trace = check::trace_of(&model, path);
+    let words: Vec<&str> = trace.steps.iter().map(|s| s.description.as_str()).collect();
+    assert_eq!(
+        words,
+        [
+            "the source delivers key 0 input 0 (sequence number 0)",
+            "key 0 input 0: action starts, nothing saved",
+            "key 0 input 0: supplier called for call 0 (run #1)",
+            "key 0 input 0: put of the state with call 0's result sent, cached at once",
+            "key 0 input 0: state with 1 call result(s) lands at partition 0 offset 0, acknowledged",
+            "checkpoint 1 taken (queued: key 0 input 0; marker p0=1)",
+            "checkpoint 1 completes; finished states pruned",
+            "the task crashes",
+            "restore from the completed checkpoint; replay p0 from offset 1",
+            "key 0 input 0: action starts, nothing saved",
+            "key 0 input 0: supplier called for call 0 (run #2)",
+        ]
+    );
+    assert_eq!(
+        trace.shape.as_deref(),
+        Some(
+            "seed regression: call saved, checkpoint with the action queued, crash, restore, \
+             supplier called again"
+        )
+    );
+}
+
+/// Runs key 0's queue head to completion, taking its own steps (and acknowledging its
+/// puts); returns the final state.
+fn drive_key0(model: &Durable, mut state: State) -> State {
+    let seq = state.finished[0];
+    while state.finished[0] == seq {
+        let mut actions = Vec::new();
+        model.actions(&state, &mut actions);
+        let step = actions
+            .into_iter()
+            .find(|a| {
+                matches!(
+                    a,
+                    Action::StartAction(0)
+                        | Action::ReuseResult(0)
+                        | Action::CallSupplier(0)
+                        | Action::SendPut(0)
+                        | Action::CompleteAction(0)
+                        | Action::AckPut
+                )
+            })
+            .expect("key 0 can always make progress here");
+        state = model.next_state(&state, step).unwrap();
+    }
+    state
+}
+
+/// The seed's scenario on one design: the prefix of the unpatched counterexample up to
+/// the restore, then the restored action runs to its output. Returns supplier runs of
+/// every call of key 0 input 0 and whether its output was emitted.
+fn seed_scenario(design: Design, overrides: &[(&str, &str)]) -> (Vec<u8>, bool) {
+    let settings = Settings::parse(Durable::params(), overrides).unwrap();
+    let model = Durable::build(design.name(), &settings).unwrap();
+    let prefix = &seed_actions()[..9];
+    let init = model.init_states().remove(0);
+    let path = Path::from_actions(&model, init, prefix).expect("the prefix is enabled");
+    let restored = path.last_state().clone();
+    let done = drive_key0(&model, restored);
+    let sk = StateKey {
+        key: 0,
+        seq: 0,
+        action: 0,
+    };
+    let runs = (0..model.bounds.calls).map(|c| done.runs(sk, c)).collect();
+    (runs, done.finished[0] == 1)
+}
+
+#[test]
+fn supplier_calls_like_the_seed() {
+    // Default bounds (two calls): call 0 runs twice unpatched, once fixed.
+    assert_eq!(seed_scenario(Design::Unpatched, &[]), (vec![2, 1], true));
+    assert_eq!(seed_scenario(Design::Fixed, &[]), (vec![1, 1], true));
+    // The seed's action made one durable call: supplier_calls=2 before, 1 after.
+    let one = [("calls", "1")];
+    assert_eq!(seed_scenario(Design::Unpatched, &one), (vec![2], true));
+    assert_eq!(seed_scenario(Design::Fixed, &one), (vec![1], true));
+    assert_eq!(seed_scenario(Design::OldPutOrder, &one), (vec![1], true));
+    assert_eq!(
+        seed_scenario(Design::UnprunedTracking, &one),
+        (vec![1], true)
+    );
+}
+
+#[test]
+fn fixed_reuses_where_unpatched_calls_again() {
+    let prefix = &seed_actions()[..10];
+    for (design, next) in [
+        (Design::Unpatched, Action::CallSupplier(0)),
+        (Design::Fixed, Action::ReuseResult(0)),
+    ] {
+        let model = Durable::new(design);
+        let init = model.init_states().remove(0);
+        let path = Path::from_actions(&model, init, prefix).unwrap();
+        let mut actions = Vec::new();
+        model.actions(path.last_state(), &mut actions);
+        assert!(actions.contains(&next), "{}: {actions:?}", design.name());
+    }
+}
+
+#[test]
+fn synchronous_executor_needs_two_crashes() {
+    use Action::*;
+    let model = Durable::scenario(Design::Unpatched, "synchronous-executor").unwrap();
+    let path = check::shortest(&model, property::CALL_AT_MOST_ONCE).expect("a counterexample");
+    assert_eq!(
+        path.clone().into_actions(),
+        vec![
+            DeliverInput(0),
+            TriggerCheckpoint,
+            CompleteCheckpoint,
+            StartAction(0),
+            CallSupplier(0),
+            SendPut(0),
+            Crash { landed: true },
+            Restore,
+            TriggerCheckpoint,
+            CompleteCheckpoint,
+            Crash { landed: false },
+            Restore,
+            StartAction(0),
+            CallSupplier(0),
+        ]
+    );
+    let trace = check::trace_of(&model, path);
+    assert!(trace
+        .shape
+        .unwrap()
+        .starts_with("seed's three-attempt regression (2 crashes)"));
+    // With one crash the synchronous executor never repeats a saved call (verdict
+    // table), though the marker is already unsafe.
+    let one = Durable::scenario(Design::Unpatched, "synchronous-executor-one-crash").unwrap();
+    assert!(!found(&one, property::CALL_AT_MOST_ONCE));
+    assert!(found(&one, property::MARKER_IS_SAFE));
+}
+
+#[test]
+fn compact_offsets_is_an_exact_reduction() {
+    // Small bounds: the verdicts agree with real positions; only the count shrinks.
+    for design in DESIGNS {
+        let counts: Vec<(usize, BTreeMap<_, _>)> = ["true", "false"]
+            .into_iter()
+            .map(|compact| {
+                let settings = Settings::parse(
+                    Durable::params(),
+                    &[
+                        ("inputs", "1"),
+                        ("send-failures", "1"),
+                        ("fail-after-landing", "true"),
+                        ("compact-offsets", compact),
+                    ],
+                )
+                .unwrap();
+                verdicts_of(&Durable::build(design.name(), &settings).unwrap())
+            })
+            .collect();
+        assert_eq!(counts[0].1, counts[1].1, "{}", design.name());
+        assert!(counts[0].0 < counts[1].0, "{}", design.name());
+    }
+}
+
+#[test]
+fn bad_settings_are_errors_naming_the_problem() {
+    let params = Durable::params();
+    let e = Durable::build("patched", &Settings::defaults(params)).unwrap_err();
+    assert!(e.0.contains("unknown design `patched`"), "{e}");
+    let s = Settings::parse(params, &[("keys", "1"), ("partitions", "2")]).unwrap();
+    let e = Durable::build("fixed", &s).unwrap_err();
+    assert!(
+        e.0.contains("`partitions` (2) must not exceed `keys` (1)"),
+        "{e}"
+    );
+    let s = Settings::parse(
+        params,
+        &[
+            ("keys", "3"),
+            ("inputs", "3"),
+            ("actions", "2"),
+            ("calls", "3"),
+            ("crashes", "3"),
+        ],
+    )
+    .unwrap();
+    let e = Durable::build("fixed", &s).unwrap_err();
+    assert!(e.0.contains("records to one partition"), "{e}");
+    let e = Durable::new(Design::Fixed)
+        .focus(Some("calls once"))
+        .unwrap_err();
+    assert!(e.0.contains("unknown property `calls once`"), "{e}");
+    let e = Durable::scenario(Design::Fixed, "lossy").unwrap_err();
+    assert!(e.0.contains("unknown scenario `lossy`"), "{e}");
+}
+
+#[test]
+fn actions_and_states_cross_the_serde_boundary() {
+    let actions = seed_actions();
+    let json = serde_json::to_string(&actions).unwrap();
+    let back: Vec<Action> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, actions);
+    let model = Durable::new(Design::Fixed);
+    let init = model.init_states().remove(0);
+    let path = Path::from_actions(&model, init, &actions[..5]).unwrap();
+    let value = serde_json::to_value(path.last_state()).unwrap();
+    assert_eq!(value["finished"], serde_json::json!([0, 0, 0]));
+    assert_eq!(value["log_len"], serde_json::json!([1, 0]));
+    assert_eq!(value["supplier_runs"].as_array().unwrap().len(), 54);
+}
