@@ -512,12 +512,18 @@ fn mismatched_saved_result_truncates_from_its_index() {
 /// 1000; this computes the same figure from the rebuild's own count.
 #[test]
 fn pending_action_pins_marker_and_restore_rescans_later_records() {
-    const M: u64 = 1000;
+    // The re-scan grows linearly with the records written after the pinned one.
+    for m in [10, 100, 1000, 10_000] {
+        rescan_with_one_pending_action(m);
+    }
+}
+
+fn rescan_with_one_pending_action(m: u64) {
     let log = MemoryLog::new(1);
     let mut d = memory_driver(&log, vec![ActionDef::new("act", CountedCalls)]);
     d.input("B", json!({ "calls": 2 })).unwrap();
     d.call(0).unwrap(); // B's first call saved at offset 0; second call never returns
-    for i in 0..M {
+    for i in 0..m {
         d.input("A", json!({ "calls": 0, "i": i })).unwrap();
     }
     let id = d.checkpoint().unwrap();
@@ -533,13 +539,13 @@ fn pending_action_pins_marker_and_restore_rescans_later_records() {
 
     let report = d.restore().unwrap().unwrap();
     println!(
-        "marker={:?} end={end} records_scanned={} finished_rescanned={} of {M} states_loaded={}",
+        "M={m} marker={:?} end={end} records_scanned={} finished_rescanned={} of {m} states_loaded={}",
         marker.offsets, report.records_scanned, report.finished_skipped, report.states_loaded
     );
     // What the fix implies: everything from the pinned offset to the end.
     assert_eq!(report.records_scanned, end - marker.offsets[0]);
-    assert_eq!(report.records_scanned, M + 1);
-    assert_eq!(report.finished_skipped, M);
+    assert_eq!(report.records_scanned, m + 1);
+    assert_eq!(report.finished_skipped, m);
     assert_eq!(report.states_loaded, 1);
 
     // Once B finishes, restored finished records no longer pin the marker.
