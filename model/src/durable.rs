@@ -615,21 +615,32 @@ const PARAMS: &[Param] = &[
 const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
     (
         "synchronous-executor",
-        &[("mid-action-checkpoints", "false"), ("crashes", "2")],
+        &[
+            ("mid-action-checkpoints", "false"),
+            ("crashes", "2"),
+            ("inputs", "1"),
+        ],
     ),
     (
         "synchronous-executor-one-crash",
-        &[("mid-action-checkpoints", "false")],
+        &[("mid-action-checkpoints", "false"), ("inputs", "1")],
     ),
-    ("failed-send", &[("send-failures", "1")]),
+    ("failed-send", &[("send-failures", "1"), ("inputs", "1")]),
     (
         "fail-after-landing",
-        &[("send-failures", "1"), ("fail-after-landing", "true")],
+        &[
+            ("send-failures", "1"),
+            ("fail-after-landing", "true"),
+            ("inputs", "1"),
+        ],
     ),
-    ("asynchronous-puts", &[("synchronous-puts", "false")]),
+    (
+        "asynchronous-puts",
+        &[("synchronous-puts", "false"), ("inputs", "1")],
+    ),
     (
         "restart-without-checkpoint",
-        &[("restart-without-checkpoint", "true")],
+        &[("restart-without-checkpoint", "true"), ("inputs", "1")],
     ),
 ];
 
