@@ -598,10 +598,9 @@ impl Runner {
                 if self.state != RunnerState::Running {
                     return;
                 }
-                if let Some(status) = self.pending_terminal {
-                    self.set_result(RunnerResult::Terminal(status), effects);
-                    return;
-                }
+                // A cached terminal result is flushed in place of creating a process,
+                // so under the same checks (see `on_confirmed`): a grant whose session
+                // was revoked meanwhile must not complete the runner.
                 self.in_flight = Some(InFlight::AwaitStore(session));
                 effects.push(Effect::QueryJobResultStore);
             }
