@@ -87,6 +87,8 @@ pub struct Observation {
     pub dispatcher_epoch: u32,
     /// The dispatcher of this epoch is still leader.
     pub dispatcher_leader: bool,
+    /// The dispatcher counts the job's runner as live (started, not terminated).
+    pub live_runner: bool,
     /// Runners the dispatcher started, over all epochs.
     pub runners_started: u32,
 }
@@ -226,6 +228,7 @@ fn observe_model(s: &State) -> Observation {
         },
         dispatcher_epoch: u32::from(s.epoch),
         dispatcher_leader: s.dispatcher == DispatcherState::Leading,
+        live_runner: live,
         // Recovery only ever stops (the JobGraph never comes back, an entry never
         // goes), so the runners started are one per epoch up to the one that wrote the
         // entry, or up to now.
@@ -263,6 +266,7 @@ pub fn observe_runtime(rt: &Runtime) -> Observation {
         job_result_entry: p.job_result_entry,
         dispatcher_epoch: p.dispatcher_epoch,
         dispatcher_leader: d.dispatcher().is_leader(),
+        live_runner: d.dispatcher().live_runners() == [JOB],
         runners_started: p.runners_started,
     }
 }
