@@ -160,7 +160,7 @@ fn the_runtime_refuses_a_new_leader_before_the_old_runner_terminated() {
 #[test]
 fn probes_at_the_initial_state_are_refused_with_typed_errors() {
     let m = fixed(&[]);
-    let init = m.init_states_for_test();
+    let init = initial(&m);
     let probes = LeadershipBinding::probes(&m, &init);
     assert_eq!(
         probes,
@@ -514,15 +514,9 @@ fn leadership_trace_files_round_trip_and_bad_ones_get_named_errors() {
 }
 
 /// The model's single initial state.
-trait InitState {
-    fn init_states_for_test(&self) -> State;
-}
-
-impl InitState for Leadership {
-    fn init_states_for_test(&self) -> State {
-        use stateright::Model;
-        let inits = self.init_states();
-        assert_eq!(inits.len(), 1);
-        inits[0]
-    }
+fn initial(m: &Leadership) -> State {
+    use stateright::Model;
+    let inits = m.init_states();
+    assert_eq!(inits.len(), 1);
+    inits[0]
 }
