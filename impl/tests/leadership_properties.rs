@@ -392,12 +392,16 @@ fn run_case(choices: &[(u8, u8)], cov: &mut Coverage) -> Result<(), TestCaseErro
         }
         saw_cache |= after.pending_terminal.is_some();
         if before.runner_result.is_none() && after.runner_result.is_some() {
-            match (before.pending_terminal, after.runner_state) {
-                (Some(_), Some(RunnerState::JobCompleted)) if forward_check => {
-                    cov.forwarded_while_leader += 1
-                }
-                (Some(_), Some(RunnerState::JobCompleted)) => cov.flushed_on_grant += 1,
-                (Some(_), Some(RunnerState::Stopped)) => cov.flushed_on_close += 1,
+            // The dispatcher closes the runner in the same step as it handles its
+            // result, so the state after the step does not tell how the result was
+            // set; whether the runner was already closed (or closed by this step's
+            // leadership loss) does.
+            let closed = before.runner_state == Some(RunnerState::Stopped)
+                || matches!(a, Action::DispatcherLose);
+            match (before.pending_terminal, closed) {
+                (Some(_), false) if forward_check => cov.forwarded_while_leader += 1,
+                (Some(_), false) => cov.flushed_on_grant += 1,
+                (Some(_), true) => cov.flushed_on_close += 1,
                 _ => {}
             }
         }

@@ -218,14 +218,27 @@ fn regrant_flushes_terminal_result_observed_after_revoke_and_starts_no_process()
     assert_eq!(s2, Session(2));
     let fx = d.deliver_election().unwrap();
     assert_eq!(started_processes(&fx), 0);
+    // The grant checks the store and its leadership, as for creating a process, then
+    // flushes while the runner still runs; the dispatcher then cleans up and closes
+    // the runner, whose process has terminated already.
     assert_eq!(
-        runner_effects(&fx),
-        vec![Effect::CompleteResult {
-            value: RunnerResult::Terminal(JobStatus::Canceled)
-        }]
+        fx,
+        vec![
+            DriverEffect::Runner(Effect::QueryJobResultStore),
+            DriverEffect::Runner(Effect::ConfirmLeadership { session: s2 }),
+            DriverEffect::Runner(Effect::CompleteResult {
+                value: RunnerResult::Terminal(JobStatus::Canceled)
+            }),
+            DriverEffect::Dispatcher(DispatcherEffect::GlobalCleanup {
+                job: JOB,
+                status: JobStatus::Canceled
+            }),
+            DriverEffect::Dispatcher(DispatcherEffect::CloseRunner { job: JOB }),
+            DriverEffect::Runner(Effect::RunnerTerminated),
+        ]
     );
     let p = d.projection();
-    assert_eq!(p.runner_state, Some(RunnerState::JobCompleted));
+    assert_eq!(p.runner_state, Some(RunnerState::Stopped));
     assert_eq!(p.processes.len(), 1);
     assert_eq!(p.current_process_leader, Some(s1));
     assert_cleaned_and_not_recovered(&mut d, JobStatus::Canceled);
@@ -473,18 +486,18 @@ fn terminal_forwarded_while_leader_completes_the_job() {
                 job: JOB,
                 status: JobStatus::Finished
             }),
+            // Done with the job, the dispatcher closes its runner and so its process.
+            DriverEffect::Dispatcher(DispatcherEffect::CloseRunner { job: JOB }),
+            DriverEffect::Runner(Effect::CloseProcess { session: s }),
         ]
     );
     let p = d.projection();
-    assert_eq!(p.runner_state, Some(RunnerState::JobCompleted));
+    assert_eq!(p.runner_state, Some(RunnerState::Stopped));
     assert_eq!(p.pending_terminal, None);
-    // JobCompleted ignores revoke: the process stays until the runner closes.
+    // A closing runner ignores revoke, and a leadership loss closes nothing more.
     assert_eq!(runner_effects(&d.revoke().unwrap()), vec![]);
     let fx = d.dispatcher_lose_leadership().unwrap();
-    assert_eq!(
-        runner_effects(&fx),
-        vec![Effect::CloseProcess { session: s }]
-    );
+    assert_eq!(runner_effects(&fx), vec![]);
     let fx = d
         .runner_event(Event::ProcessServiceTerminated { session: s })
         .unwrap();

@@ -244,8 +244,15 @@ impl Dispatcher {
                         effects.push(DispatcherEffect::FatalError { job, result })
                     }
                 }
+                // The job is done with this runner whatever the result: the dispatcher
+                // removes it and closes it (Flink's `removeJob` closes the runner during
+                // cleanup), unless a leadership loss is closing it already.
                 if let Some(runner) = self.live.get_mut(&job) {
                     runner.result_received = true;
+                    if !runner.closing {
+                        runner.closing = true;
+                        effects.push(DispatcherEffect::CloseRunner { job });
+                    }
                 }
             }
             DispatcherEvent::RunnerTerminated { job } => {
@@ -365,15 +372,22 @@ mod tests {
             .unwrap();
         assert_eq!(
             fx,
-            vec![DispatcherEffect::GlobalCleanup {
-                job,
-                status: JobStatus::Canceled
-            }]
+            vec![
+                DispatcherEffect::GlobalCleanup {
+                    job,
+                    status: JobStatus::Canceled
+                },
+                DispatcherEffect::CloseRunner { job }
+            ]
         );
         assert!(!g.contains(job));
         assert_eq!(r.entry(job), JobResultEntry::Clean);
-        d.handle(DispatcherEvent::LeadershipLost, &mut g, &mut r)
-            .unwrap();
+        // The runner is closing already: losing leadership closes nothing more.
+        assert_eq!(
+            d.handle(DispatcherEvent::LeadershipLost, &mut g, &mut r)
+                .unwrap(),
+            vec![]
+        );
         d.handle(DispatcherEvent::RunnerTerminated { job }, &mut g, &mut r)
             .unwrap();
         let fx = d

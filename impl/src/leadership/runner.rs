@@ -9,7 +9,8 @@
 //! `current_process_leader` is cached in `pending_terminal` before the leadership check,
 //! so a revoke racing the forward cannot drop it. Revoke leaves `current_process_leader`
 //! alone. The cache is flushed on runner close (after the process terminated; the
-//! runner stays Stopped) and on the next grant (no process is created; the runner
+//! runner stays Stopped) and on the next grant, in place of creating a process and so
+//! only once the grant's JobResultStore and leadership checks passed (the runner
 //! becomes JobCompleted). Initialisation failures are never cached.
 //!
 //! The machine is sans-IO: the JobResultStore lookup and the leadership check are
@@ -598,10 +599,9 @@ impl Runner {
                 if self.state != RunnerState::Running {
                     return;
                 }
-                if let Some(status) = self.pending_terminal {
-                    self.set_result(RunnerResult::Terminal(status), effects);
-                    return;
-                }
+                // A cached terminal result is flushed in place of creating a process,
+                // so under the same checks (see `on_confirmed`): a grant whose session
+                // was revoked meanwhile must not complete the runner.
                 self.in_flight = Some(InFlight::AwaitStore(session));
                 effects.push(Effect::QueryJobResultStore);
             }

@@ -1,0 +1,522 @@
+//! Conformance of the production leadership machines (the fixed design of FLINK-39704,
+//! apache/flink PR 28201) with the leadership model: every transition of the model's
+//! state graph replayed against the runtime, seeded random walks, seeded faults that
+//! re-introduce each half of the bug (each reported at its first step), the unpatched
+//! design's shortest reanimation counterexample replayed against the fixed runtime,
+//! and trace files of the leadership model.
+
+use std::collections::BTreeSet;
+
+use steadfast::leadership::{JobStatus, ProcessResult, ProcessState, RunnerResult, Session};
+use steadfast_conformance::cover::{cover, Coverage};
+use steadfast_conformance::leadership::{
+    observe_runtime, replay_unpatched_counterexample, LeadershipBinding, Observation, Runtime,
+};
+use steadfast_conformance::trace::{self, TraceError};
+use steadfast_conformance::walk::walk;
+use steadfast_conformance::{Binding, Problem};
+use steadfast_model::check::{self, CheckOptions};
+use steadfast_model::leadership::{Action, Leadership, State, Status};
+
+/// Every action kind of the leadership model.
+const KINDS: [&str; 14] = [
+    "CheckLeadershipInForward",
+    "CloseRunner",
+    "DecideTerminal",
+    "DeliverTerminalSignal",
+    "DispatcherFailover",
+    "GrantLeadership",
+    "HandleRunnerResult",
+    "MarkResultClean",
+    "RecoverJob",
+    "RemoveJobGraph",
+    "RevokeLeadership",
+    "RunGrant",
+    "RunRevoke",
+    "TerminateService",
+];
+
+/// The largest bounds the model accepts.
+const LARGEST: [(&str, &str); 3] = [("grants", "4"), ("epochs", "3"), ("statuses", "3")];
+
+fn fixed(overrides: &[(&str, &str)]) -> Leadership {
+    Leadership::scenario("fixed", "default", overrides).expect("valid settings")
+}
+
+fn report(what: &str, c: &Coverage) {
+    println!(
+        "{what}: {} traces (transitions) over {} unique states, {} runtime steps ({} probes refused), {} action kinds, {:.3} s, {:.0} steps/s",
+        c.transitions,
+        c.unique_states,
+        c.steps,
+        c.probes,
+        c.kinds.len(),
+        c.seconds,
+        c.steps_per_second()
+    );
+    println!("  per kind: {:?}", c.kinds);
+}
+
+/// Full coverage of `m`, checked against the checker's own counts: one transition per
+/// generated state other than the initial one, every unique state, every action kind.
+fn full_coverage(what: &str, m: &Leadership) -> Coverage {
+    let c = cover::<LeadershipBinding>(m).unwrap_or_else(|d| panic!("{what}: {d}"));
+    let checked = check::check(
+        m,
+        &CheckOptions {
+            shortest: false,
+            ..CheckOptions::default()
+        },
+    );
+    assert_eq!(c.unique_states, checked.unique_states, "{what}");
+    assert_eq!(c.transitions, checked.generated_states - 1, "{what}");
+    let kinds: Vec<&str> = c.kinds.keys().map(String::as_str).collect();
+    assert_eq!(kinds, KINDS, "{what}: every action kind is taken");
+    assert_eq!(c.steps, c.transitions + c.probes, "{what}");
+    report(what, &c);
+    c
+}
+
+#[test]
+fn every_transition_of_the_fixed_design_conforms_at_default_bounds() {
+    let m = fixed(&[]);
+    assert!(!m.late_signal);
+    let c = full_coverage("fixed, default bounds (grants 3, epochs 3, statuses 3)", &m);
+    assert_eq!((c.unique_states, c.transitions), (6_786, 12_106));
+    assert_eq!(c.probes, 45_761);
+    // The coverage run's transitions are exactly the trace set written to files.
+    assert_eq!(c.transitions, trace::trace_set(&m).len());
+}
+
+#[test]
+fn every_transition_conforms_when_the_signal_may_arrive_late() {
+    let c = full_coverage("fixed, late-signal", &fixed(&[("late-signal", "true")]));
+    assert_eq!((c.unique_states, c.transitions), (14_724, 25_255));
+}
+
+#[test]
+fn every_transition_conforms_at_the_largest_bounds() {
+    let c = full_coverage("fixed, largest bounds", &fixed(&LARGEST));
+    assert_eq!((c.unique_states, c.transitions), (19_380, 34_883));
+    let mut late = LARGEST.to_vec();
+    late.push(("late-signal", "true"));
+    let c = full_coverage("fixed, largest bounds, late-signal", &fixed(&late));
+    assert_eq!((c.unique_states, c.transitions), (49_896, 87_239));
+}
+
+#[test]
+fn every_transition_conforms_under_each_ordering() {
+    let a = full_coverage("fixed, ordering A", &fixed(&[("ordering", "a")]));
+    let b = full_coverage("fixed, ordering B", &fixed(&[("ordering", "b")]));
+    assert_eq!((a.transitions, b.transitions), (11_167, 7_699));
+}
+
+#[test]
+fn seeded_random_walks_conform_at_the_largest_bounds() {
+    let mut late = LARGEST.to_vec();
+    late.push(("late-signal", "true"));
+    let m = fixed(&late);
+    let first = walk::<LeadershipBinding>(&m, 1158, 2_000, 64).unwrap_or_else(|d| panic!("{d}"));
+    let again = walk::<LeadershipBinding>(&m, 1158, 2_000, 64).unwrap();
+    assert_eq!(first.walks, 2_000);
+    assert_eq!(
+        (first.steps, first.probes, first.longest),
+        (again.steps, again.probes, again.longest)
+    );
+    // Every walk runs until nothing is enabled; the model's paths are that long.
+    assert!(first.longest >= 20, "{first:?}");
+    assert!(first.probes >= first.steps, "{first:?}");
+    println!(
+        "walks: {} walks, {} steps, {} probes, longest {}, {:.3} s",
+        first.walks, first.steps, first.probes, first.longest, first.seconds
+    );
+}
+
+#[test]
+fn the_runtime_refuses_a_new_leader_before_the_old_runner_terminated() {
+    // The runtime builds in the environment assumption `old-runner-first`; without it
+    // the model lets the next dispatcher leader start while the old runner still runs.
+    let d = cover::<LeadershipBinding>(&fixed(&[("old-runner-first", "false")])).unwrap_err();
+    assert_eq!(d.action, "RecoverJob");
+    assert_eq!(
+        d.trace,
+        [
+            "GrantLeadership(1)",
+            "RunGrant(1)",
+            "DecideTerminal(Finished)",
+            "DeliverTerminalSignal(1)",
+            "CheckLeadershipInForward(1)",
+            "HandleRunnerResult",
+            "DispatcherFailover",
+            "RecoverJob"
+        ]
+    );
+    assert_eq!(
+        d.problem,
+        Problem::Rejected("runner for job1 of the previous dispatcher epoch is still live".into())
+    );
+}
+
+#[test]
+fn probes_at_the_initial_state_are_refused_with_typed_errors() {
+    let m = fixed(&[]);
+    let init = initial(&m);
+    let probes = LeadershipBinding::probes(&m, &init);
+    assert_eq!(
+        probes,
+        [
+            Action::RevokeLeadership(1),
+            Action::RunRevoke,
+            Action::RecoverJob
+        ]
+    );
+    let rt = LeadershipBinding::start(&m, &init);
+    let errors: Vec<String> = probes
+        .iter()
+        .map(|p| {
+            let mut probe = rt.clone();
+            let e = LeadershipBinding::step(&m, &mut probe, &init, p).unwrap_err();
+            assert_eq!(observe_runtime(&probe), observe_runtime(&rt), "{p:?}");
+            e
+        })
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "leader election: no session is issued",
+            "revoke without a preceding grant",
+            "dispatcher is already leader"
+        ]
+    );
+}
+
+/// Runs `actions` from the initial state through the binding, checking the projection
+/// after each; returns the final state and runtime.
+fn drive(m: &Leadership, actions: &[Action]) -> (State, Runtime) {
+    let file = trace::to_json(m, 0, actions).expect("a path of the model");
+    let loaded = trace::parse("t.json", &serde_json::to_string(&file).unwrap()).unwrap();
+    let r = trace::replay::<LeadershipBinding>(&loaded).unwrap();
+    assert!(r.divergence.is_none(), "{}", r.divergence.unwrap());
+    let states = trace::states_of(m, 0, actions).unwrap();
+    let last = states.last().unwrap().0;
+    let mut rt = LeadershipBinding::start(m, &states[0].0);
+    for (state, action) in &states {
+        if let Some(a) = action {
+            LeadershipBinding::step(m, &mut rt, state, a).unwrap();
+        }
+    }
+    (last, rt)
+}
+
+#[test]
+fn the_two_disagreements_conformance_found_stay_fixed() {
+    use Action::*;
+    let m = fixed(&[]);
+    // 1. The dispatcher closes the runner once it handled its result, as the model's
+    //    dispatcher (and Flink's `removeJob`) does.
+    let (_, rt) = drive(
+        &m,
+        &[
+            GrantLeadership(1),
+            RunGrant(1),
+            DecideTerminal(Status::Finished),
+            DeliverTerminalSignal(1),
+            CheckLeadershipInForward(1),
+        ],
+    );
+    let seen = observe_runtime(&rt);
+    let runner = seen.runner.unwrap();
+    assert_eq!(
+        (runner.state, runner.result),
+        (
+            steadfast::leadership::RunnerState::Stopped,
+            Some(RunnerResult::Terminal(JobStatus::Finished))
+        )
+    );
+    assert_eq!(seen.processes[0].state, ProcessState::Closing);
+    // 2. A grant whose session was revoked before the chain ran it does not flush the
+    //    cached terminal result; the runner's close does, later.
+    let (_, rt) = drive(
+        &m,
+        &[
+            GrantLeadership(1),
+            RunGrant(1),
+            RevokeLeadership(1),
+            GrantLeadership(2),
+            RevokeLeadership(2),
+            DecideTerminal(Status::Finished),
+            RunRevoke,
+            DeliverTerminalSignal(1),
+            CheckLeadershipInForward(1),
+            TerminateService(1),
+            RunGrant(2),
+        ],
+    );
+    let runner = observe_runtime(&rt).runner.unwrap();
+    assert_eq!(runner.result, None);
+    assert_eq!(runner.pending_terminal, Some(JobStatus::Finished));
+    assert_eq!(runner.current_process_leader, Some(Session(1)));
+}
+
+// ---------------------------------------------------------------------------------
+// Seeded faults. The production code has no fault switches; each fault wraps the
+// runtime and reproduces the faulty component's observable behaviour up to its first
+// divergence, which is where conformance stops and what each test pins.
+
+/// What a fault changes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fault {
+    /// Process without part 1: close completes its result NotFinished at once (its
+    /// forward callback is then due), and a terminal signal reaching it later is lost.
+    EagerNotFinished,
+    /// Runner whose revoke clears `current_process_leader`.
+    ClearsLeaderOnRevoke,
+    /// Runner without part 2's cache: nothing is ever pending.
+    NoCache,
+    /// An election that grants over an issued session (an implicit revoke).
+    GrantsOverIssued,
+}
+
+#[derive(Clone, Debug)]
+struct Faulty<const F: u8> {
+    rt: Runtime,
+    /// Processes the faulty close completed eagerly.
+    eager: Vec<Session>,
+    /// The leader the faulty revoke cleared.
+    cleared: Option<Session>,
+}
+
+const fn fault(f: u8) -> Fault {
+    match f {
+        0 => Fault::EagerNotFinished,
+        1 => Fault::ClearsLeaderOnRevoke,
+        2 => Fault::NoCache,
+        _ => Fault::GrantsOverIssued,
+    }
+}
+
+struct FaultyBinding<const F: u8>;
+
+impl<const F: u8> Binding for FaultyBinding<F> {
+    type Model = Leadership;
+    type State = State;
+    type Action = Action;
+    type Runtime = Faulty<F>;
+    type Projection = Observation;
+
+    fn start(m: &Leadership, s: &State) -> Faulty<F> {
+        Faulty {
+            rt: LeadershipBinding::start(m, s),
+            eager: Vec::new(),
+            cleared: None,
+        }
+    }
+
+    fn model_view(m: &Leadership, s: &State) -> Observation {
+        LeadershipBinding::model_view(m, s)
+    }
+
+    fn runtime_view(f: &Faulty<F>) -> Observation {
+        let mut seen = observe_runtime(&f.rt);
+        for p in seen.processes.iter_mut() {
+            if f.eager.contains(&p.session) && p.result.is_none() {
+                p.result = Some(ProcessResult::NotFinished);
+                p.forward_pending = true;
+            }
+        }
+        if let Some(r) = seen.runner.as_mut() {
+            if fault(F) == Fault::NoCache {
+                r.pending_terminal = None;
+            }
+            if f.cleared.is_some() && r.current_process_leader == f.cleared {
+                r.current_process_leader = None;
+            }
+        }
+        seen
+    }
+
+    fn step(m: &Leadership, f: &mut Faulty<F>, before: &State, a: &Action) -> Result<(), String> {
+        let running: BTreeSet<Session> = observe_runtime(&f.rt)
+            .processes
+            .iter()
+            .filter(|p| p.state == ProcessState::Running)
+            .map(|p| p.session)
+            .collect();
+        match (fault(F), a) {
+            (Fault::EagerNotFinished, Action::DeliverTerminalSignal(id)) => {
+                let session = Session(u32::from(before.processes[usize::from(*id) - 1].session));
+                if f.eager.contains(&session) {
+                    return Ok(());
+                }
+            }
+            (Fault::GrantsOverIssued, Action::GrantLeadership(_))
+                if f.rt.driver.environment().issued.is_some() =>
+            {
+                f.rt.driver.unelect().map_err(|e| e.to_string())?;
+                f.rt.driver.elect().map_err(|e| e.to_string())?;
+                return Ok(());
+            }
+            _ => {}
+        }
+        LeadershipBinding::step(m, &mut f.rt, before, a)?;
+        let after = observe_runtime(&f.rt);
+        match (fault(F), a) {
+            (Fault::EagerNotFinished, _) => {
+                for p in &after.processes {
+                    if running.contains(&p.session) && p.state == ProcessState::Closing {
+                        f.eager.push(p.session);
+                    }
+                }
+            }
+            (Fault::ClearsLeaderOnRevoke, Action::RunRevoke) => {
+                f.cleared = after.runner.and_then(|r| r.current_process_leader);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn probes(m: &Leadership, s: &State) -> Vec<Action> {
+        LeadershipBinding::probes(m, s)
+    }
+}
+
+#[test]
+fn a_process_that_completes_not_finished_on_close_is_caught_at_its_first_close() {
+    let d = cover::<FaultyBinding<0>>(&fixed(&[])).unwrap_err();
+    assert_eq!(
+        d.trace,
+        ["GrantLeadership(1)", "RunGrant(1)", "DispatcherFailover"]
+    );
+    assert_eq!(d.step, 3);
+    assert_eq!(
+        d.problem,
+        Problem::Projection(vec![
+            "processes[0].forward_pending: false | true".into(),
+            "processes[0].result: null | \"NotFinished\"".into(),
+        ])
+    );
+}
+
+#[test]
+fn a_runner_that_clears_the_leader_on_revoke_is_caught_at_the_revoke() {
+    let d = cover::<FaultyBinding<1>>(&fixed(&[])).unwrap_err();
+    assert_eq!(
+        d.trace,
+        [
+            "GrantLeadership(1)",
+            "RunGrant(1)",
+            "RevokeLeadership(1)",
+            "RunRevoke"
+        ]
+    );
+    assert_eq!(
+        d.problem,
+        Problem::Projection(vec!["runner.current_process_leader: 1 | null".into()])
+    );
+}
+
+#[test]
+fn a_runner_without_the_cache_is_caught_where_window_a_opens() {
+    let d = cover::<FaultyBinding<2>>(&fixed(&[])).unwrap_err();
+    assert_eq!(d.action, "CheckLeadershipInForward(1)");
+    assert_eq!(d.step, 6);
+    assert_eq!(
+        d.problem,
+        Problem::Projection(vec!["runner.pending_terminal: \"Finished\" | null".into()])
+    );
+    // The forward ran after the session was revoked: ordering A's window.
+    assert!(d.trace.contains(&"RevokeLeadership(1)".to_string()), "{d}");
+    assert!(!d.trace.contains(&"RunRevoke".to_string()), "{d}");
+}
+
+#[test]
+fn an_election_that_grants_over_an_issued_session_fails_a_probe() {
+    let d = cover::<FaultyBinding<3>>(&fixed(&[])).unwrap_err();
+    assert_eq!(d.trace, ["GrantLeadership(1)", "GrantLeadership(2)"]);
+    assert_eq!(d.problem, Problem::Accepted);
+}
+
+// ---------------------------------------------------------------------------------
+
+#[test]
+fn the_unpatched_reanimation_departs_where_the_process_fix_acts() {
+    let r = replay_unpatched_counterexample(&[]).unwrap();
+    let text = r.to_string();
+    println!("{text}");
+    assert_eq!(r.counterexample.len(), 9);
+    assert_eq!(r.departs_at(), Some(6));
+    let d = r.replay.divergence.as_ref().unwrap();
+    assert_eq!(d.action, "RunRevoke");
+    // The unpatched close completes NotFinished at once; the fixed process waits.
+    assert_eq!(
+        d.problem,
+        Problem::Projection(vec![
+            "processes[0].forward_pending: true | false".into(),
+            "processes[0].result: \"NotFinished\" | null".into(),
+        ])
+    );
+    assert!(r.replay.steps[..5].iter().all(|s| s.agreed));
+    assert!(text.contains("[DEPARTS] the runner's chain runs the revoke: it closes process 1, its result becomes NotFinished at once"), "{text}");
+}
+
+#[test]
+fn under_ordering_a_the_unpatched_reanimation_departs_where_the_runner_fix_acts() {
+    let r = replay_unpatched_counterexample(&[("ordering", "a")]).unwrap();
+    println!("{r}");
+    assert_eq!(r.counterexample.len(), 9);
+    assert_eq!(r.departs_at(), Some(9));
+    let d = r.replay.divergence.as_ref().unwrap();
+    // The fixed runner's chain waits for process 1's FINISHED forward to settle; the
+    // unpatched one creates process 2 at once.
+    assert_eq!(d.action, "RunGrant(2)");
+    let Problem::Projection(lines) = &d.problem else {
+        panic!("{d}")
+    };
+    assert!(lines.iter().any(|l| l.starts_with("processes:")), "{d}");
+}
+
+#[test]
+fn leadership_trace_files_round_trip_and_bad_ones_get_named_errors() {
+    let m = fixed(&[]);
+    let (init, actions) = trace::trace_set(&m).pop().expect("a longest trace");
+    let json = serde_json::to_string(&trace::to_json(&m, init, &actions).unwrap()).unwrap();
+    let itf = serde_json::to_string(&trace::to_itf(&m, init, &actions).unwrap()).unwrap();
+    for (name, text) in [("t.json", &json), ("t.itf.json", &itf)] {
+        let loaded = trace::parse(name, text).unwrap();
+        let r = trace::replay::<LeadershipBinding>(&loaded).unwrap();
+        assert!(r.divergence.is_none(), "{name}");
+        assert_eq!(r.steps.len(), actions.len(), "{name}");
+    }
+    // A trace of another model.
+    let mut other = trace::to_json(&m, init, &actions).unwrap();
+    other.model = "durable".into();
+    let loaded = trace::parse("o.json", &serde_json::to_string(&other).unwrap()).unwrap();
+    assert_eq!(
+        trace::replay::<LeadershipBinding>(&loaded).unwrap_err(),
+        TraceError::WrongModel {
+            file: "o.json".into(),
+            found: "durable".into(),
+            expected: "leadership".into()
+        }
+    );
+    // An action the leadership model does not have.
+    let mut unknown = trace::to_json(&m, init, &actions).unwrap();
+    unknown.steps[2].action = Some(serde_json::json!({ "PromoteStandby": 1 }));
+    let loaded = trace::parse("u.json", &serde_json::to_string(&unknown).unwrap()).unwrap();
+    let e = trace::replay::<LeadershipBinding>(&loaded)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("u.json: step 2: unknown action {\"PromoteStandby\":1}"),
+        "{e}"
+    );
+}
+
+/// The model's single initial state.
+fn initial(m: &Leadership) -> State {
+    use stateright::Model;
+    let inits = m.init_states();
+    assert_eq!(inits.len(), 1);
+    inits[0]
+}
