@@ -16,7 +16,7 @@ use crate::models::{with_binding, with_spec, BOUND};
 
 /// `conform [MODEL] [--design D] [--SETTING V]... [--walks N] [--walk-length N] [--seed S]`
 pub fn conform(rest: &[String]) -> Result<ExitCode, UsageError> {
-    let mut args = Args::parse(rest, &[])?;
+    let args = Args::parse(rest, &[])?;
     args.no_more_positionals(1)?;
     let names: Vec<String> = match args.positional.first() {
         Some(n) => vec![n.clone()],

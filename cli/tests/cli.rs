@@ -265,3 +265,78 @@ fn explorer_on_a_taken_port_is_a_usage_error() {
         stderr(&o)
     );
 }
+
+// ---- Conformance commands ----
+
+#[test]
+fn conform_replays_every_leadership_transition() {
+    let o = steadfast(&["conform", "leadership"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("6786 unique states, 12106 transitions replayed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn departs_names_the_step_where_the_fix_acts() {
+    let o = steadfast(&["departs", "leadership"]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("6. [DIFFER] the runner's chain runs the revoke"),
+        "{text}"
+    );
+    assert!(text.contains("diverge at step 6 (RunRevoke)"), "{text}");
+}
+
+#[test]
+fn traces_written_as_itf_replay_and_bad_files_are_named() {
+    let dir = std::env::temp_dir().join(format!("steadfast-cli-traces-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.to_str().unwrap();
+    let o = steadfast(&[
+        "traces",
+        "leadership",
+        "--out",
+        out,
+        "--format",
+        "itf",
+        "--grants",
+        "1",
+        "--epochs",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.starts_with("wrote 96 of 96 traces"), "{text}");
+    let last = dir.join("leadership-fixed-000095.itf.json");
+    let o = steadfast(&["replay", last.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("agrees with the model at every step"));
+
+    let cut = dir.join("cut.json");
+    let full = std::fs::read_to_string(&last).unwrap();
+    std::fs::write(&cut, &full[..full.len() / 2]).unwrap();
+    let o = steadfast(&["replay", cut.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("cut.json: not a trace file"),
+        "{}",
+        stderr(&o)
+    );
+    let o = steadfast(&["replay", dir.join("missing.json").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("missing.json: cannot read"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
