@@ -116,11 +116,12 @@ pub fn growth(points: &[(u64, u64)]) -> String {
     }
 }
 
-/// Each integer bound of the fixed design grown from its default until a run takes more
-/// than `limit` seconds or the bound's maximum is reached.
+/// Each integer bound of the fixed design grown from its smallest value (the others at
+/// their defaults) until a run takes more than `limit` seconds or the bound's maximum is
+/// reached.
 fn scaling<M: Spec>(limit: f64, out: &mut String) -> Result<(), UsageError> {
     for p in M::params() {
-        let ParamKind::Int { default, max, .. } = p.kind else {
+        let ParamKind::Int { min, max, .. } = p.kind else {
             continue;
         };
         let mut rows = vec![vec![
@@ -131,7 +132,7 @@ fn scaling<M: Spec>(limit: f64, out: &mut String) -> Result<(), UsageError> {
             "peak MiB".into(),
         ]];
         let mut points = Vec::new();
-        for value in default..=max {
+        for value in min..=max {
             let r = child(&[
                 M::NAME.to_string(),
                 "--design".into(),
