@@ -67,7 +67,7 @@ fn runtime(c: &mut Criterion) {
     let mut probe = Runner::new(JobId(1));
     for e in &events {
         probe
-            .handle(e.clone())
+            .handle(*e)
             .expect("the lifecycle is a valid event sequence");
     }
     let mut g = c.benchmark_group("leadership_runtime");

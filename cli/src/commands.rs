@@ -230,7 +230,7 @@ fn cell(row: &VerdictRow) -> String {
 }
 
 /// Distinct values of a column, in first-seen order.
-fn distinct<'a>(rows: &'a [VerdictRow], f: impl Fn(&VerdictRow) -> &'static str) -> Vec<&'a str> {
+fn distinct(rows: &[VerdictRow], f: impl Fn(&VerdictRow) -> &'static str) -> Vec<&str> {
     let mut seen = Vec::new();
     for r in rows {
         let v = f(r);
