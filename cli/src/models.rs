@@ -29,7 +29,7 @@ macro_rules! with_spec {
 pub(crate) use with_spec;
 
 /// Models bound to a runtime, in the order tables list them.
-pub const BOUND: &[&str] = &[];
+pub const BOUND: &[&str] = &["durable"];
 
 /// `with_binding!(name, B => expr)`: like [`with_spec!`], with `B` bound to the
 /// conformance binding of the model called `name`.
@@ -37,6 +37,10 @@ macro_rules! with_binding {
     ($name:expr, $b:ident => $body:expr) => {{
         #[allow(unreachable_code, clippy::match_single_binding)]
         match $name {
+            "durable" => {
+                type $b = steadfast_conformance::durable::DurableBinding;
+                $body
+            }
             other => Err($crate::args::UsageError(format!(
                 "model `{other}` is not bound to a runtime (bound: {})",
                 $crate::models::BOUND.join(", ")

@@ -39,9 +39,8 @@ use serde_json::json;
 use stateright::Model;
 use steadfast::durable::store::decode_record;
 use steadfast::durable::{
-    partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint,
-    Datum, Effect, Event, Log, MemoryLog, Operator, OperatorError, Scheduling, SendFault,
-    StateKey as ImplKey,
+    partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Datum, Effect, Event,
+    Log, MemoryLog, Operator, OperatorError, Scheduling, SendFault, StateKey as ImplKey,
 };
 use steadfast_model::durable::{
     self as model, Action, ActionState, Durable, Phase, Record, StateKey, NONE,
@@ -181,6 +180,8 @@ struct Pending {
 /// The operator and its environment.
 pub struct Runtime<V: Variant> {
     names: Arc<Names>,
+    /// The model renumbers offsets by rank: views compare offsets by rank too.
+    ranked_offsets: bool,
     log: V::Log,
     op: Option<Operator<V::Log>>,
     /// Per model key, the call the operator asked for and the supplier has not run.
@@ -204,6 +205,7 @@ impl<V: Variant> Clone for Runtime<V> {
         let log = V::fork(&self.log);
         Runtime {
             names: Arc::clone(&self.names),
+            ranked_offsets: self.ranked_offsets,
             op: self.op.as_ref().map(|op| op.fork(log.clone())),
             log,
             requested: self.requested.clone(),
@@ -220,14 +222,14 @@ impl<V: Variant> Clone for Runtime<V> {
 }
 
 impl<V: Variant> Runtime<V> {
-    fn new(names: Names) -> Runtime<V> {
+    fn new(names: Names, ranked_offsets: bool) -> Runtime<V> {
         let log = V::open(names.partitions);
-        let mut op =
-            Operator::new(names.defs(), log.clone()).expect("action names are distinct");
+        let mut op = Operator::new(names.defs(), log.clone()).expect("action names are distinct");
         op.set_scheduling(Scheduling::Stepwise);
         Runtime {
             committed: vec![Vec::new(); names.keys.len()],
             names: Arc::new(names),
+            ranked_offsets,
             log,
             op: Some(op),
             requested: BTreeMap::new(),
@@ -477,6 +479,29 @@ pub struct View {
     pub problems: Vec<String>,
 }
 
+/// Replaces every offset of `view` by its rank among the partition's offsets in the
+/// view (end, latest records, markers): what the model's `compact-offsets` keeps of
+/// them (order and equality). Used only when the model compacts.
+fn rank_offsets(view: &mut View) {
+    for (p, part) in view.log.iter_mut().enumerate() {
+        let mut seen: Vec<u64> = part.latest.iter().map(|l| l.offset).collect();
+        seen.push(part.end);
+        for c in view.pending.iter().chain(view.completed.iter()) {
+            seen.extend(c.marker.get(p));
+        }
+        seen.sort_unstable();
+        seen.dedup();
+        let rank = |v: &mut u64| *v = seen.partition_point(|u| u < v) as u64;
+        part.latest.iter_mut().for_each(|l| rank(&mut l.offset));
+        rank(&mut part.end);
+        for c in view.pending.iter_mut().chain(view.completed.iter_mut()) {
+            if let Some(m) = c.marker.get_mut(p) {
+                rank(m);
+            }
+        }
+    }
+}
+
 fn state_view(st: ActionState) -> StateView {
     StateView {
         calls: u64::from(st.calls),
@@ -556,8 +581,8 @@ impl<V: Variant> Conformant<V> {
                 .map(|k| {
                     let phase = s.phase_of(k);
                     // The put that failed ended its action.
-                    let ended = s.failed
-                        && matches!(phase, Phase::AwaitPut(_) | Phase::AwaitCompletion);
+                    let ended =
+                        s.failed && matches!(phase, Phase::AwaitPut(_) | Phase::AwaitCompletion);
                     KeyView {
                         next_seq: u64::from(s.next_seq[k]),
                         finished: u64::from(s.finished[k]),
@@ -619,7 +644,7 @@ impl<V: Variant> Conformant<V> {
                 runs: u64::from(s.runs(sk, c)),
             })
             .collect();
-        View {
+        let mut view = View {
             up: !s.down,
             failed: s.failed,
             keys,
@@ -632,7 +657,11 @@ impl<V: Variant> Conformant<V> {
                 .collect(),
             supplier_calls,
             problems: Vec::new(),
+        };
+        if b.compact_offsets {
+            rank_offsets(&mut view);
         }
+        view
     }
 
     fn view_runtime(rt: &Runtime<V>) -> View {
@@ -742,7 +771,7 @@ impl<V: Variant> Conformant<V> {
             }
         }
         supplier_calls.sort_by_key(|c| (c.state_key, c.call));
-        View {
+        let mut view = View {
             up: rt.op.is_some(),
             failed: rt.op.as_ref().is_some_and(|op| op.failure().is_some()),
             keys,
@@ -753,7 +782,11 @@ impl<V: Variant> Conformant<V> {
             committed: rt.committed.clone(),
             supplier_calls,
             problems,
+        };
+        if rt.ranked_offsets {
+            rank_offsets(&mut view);
         }
+        view
     }
 
     fn drive(m: &Durable, rt: &mut Runtime<V>, s: &model::State, a: &Action) -> Result<(), String> {
@@ -959,7 +992,7 @@ impl<V: Variant> Binding for Conformant<V> {
     type Projection = View;
 
     fn start(model: &Durable, _init: &model::State) -> Runtime<V> {
-        Runtime::new(Names::new(&model.bounds))
+        Runtime::new(Names::new(&model.bounds), model.bounds.compact_offsets)
     }
 
     fn model_view(model: &Durable, state: &model::State) -> View {

@@ -131,15 +131,36 @@ fn every_transition_with_a_restart_from_nothing() {
 fn every_transition_of_one_key_with_two_actions_and_three_inputs() {
     let m = model(
         "fixed",
-        &[("keys", "1"), ("inputs", "3"), ("actions", "2"), ("crashes", "2")],
+        &[
+            ("keys", "1"),
+            ("inputs", "3"),
+            ("actions", "2"),
+            ("crashes", "2"),
+        ],
     );
-    full_coverage("fixed, one key, 3 inputs x 2 actions", &m, &SYNCHRONOUS_KINDS);
+    full_coverage(
+        "fixed, one key, 3 inputs x 2 actions",
+        &m,
+        &SYNCHRONOUS_KINDS,
+    );
 }
 
 #[test]
 fn every_transition_with_two_partitions() {
     let m = model("fixed", &[("partitions", "2")]);
     full_coverage("fixed, two partitions", &m, &SYNCHRONOUS_KINDS);
+}
+
+#[test]
+fn compacted_offsets_are_compared_by_rank() {
+    // With the model's default `compact-offsets`, both views rank their offsets.
+    let m = model(
+        "fixed",
+        &[("compact-offsets", "true"), ("keys", "1"), ("inputs", "2")],
+    );
+    let c = cover::<DurableBinding>(&m).unwrap_or_else(|d| panic!("{d}"));
+    let real = cover::<DurableBinding>(&model("fixed", &[("keys", "1"), ("inputs", "2")])).unwrap();
+    assert!(c.unique_states < real.unique_states);
 }
 
 #[test]
@@ -169,7 +190,10 @@ fn seeded_walks_at_larger_bounds() {
     );
     assert_eq!(w.walks, 300);
     let again = walk::<DurableBinding>(&m, 1158, 300, 400).unwrap();
-    assert_eq!((w.steps, w.probes, w.longest), (again.steps, again.probes, again.longest));
+    assert_eq!(
+        (w.steps, w.probes, w.longest),
+        (again.steps, again.probes, again.longest)
+    );
 }
 
 /// The unpatched marker: every checkpoint's marker is the log's end offset.
@@ -302,7 +326,11 @@ fn cache_before_ack_diverges_at_the_first_failed_send() {
         .iter()
         .map(|f| f.split(':').next().unwrap())
         .collect();
-    assert_eq!(names, ["cache", "failed", "keys[0].in_progress"], "{fields:?}");
+    assert_eq!(
+        names,
+        ["cache", "failed", "keys[0].in_progress"],
+        "{fields:?}"
+    );
     // Without a failed send the swallowed errors are invisible: it conforms.
     let quiet = model("fixed", &[("keys", "1"), ("inputs", "2")]);
     assert!(cover::<Conformant<CacheBeforeAck>>(&quiet).is_ok());
