@@ -29,7 +29,7 @@ macro_rules! with_spec {
 pub(crate) use with_spec;
 
 /// Models bound to a runtime, in the order tables list them.
-pub const BOUND: &[&str] = &["leadership"];
+pub const BOUND: &[&str] = &["leadership", "durable"];
 
 /// `with_binding!(name, B => expr)`: like [`with_spec!`], with `B` bound to the
 /// conformance binding of the model called `name`.
@@ -39,6 +39,10 @@ macro_rules! with_binding {
         match $name {
             "leadership" => {
                 type $b = steadfast_conformance::leadership::LeadershipBinding;
+                $body
+            }
+            "durable" => {
+                type $b = steadfast_conformance::durable::DurableBinding;
                 $body
             }
             other => Err($crate::args::UsageError(format!(

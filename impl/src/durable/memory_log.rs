@@ -9,7 +9,8 @@
 //! flush or until the interval passes, like a Kafka producer's `linger.ms`.
 //!
 //! The log is shared: clones see the same records, so a test can drop an operator
-//! (a crash) and restore a new one over the same "broker".
+//! (a crash) and restore a new one over the same "broker". [`MemoryLog::fork`] makes
+//! an independent copy instead (conformance runs branch at every state).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -34,6 +35,7 @@ pub enum SendFault {
     LandUnacked,
 }
 
+#[derive(Clone)]
 struct Pending {
     id: u64,
     partition: Partition,
@@ -42,7 +44,7 @@ struct Pending {
     fault: Option<SendFault>,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct State {
     partitions: Vec<Vec<LogRecord>>,
     acks: HashMap<u64, AckPoll>,
@@ -172,6 +174,20 @@ impl MemoryLog {
             .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// An independent copy: the same records, queued faults, linger setting and
+    /// unresolved sends, sharing nothing with this log afterwards. Acknowledgement
+    /// handles of earlier sends keep referring to this log.
+    pub fn fork(&self) -> Self {
+        let mut state = self.lock().clone();
+        state.waiters = 0;
+        MemoryLog {
+            shared: Arc::new(Shared {
+                state: Mutex::new(state),
+                wake: Condvar::new(),
+            }),
+        }
     }
 
     /// Apply `fault` to the next send that has no fault queued yet.

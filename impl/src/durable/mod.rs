@@ -31,7 +31,7 @@ pub use log::{
 pub use memory_log::{MemoryAck, MemoryLog, SendFault};
 pub use operator::{
     ActionBody, ActionDef, ActionStep, CallChain, Checkpoint, Effect, Event, KeyState, Operator,
-    OperatorError, PendingInput, QueuedAction,
+    OperatorError, PendingInput, QueuedAction, Scheduling,
 };
 pub use projection::{
     CachedState, CallCount, KeyProjection, LoggedState, OutputRecord, Projection,

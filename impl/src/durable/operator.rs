@@ -14,6 +14,13 @@
 //! calls and outputs are effects. A snapshot captures the keyed state and the
 //! recovery marker built from the same keyed state's completed-sequence
 //! boundaries; restore rebuilds the store from that marker.
+//!
+//! [`Scheduling`] says how much work one event does. `Eager` runs a key's work
+//! until it waits on a call (a restored job resumes at once). `Stepwise` is the
+//! continuation executor's mailbox: starting an action and an action's completion
+//! put are each their own step, taken on [`Event::Continue`], so a checkpoint
+//! barrier or another key's work can come in between (the window in which a
+//! checkpoint sees an action queued after its first call was saved).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -110,6 +117,19 @@ impl ActionBody for CallChain {
     }
 }
 
+/// How much of a key's work one event does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Scheduling {
+    /// Run a key's work until it waits on a call or has nothing left.
+    #[default]
+    Eager,
+    /// One step per [`Event::Continue`]: the start of the queue's head (reusing its
+    /// saved results up to the first call it must make), or a finished action's
+    /// completion put. An input only queues; a call's saved result only leads to
+    /// the next call or to a finished action awaiting its completion step.
+    Stepwise,
+}
+
 /// One queued action of a key's current input (checkpointed).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueuedAction {
@@ -178,8 +198,14 @@ pub enum Event {
         /// What it returned.
         outcome: CallOutcome,
     },
-    /// Start running the actions a restore brought back.
+    /// Start running the actions a restore brought back (eager scheduling; with
+    /// stepwise scheduling each key goes on with [`Event::Continue`]).
     Resume,
+    /// Take the key's next step (stepwise scheduling; see [`Operator::ready_keys`]).
+    Continue {
+        /// The key.
+        key: String,
+    },
 }
 
 /// Effects the operator asks its driver to carry out.
@@ -229,6 +255,10 @@ pub enum OperatorError {
     /// Two actions share one name.
     #[error("duplicate action name {0:?}")]
     DuplicateAction(String),
+    /// [`Event::Continue`] for a key with no step to take (idle, or waiting for a
+    /// call's outcome); the operator is unchanged.
+    #[error("key {0:?} has no step to continue")]
+    NothingToContinue(String),
 }
 
 impl From<StoreError> for OperatorError {
@@ -241,6 +271,7 @@ impl From<StoreError> for OperatorError {
 }
 
 /// An outstanding durable call of a key (not checkpointed).
+#[derive(Clone)]
 struct Running {
     call: CallRef,
     function: String,
@@ -249,8 +280,12 @@ struct Running {
 }
 
 enum Progress {
+    /// Waiting for a call's outcome.
     Waiting,
+    /// The action's saved state is completed: nothing to put.
     Completed,
+    /// The body finished; the completion put is the key's next step.
+    Finishing,
 }
 
 /// The action execution operator.
@@ -259,6 +294,9 @@ pub struct Operator<L: Log> {
     store: ActionStateStore<L>,
     keys: BTreeMap<String, KeyState>,
     running: BTreeMap<String, Running>,
+    /// Per key, a finished action's completed state awaiting its put.
+    completing: BTreeMap<String, (StateKey, ActionState)>,
+    scheduling: Scheduling,
     pending_checkpoints: BTreeMap<u64, BTreeMap<String, u64>>,
     cancel: Cancellation,
     failed: Option<String>,
@@ -315,6 +353,8 @@ impl<L: Log> Operator<L> {
             store,
             keys: BTreeMap::new(),
             running: BTreeMap::new(),
+            completing: BTreeMap::new(),
+            scheduling: Scheduling::default(),
             pending_checkpoints: BTreeMap::new(),
             cancel,
             failed: None,
@@ -373,6 +413,8 @@ impl<L: Log> Operator<L> {
                 store,
                 keys: checkpoint.keys.clone(),
                 running: BTreeMap::new(),
+                completing: BTreeMap::new(),
+                scheduling: Scheduling::default(),
                 pending_checkpoints: BTreeMap::new(),
                 cancel,
                 failed: None,
@@ -392,21 +434,52 @@ impl<L: Log> Operator<L> {
             Event::CallReturned { call, outcome } => self.on_call(call, outcome, &mut effects),
             Event::Resume => {
                 tracing::info!(component = "durable.operator", event = "resume");
-                let keys: Vec<String> = self.keys.keys().cloned().collect();
-                keys.into_iter()
-                    .try_for_each(|k| self.drive(&k, &mut effects))
+                match self.scheduling {
+                    Scheduling::Eager => {
+                        let keys: Vec<String> = self.keys.keys().cloned().collect();
+                        keys.into_iter()
+                            .try_for_each(|k| self.drive(&k, &mut effects))
+                    }
+                    Scheduling::Stepwise => Ok(()),
+                }
             }
+            Event::Continue { key } => self.on_continue(key, &mut effects),
         };
         match result {
             Ok(()) => Ok(effects),
             Err(err) => {
-                if !matches!(err, OperatorError::UnexpectedCall(_)) {
+                if !matches!(
+                    err,
+                    OperatorError::UnexpectedCall(_) | OperatorError::NothingToContinue(_)
+                ) {
                     tracing::error!(component = "durable.operator", event = "failed", error = %err);
                     self.failed = Some(err.to_string());
                 }
                 Err(err)
             }
         }
+    }
+
+    fn on_continue(&mut self, key: String, effects: &mut Vec<Effect>) -> Result<(), OperatorError> {
+        if !self.is_ready(&key) {
+            return Err(OperatorError::NothingToContinue(key));
+        }
+        match self.scheduling {
+            Scheduling::Eager => self.drive(&key, effects),
+            Scheduling::Stepwise => self.step(&key, effects).map(|_| ()),
+        }
+    }
+
+    /// Whether the key has a step to take without outside input.
+    fn is_ready(&self, key: &str) -> bool {
+        if self.running.contains_key(key) {
+            return false;
+        }
+        self.completing.contains_key(key)
+            || self
+                .keys
+                .get(key)
+                .is_some_and(|ks| !ks.queue.is_empty() || !ks.pending_inputs.is_empty())
     }
 
     fn on_input(
@@ -421,7 +494,10 @@ impl<L: Log> Operator<L> {
         ks.pending_inputs
             .push_back(PendingInput { seq, input: value });
         tracing::debug!(component = "durable.operator", event = "input", key = %key, seq);
-        self.drive(&key, effects)
+        match self.scheduling {
+            Scheduling::Eager => self.drive(&key, effects),
+            Scheduling::Stepwise => Ok(()),
+        }
     }
 
     fn on_call(
@@ -452,58 +528,83 @@ impl<L: Log> Operator<L> {
             action = %call.action,
             index = call.index,
         );
-        self.drive(&call.key, effects)
+        match self.scheduling {
+            Scheduling::Eager => self.drive(&call.key, effects),
+            // The action goes on to its next call, or to its completion step.
+            Scheduling::Stepwise => self.step(&call.key, effects).map(|_| ()),
+        }
     }
 
     /// Run the key's work until it waits on a call or has nothing left.
     fn drive(&mut self, key: &str, effects: &mut Vec<Effect>) -> Result<(), OperatorError> {
-        loop {
-            if self.running.contains_key(key) {
-                return Ok(());
-            }
-            let Some(ks) = self.keys.get_mut(key) else {
-                return Ok(());
+        while !self.running.contains_key(key) && self.step(key, effects)? {}
+        Ok(())
+    }
+
+    /// One step of the key's work: a finished action's completion put, or the start
+    /// of the queue's head (starting the next pending input if the queue is empty).
+    /// Returns whether the key has more to do without outside input.
+    fn step(&mut self, key: &str, effects: &mut Vec<Effect>) -> Result<bool, OperatorError> {
+        if let Some((sk, state)) = self.completing.remove(key) {
+            self.store.put(&sk, state)?;
+            self.action_done(key, effects);
+            return Ok(true);
+        }
+        let Some(ks) = self.keys.get_mut(key) else {
+            return Ok(false);
+        };
+        let Some(head) = ks.queue.front().cloned() else {
+            let Some(next) = ks.pending_inputs.pop_front() else {
+                return Ok(false);
             };
-            let Some(head) = ks.queue.front().cloned() else {
-                let Some(next) = ks.pending_inputs.pop_front() else {
-                    return Ok(());
-                };
-                for a in &self.actions {
-                    ks.queue.push_back(QueuedAction {
-                        seq: next.seq,
-                        action: a.name.clone(),
-                        input: next.input.clone(),
-                    });
-                }
-                tracing::debug!(
-                    component = "durable.operator",
-                    event = "input_started",
-                    key,
-                    seq = next.seq,
-                    actions = self.actions.len(),
-                );
-                if self.actions.is_empty() {
-                    self.finish_input(key, next.seq, effects);
-                }
-                continue;
-            };
-            match self.run_action(key, &head, effects)? {
-                Progress::Waiting => return Ok(()),
-                Progress::Completed => {
-                    let ks = self.keys.get_mut(key).expect("key present");
-                    ks.queue.pop_front();
-                    tracing::debug!(
-                        component = "durable.operator",
-                        event = "action_completed",
-                        key,
-                        seq = head.seq,
-                        action = %head.action,
-                    );
-                    if ks.queue.is_empty() {
-                        self.finish_input(key, head.seq, effects);
-                    }
-                }
+            for a in &self.actions {
+                ks.queue.push_back(QueuedAction {
+                    seq: next.seq,
+                    action: a.name.clone(),
+                    input: next.input.clone(),
+                });
             }
+            tracing::debug!(
+                component = "durable.operator",
+                event = "input_started",
+                key,
+                seq = next.seq,
+                actions = self.actions.len(),
+            );
+            if self.actions.is_empty() {
+                self.finish_input(key, next.seq, effects);
+                return Ok(true);
+            }
+            return self.step(key, effects);
+        };
+        match self.run_action(key, &head, effects)? {
+            Progress::Waiting => Ok(false),
+            Progress::Finishing => Ok(true),
+            Progress::Completed => {
+                self.action_done(key, effects);
+                Ok(true)
+            }
+        }
+    }
+
+    /// The queue's head action completed: drop it; the input's last action
+    /// finishes the input.
+    fn action_done(&mut self, key: &str, effects: &mut Vec<Effect>) {
+        let Some(ks) = self.keys.get_mut(key) else {
+            return;
+        };
+        let Some(head) = ks.queue.pop_front() else {
+            return;
+        };
+        tracing::debug!(
+            component = "durable.operator",
+            event = "action_completed",
+            key,
+            seq = head.seq,
+            action = %head.action,
+        );
+        if ks.queue.is_empty() {
+            self.finish_input(key, head.seq, effects);
         }
     }
 
@@ -632,8 +733,8 @@ impl<L: Log> Operator<L> {
                     state.call_results.clear();
                     state.completed = true;
                     state.output = Some(output);
-                    self.store.put(&sk, state)?;
-                    return Ok(Progress::Completed);
+                    self.completing.insert(key.to_string(), (sk, state));
+                    return Ok(Progress::Finishing);
                 }
             }
         }
@@ -688,6 +789,62 @@ impl<L: Log> Operator<L> {
             known,
         );
         known
+    }
+
+    /// Choose how much of a key's work one event does.
+    pub fn set_scheduling(&mut self, scheduling: Scheduling) {
+        self.scheduling = scheduling;
+    }
+
+    /// How much of a key's work one event does.
+    pub fn scheduling(&self) -> Scheduling {
+        self.scheduling
+    }
+
+    /// Keys with a step to take on [`Event::Continue`] (stepwise scheduling).
+    pub fn ready_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.keys.keys().cloned().collect();
+        keys.extend(self.completing.keys().cloned());
+        keys.sort();
+        keys.dedup();
+        keys.retain(|k| self.is_ready(k));
+        keys
+    }
+
+    /// Keys with an action in progress: waiting for a call's outcome, or finished
+    /// and awaiting its completion put.
+    pub fn keys_in_progress(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .running
+            .keys()
+            .chain(self.completing.keys())
+            .cloned()
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    /// An independent copy of this operator over `log`, which should hold the same
+    /// records (a copy of the log: with a shared log the two would write into each
+    /// other's partitions). The copy's cancellation signal is its own, set if this
+    /// one's is.
+    pub fn fork<M: Log>(&self, log: M) -> Operator<M> {
+        let cancel = Cancellation::new();
+        if self.cancel.is_cancelled() {
+            cancel.cancel();
+        }
+        Operator {
+            actions: self.actions.clone(),
+            store: self.store.fork(log, cancel.clone()),
+            keys: self.keys.clone(),
+            running: self.running.clone(),
+            completing: self.completing.clone(),
+            scheduling: self.scheduling,
+            pending_checkpoints: self.pending_checkpoints.clone(),
+            cancel,
+            failed: self.failed.clone(),
+        }
     }
 
     /// The keyed state.

@@ -104,6 +104,7 @@ pub struct PruneReport {
 /// Records fetched per read during a rebuild.
 const REBUILD_BATCH: usize = 512;
 
+#[derive(Clone)]
 struct Tracked {
     state: ActionState,
     partition: Partition,
@@ -160,6 +161,21 @@ impl<L: Log> ActionStateStore<L> {
             by_key: BTreeMap::new(),
             cancel,
             order: PutOrder::default(),
+            key_buf: Vec::new(),
+            value_buf: Vec::new(),
+        }
+    }
+
+    /// An independent copy of this store (cache, tracking, put order) over `log`,
+    /// whose puts observe `cancel`. `log` should hold the same records.
+    pub fn fork<M: Log>(&self, log: M, cancel: Cancellation) -> ActionStateStore<M> {
+        ActionStateStore {
+            log,
+            partitions: self.partitions,
+            states: self.states.clone(),
+            by_key: self.by_key.clone(),
+            cancel,
+            order: self.order,
             key_buf: Vec::new(),
             value_buf: Vec::new(),
         }

@@ -1,0 +1,1018 @@
+//! The durable-actions model (`steadfast_model::durable`, flink-agents issue 1158) bound to
+//! the production operator and action state store (`steadfast::durable`).
+//!
+//! The runtime is the operator with stepwise scheduling over an in-memory log with fault
+//! injection, plus the environment the model's choices configure: a scripted supplier, a
+//! source that delivers one input at a time, a checkpoint coordinator and a sink that
+//! commits outputs per completed checkpoint. Cloning a runtime copies the log too
+//! ([`MemoryLog::fork`]), so the branches of the state graph never share records.
+//!
+//! Mapping of the model's steps (the impl implements the `fixed` design):
+//! - `DeliverInput(k)`: [`Event::Input`] with the key's next sequence number as value;
+//! - `StartAction(k)`: [`Event::Continue`], the start of the queue's head (the operator
+//!   reuses saved results as far as they go, then asks for a call or awaits completion);
+//! - `ReuseResult(k)`: nothing; checked: the operator did not ask for that call;
+//! - `CallSupplier(k)`: the supplier runs for the call the operator asked for, which must
+//!   be the model's call (same state key and index); its outcome is held back;
+//! - `SendPut(k)`, `CompleteAction(k)`: nothing yet. A put is synchronous in the
+//!   runtime (send, flush, await the acknowledgement), so it happens at the step that
+//!   resolves it: `AckPut` delivers the held outcome (or, for a completion, continues the
+//!   key), `FailPut { landed }` does so with [`SendFault::FailBeforeLanding`] /
+//!   [`SendFault::FailAfterLanding`] queued on the log, `Crash { landed: true }` with
+//!   [`SendFault::LandUnacked`] queued and the task's cancellation set (the put's wait
+//!   ends cancelled) before the crash; `Crash { landed: false }` drops it;
+//! - `TriggerCheckpoint`: [`Operator::snapshot`]; `CompleteCheckpoint`:
+//!   [`Operator::checkpoint_complete`] and the sink commits what was emitted before the
+//!   snapshot;
+//! - `Crash`: the operator, held calls, the pending checkpoint and uncommitted outputs
+//!   are dropped; `Restore`: [`Operator::restore`] from the completed checkpoint over the
+//!   same log ([`Operator::new`] without one).
+//!
+//! The projection ([`View`]) is described field by field in `specs/conformance.md`.
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::json;
+use stateright::Model;
+use steadfast::durable::store::decode_record;
+use steadfast::durable::{
+    partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Datum, Effect, Event,
+    Log, MemoryLog, Operator, OperatorError, Scheduling, SendFault, StateKey as ImplKey,
+};
+use steadfast_model::durable::{
+    self as model, Action, ActionState, Durable, Phase, Record, StateKey, NONE,
+};
+
+use crate::Binding;
+
+/// The log behind the operator and the hooks that test variants use to re-introduce a
+/// bug around the production code (never inside it).
+pub trait Variant: 'static {
+    /// The log the operator writes to.
+    type Log: Log + Clone;
+    /// A fresh log with `partitions` partitions.
+    fn open(partitions: u32) -> Self::Log;
+    /// An independent copy of `log`.
+    fn fork(log: &Self::Log) -> Self::Log;
+    /// Queue `fault` for the log's next send.
+    fn inject(log: &Self::Log, fault: SendFault);
+    /// Called with every checkpoint just taken.
+    fn after_snapshot(_log: &mut Self::Log, _checkpoint: &mut Checkpoint) {}
+}
+
+/// The production runtime: the memory log, checkpoints as the operator takes them.
+pub struct Production;
+
+impl Variant for Production {
+    type Log = MemoryLog;
+    fn open(partitions: u32) -> MemoryLog {
+        MemoryLog::new(partitions)
+    }
+    fn fork(log: &MemoryLog) -> MemoryLog {
+        log.fork()
+    }
+    fn inject(log: &MemoryLog, fault: SendFault) {
+        log.inject_send_fault(fault);
+    }
+}
+
+/// The binding, generic over the runtime variant.
+pub struct Conformant<V>(PhantomData<V>);
+
+/// The durable model bound to the production runtime.
+pub type DurableBinding = Conformant<Production>;
+
+/// Names of the runtime's keys and actions for the model's indices.
+#[derive(Debug)]
+pub struct Names {
+    /// Key name per model key; key `k`'s name hashes to partition `k mod partitions`,
+    /// the model's placement.
+    pub keys: Vec<String>,
+    /// Action name per model action index.
+    pub actions: Vec<String>,
+    /// Durable calls per action.
+    pub calls: u8,
+    /// Log partitions.
+    pub partitions: u32,
+}
+
+impl Names {
+    fn new(bounds: &model::Bounds) -> Names {
+        let partitions = u32::from(bounds.partitions);
+        let keys = (0..bounds.keys)
+            .map(|k| {
+                let want = u32::from(k % bounds.partitions);
+                (0u32..)
+                    .map(|n| format!("key{k}.{n}"))
+                    .find(|name| partition_for(name, partitions) == want)
+                    .expect("some name hashes to every partition")
+            })
+            .collect();
+        Names {
+            keys,
+            actions: (0..bounds.actions).map(|a| format!("action{a}")).collect(),
+            calls: bounds.calls,
+            partitions,
+        }
+    }
+
+    fn key_index(&self, name: &str) -> Option<u8> {
+        self.keys.iter().position(|k| k == name).map(|i| i as u8)
+    }
+
+    fn action_index(&self, name: &str) -> Option<u8> {
+        self.actions.iter().position(|a| a == name).map(|i| i as u8)
+    }
+
+    fn defs(&self) -> Vec<ActionDef> {
+        let functions: Vec<String> = (0..self.calls).map(|c| format!("f{c}")).collect();
+        self.actions
+            .iter()
+            .map(|a| ActionDef::new(a.clone(), CallChain::new(functions.clone())))
+            .collect()
+    }
+
+    fn state_key(&self, sk: StateKey) -> ImplKey {
+        ImplKey {
+            key: self.keys[sk.key as usize].clone(),
+            seq: u64::from(sk.seq),
+            action: self.actions[sk.action as usize].clone(),
+        }
+    }
+
+    fn view_of(&self, sk: &ImplKey) -> Result<StateKeyView, String> {
+        match (self.key_index(&sk.key), self.action_index(&sk.action)) {
+            (Some(key), Some(action)) => Ok(StateKeyView {
+                key,
+                seq: sk.seq,
+                action,
+            }),
+            _ => Err(format!("unknown state key {sk:?}")),
+        }
+    }
+}
+
+/// The scripted external service: deterministic in the call.
+fn supplier(function: &str, args: &Datum) -> CallOutcome {
+    CallOutcome::Value(json!(format!("{function}{args}")))
+}
+
+/// A call the operator asked for.
+#[derive(Clone, Debug)]
+struct Requested {
+    call: CallRef,
+    function: String,
+    args: Datum,
+}
+
+/// A checkpoint taken and not yet completed.
+#[derive(Clone, Debug)]
+struct Pending {
+    id: u64,
+    checkpoint: Checkpoint,
+    /// Uncommitted outputs emitted before the snapshot.
+    outputs_before: usize,
+}
+
+/// The operator and its environment.
+pub struct Runtime<V: Variant> {
+    names: Arc<Names>,
+    /// The model renumbers offsets by rank: views compare offsets by rank too.
+    ranked_offsets: bool,
+    log: V::Log,
+    op: Option<Operator<V::Log>>,
+    /// Per model key, the call the operator asked for and the supplier has not run.
+    requested: BTreeMap<u8, Requested>,
+    /// Per model key, a call whose supplier ran and whose outcome is held back.
+    returned: BTreeMap<u8, (CallRef, CallOutcome)>,
+    /// The put the model has sent and not resolved: its key and state key.
+    in_flight: Option<(u8, ImplKey)>,
+    supplier_calls: BTreeMap<CallRef, u32>,
+    /// Outputs emitted since the last commit, as (key, sequence).
+    uncommitted: Vec<(u8, u64)>,
+    /// Per model key, committed outputs' sequence numbers in commit order.
+    committed: Vec<Vec<u64>>,
+    pending: Option<Pending>,
+    completed: Option<Checkpoint>,
+    next_checkpoint: u64,
+}
+
+impl<V: Variant> Clone for Runtime<V> {
+    fn clone(&self) -> Self {
+        let log = V::fork(&self.log);
+        Runtime {
+            names: Arc::clone(&self.names),
+            ranked_offsets: self.ranked_offsets,
+            op: self.op.as_ref().map(|op| op.fork(log.clone())),
+            log,
+            requested: self.requested.clone(),
+            returned: self.returned.clone(),
+            in_flight: self.in_flight.clone(),
+            supplier_calls: self.supplier_calls.clone(),
+            uncommitted: self.uncommitted.clone(),
+            committed: self.committed.clone(),
+            pending: self.pending.clone(),
+            completed: self.completed.clone(),
+            next_checkpoint: self.next_checkpoint,
+        }
+    }
+}
+
+impl<V: Variant> Runtime<V> {
+    fn new(names: Names, ranked_offsets: bool) -> Runtime<V> {
+        let log = V::open(names.partitions);
+        let mut op = Operator::new(names.defs(), log.clone()).expect("action names are distinct");
+        op.set_scheduling(Scheduling::Stepwise);
+        Runtime {
+            committed: vec![Vec::new(); names.keys.len()],
+            names: Arc::new(names),
+            ranked_offsets,
+            log,
+            op: Some(op),
+            requested: BTreeMap::new(),
+            returned: BTreeMap::new(),
+            in_flight: None,
+            supplier_calls: BTreeMap::new(),
+            uncommitted: Vec::new(),
+            pending: None,
+            completed: None,
+            next_checkpoint: 1,
+        }
+    }
+
+    /// The running operator.
+    pub fn operator(&self) -> Option<&Operator<V::Log>> {
+        self.op.as_ref()
+    }
+
+    /// The log.
+    pub fn log(&self) -> &V::Log {
+        &self.log
+    }
+
+    fn op(&mut self) -> Result<&mut Operator<V::Log>, String> {
+        self.op
+            .as_mut()
+            .ok_or_else(|| "no operator is running (crashed, not restored)".to_string())
+    }
+
+    fn handle(&mut self, event: Event) -> Result<(), String> {
+        let effects = self.op()?.handle(event).map_err(|e| e.to_string())?;
+        self.apply(effects)
+    }
+
+    fn apply(&mut self, effects: Vec<Effect>) -> Result<(), String> {
+        for effect in effects {
+            match effect {
+                Effect::Call {
+                    call,
+                    function,
+                    args,
+                } => {
+                    let k = self.key_of(&call.key)?;
+                    self.requested.insert(
+                        k,
+                        Requested {
+                            call,
+                            function,
+                            args,
+                        },
+                    );
+                }
+                Effect::Emit { key, seq, .. } => {
+                    let k = self.key_of(&key)?;
+                    self.uncommitted.push((k, seq));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn key_of(&self, name: &str) -> Result<u8, String> {
+        self.names
+            .key_index(name)
+            .ok_or_else(|| format!("the operator names an unknown key {name:?}"))
+    }
+
+    /// Resolves the in-flight put, with `fault` queued on the log for its send.
+    fn resolve(&mut self, fault: Option<SendFault>) -> Result<(), String> {
+        let (k, _) = self
+            .in_flight
+            .take()
+            .ok_or_else(|| "no put in flight".to_string())?;
+        if let Some(fault) = fault {
+            V::inject(&self.log, fault);
+            if fault == SendFault::LandUnacked {
+                // The acknowledgement never comes: the task is cancelled while waiting.
+                self.op()?.cancellation().cancel();
+            }
+        }
+        let event = match self.returned.remove(&k) {
+            Some((call, outcome)) => Event::CallReturned { call, outcome },
+            None => Event::Continue {
+                key: self.names.keys[k as usize].clone(),
+            },
+        };
+        let result = self.op()?.handle(event);
+        match (fault, result) {
+            (None, Ok(effects)) => self.apply(effects),
+            (None, Err(e)) => Err(e.to_string()),
+            // A failed put fails the task: the projection shows it.
+            (Some(SendFault::FailBeforeLanding | SendFault::FailAfterLanding), Err(_)) => Ok(()),
+            (Some(SendFault::LandUnacked), Err(OperatorError::Cancelled)) => Ok(()),
+            (Some(_), Err(e)) => Err(e.to_string()),
+            // A put that succeeds despite its fault: the projection shows that too.
+            (Some(_), Ok(effects)) => self.apply(effects),
+        }
+    }
+
+    fn crash(&mut self) {
+        self.op = None;
+        self.requested.clear();
+        self.returned.clear();
+        self.in_flight = None;
+        self.pending = None;
+        self.uncommitted.clear();
+    }
+
+    fn restore(&mut self) -> Result<(), String> {
+        if self.op.is_some() {
+            return Err("restore while the operator runs".into());
+        }
+        let defs = self.names.defs();
+        let mut op = match &self.completed {
+            Some(cp) => {
+                Operator::restore(defs, self.log.clone(), cp)
+                    .map_err(|e| e.to_string())?
+                    .0
+            }
+            None => Operator::new(defs, self.log.clone()).map_err(|e| e.to_string())?,
+        };
+        op.set_scheduling(Scheduling::Stepwise);
+        self.op = Some(op);
+        Ok(())
+    }
+}
+
+/// A state key in model indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct StateKeyView {
+    /// Key index.
+    pub key: u8,
+    /// Input sequence number.
+    pub seq: u64,
+    /// Action index.
+    pub action: u8,
+}
+
+/// An action state: saved call results and the completed flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct StateView {
+    /// Saved call results.
+    pub calls: u64,
+    /// Completed.
+    pub completed: bool,
+}
+
+/// Keyed state and progress of one key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeyView {
+    /// Sequence number the next input gets.
+    pub next_seq: u64,
+    /// Finished inputs (last completed sequence + 1).
+    pub finished: u64,
+    /// Index of the next action of input `finished` (0 when none is queued).
+    pub next_action: u64,
+    /// Sequence numbers of inputs delivered and not finished, head first.
+    pub queued: Vec<u64>,
+    /// An action of this key is in progress.
+    pub in_progress: bool,
+}
+
+/// One cached state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CachedView {
+    /// Whose.
+    pub state_key: StateKeyView,
+    /// The state.
+    pub state: StateView,
+}
+
+/// What a replay of a state key reads last, and where.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LatestView {
+    /// Whose.
+    pub state_key: StateKeyView,
+    /// The latest record's state.
+    pub state: StateView,
+    /// Its offset.
+    pub offset: u64,
+}
+
+/// Every state that ever landed for a state key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LandedView {
+    /// Whose.
+    pub state_key: StateKeyView,
+    /// The states, sorted.
+    pub states: Vec<StateView>,
+}
+
+/// One log partition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PartitionView {
+    /// End offset: records landed.
+    pub end: u64,
+    /// Per state key, the latest record.
+    pub latest: Vec<LatestView>,
+    /// Per state key, every state that landed.
+    pub landed: Vec<LandedView>,
+}
+
+/// A checkpoint: keyed state per key and the recovery marker per partition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CheckpointView {
+    /// Per key: (next sequence number, finished inputs, next action).
+    pub keys: Vec<(u64, u64, u64)>,
+    /// Per partition, the offset a restore replays from.
+    pub marker: Vec<u64>,
+}
+
+/// Supplier runs of one durable call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CallView {
+    /// Whose.
+    pub state_key: StateKeyView,
+    /// Call index.
+    pub call: u64,
+    /// Supplier runs.
+    pub runs: u64,
+}
+
+/// The observable projection both sides produce.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct View {
+    /// An operator runs (false between a crash and a restore).
+    pub up: bool,
+    /// The operator failed (a put's error reached the action).
+    pub failed: bool,
+    /// Per key (empty while down).
+    pub keys: Vec<KeyView>,
+    /// The store's cache, by state key, without the in-flight put's state key (empty
+    /// while down).
+    pub cache: Vec<CachedView>,
+    /// The log per partition.
+    pub log: Vec<PartitionView>,
+    /// The checkpoint taken and not completed.
+    pub pending: Option<CheckpointView>,
+    /// The latest completed checkpoint.
+    pub completed: Option<CheckpointView>,
+    /// Per key, committed outputs' sequence numbers.
+    pub committed: Vec<Vec<u64>>,
+    /// Supplier runs per durable call that ran.
+    pub supplier_calls: Vec<CallView>,
+    /// What the runtime side could not project (undecodable records, unknown names);
+    /// always empty on the model side.
+    pub problems: Vec<String>,
+}
+
+/// Replaces every offset of `view` by its rank among the partition's offsets in the
+/// view (end, latest records, markers): what the model's `compact-offsets` keeps of
+/// them (order and equality). Used only when the model compacts.
+fn rank_offsets(view: &mut View) {
+    for (p, part) in view.log.iter_mut().enumerate() {
+        let mut seen: Vec<u64> = part.latest.iter().map(|l| l.offset).collect();
+        seen.push(part.end);
+        for c in view.pending.iter().chain(view.completed.iter()) {
+            seen.extend(c.marker.get(p));
+        }
+        seen.sort_unstable();
+        seen.dedup();
+        let rank = |v: &mut u64| *v = seen.partition_point(|u| u < v) as u64;
+        part.latest.iter_mut().for_each(|l| rank(&mut l.offset));
+        rank(&mut part.end);
+        for c in view.pending.iter_mut().chain(view.completed.iter_mut()) {
+            if let Some(m) = c.marker.get_mut(p) {
+                rank(m);
+            }
+        }
+    }
+}
+
+fn state_view(st: ActionState) -> StateView {
+    StateView {
+        calls: u64::from(st.calls),
+        completed: st.completed,
+    }
+}
+
+fn impl_state_view(st: &steadfast::durable::ActionState) -> StateView {
+    StateView {
+        calls: st.call_results.len() as u64,
+        completed: st.completed,
+    }
+}
+
+fn sk_view(sk: StateKey) -> StateKeyView {
+    StateKeyView {
+        key: sk.key,
+        seq: u64::from(sk.seq),
+        action: sk.action,
+    }
+}
+
+fn model_checkpoint(m: &Durable, c: &model::Checkpoint) -> CheckpointView {
+    CheckpointView {
+        keys: (0..m.bounds.keys as usize)
+            .map(|k| {
+                (
+                    u64::from(c.next_seq[k]),
+                    u64::from(c.finished[k]),
+                    u64::from(c.next_action[k]),
+                )
+            })
+            .collect(),
+        marker: (0..m.bounds.partitions as usize)
+            .map(|p| u64::from(c.marker[p]))
+            .collect(),
+    }
+}
+
+/// Per key (next sequence number, finished, next action, queued inputs) of the
+/// operator's keyed state.
+fn impl_key_state(
+    names: &Names,
+    keys: &BTreeMap<String, steadfast::durable::KeyState>,
+    k: usize,
+) -> (u64, u64, u64, Vec<u64>) {
+    let Some(ks) = keys.get(&names.keys[k]) else {
+        return (0, 0, 0, Vec::new());
+    };
+    let finished = ks.last_completed.map_or(0, |s| s + 1);
+    let next_action = if ks.queue.is_empty() {
+        0
+    } else {
+        (names.actions.len() - ks.queue.len()) as u64
+    };
+    let mut queued: Vec<u64> = ks.queue.front().map(|q| q.seq).into_iter().collect();
+    queued.extend(ks.pending_inputs.iter().map(|p| p.seq));
+    (ks.next_seq, finished, next_action, queued)
+}
+
+impl<V: Variant> Conformant<V> {
+    fn state_keys(m: &Durable) -> impl Iterator<Item = StateKey> + '_ {
+        (0..m.bounds.keys).flat_map(move |key| {
+            (0..m.bounds.inputs).flat_map(move |seq| {
+                (0..m.bounds.actions).map(move |action| StateKey { key, seq, action })
+            })
+        })
+    }
+
+    fn view_model(m: &Durable, s: &model::State) -> View {
+        let b = m.bounds;
+        let in_flight = (s.put_key != NONE).then(|| Record::decode(s.put_record).state_key);
+        let keys = if s.down {
+            Vec::new()
+        } else {
+            (0..b.keys as usize)
+                .map(|k| {
+                    let phase = s.phase_of(k);
+                    // The put that failed ended its action.
+                    let ended =
+                        s.failed && matches!(phase, Phase::AwaitPut(_) | Phase::AwaitCompletion);
+                    KeyView {
+                        next_seq: u64::from(s.next_seq[k]),
+                        finished: u64::from(s.finished[k]),
+                        next_action: u64::from(s.next_action[k]),
+                        queued: (s.finished[k]..s.next_seq[k]).map(u64::from).collect(),
+                        in_progress: phase != Phase::Idle && !ended,
+                    }
+                })
+                .collect()
+        };
+        let cache = Self::state_keys(m)
+            .filter(|sk| Some(*sk) != in_flight)
+            .filter_map(|sk| {
+                s.cached(sk).map(|st| CachedView {
+                    state_key: sk_view(sk),
+                    state: state_view(st),
+                })
+            })
+            .collect();
+        let log = (0..b.partitions)
+            .map(|p| {
+                let mine = || Self::state_keys(m).filter(move |sk| sk.key % b.partitions == p);
+                PartitionView {
+                    end: u64::from(s.log_len[p as usize]),
+                    latest: mine()
+                        .filter_map(|sk| {
+                            s.latest_record(sk).map(|(st, offset)| LatestView {
+                                state_key: sk_view(sk),
+                                state: state_view(st),
+                                offset: u64::from(offset),
+                            })
+                        })
+                        .collect(),
+                    landed: mine()
+                        .filter(|sk| s.log_landed[sk.slot()] != 0)
+                        .map(|sk| {
+                            let bits = s.log_landed[sk.slot()];
+                            let mut states: Vec<StateView> = (0..8u8)
+                                .filter(|b| bits & (1 << b) != 0)
+                                .filter_map(ActionState::decode)
+                                .map(state_view)
+                                .collect();
+                            states.sort();
+                            LandedView {
+                                state_key: sk_view(sk),
+                                states,
+                            }
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        let supplier_calls = Self::state_keys(m)
+            .flat_map(|sk| (0..b.calls).map(move |c| (sk, c)))
+            .filter(|(sk, c)| s.runs(*sk, *c) > 0)
+            .map(|(sk, c)| CallView {
+                state_key: sk_view(sk),
+                call: u64::from(c),
+                runs: u64::from(s.runs(sk, c)),
+            })
+            .collect();
+        let mut view = View {
+            up: !s.down,
+            failed: s.failed,
+            keys,
+            cache,
+            log,
+            pending: s.pending.as_ref().map(|c| model_checkpoint(m, c)),
+            completed: s.completed.as_ref().map(|c| model_checkpoint(m, c)),
+            committed: (0..b.keys as usize)
+                .map(|k| (0..u64::from(s.committed_outputs[k])).collect())
+                .collect(),
+            supplier_calls,
+            problems: Vec::new(),
+        };
+        if b.compact_offsets {
+            rank_offsets(&mut view);
+        }
+        view
+    }
+
+    fn view_runtime(rt: &Runtime<V>) -> View {
+        let names = &rt.names;
+        let mut problems = Vec::new();
+        let checkpoint = |cp: &Checkpoint| CheckpointView {
+            keys: (0..names.keys.len())
+                .map(|k| {
+                    let (n, f, a, _) = impl_key_state(names, &cp.keys, k);
+                    (n, f, a)
+                })
+                .collect(),
+            marker: cp.marker.offsets.clone(),
+        };
+        let (keys, cache) = match &rt.op {
+            None => (Vec::new(), Vec::new()),
+            Some(op) => {
+                let in_progress = op.keys_in_progress();
+                let keys = (0..names.keys.len())
+                    .map(|k| {
+                        let (next_seq, finished, next_action, queued) =
+                            impl_key_state(names, op.keys(), k);
+                        KeyView {
+                            next_seq,
+                            finished,
+                            next_action,
+                            queued,
+                            in_progress: in_progress.contains(&names.keys[k]),
+                        }
+                    })
+                    .collect();
+                let in_flight = rt.in_flight.as_ref().map(|(_, sk)| sk);
+                let mut cache = Vec::new();
+                for (sk, st) in op.store().cache() {
+                    if Some(&sk) == in_flight {
+                        continue;
+                    }
+                    match names.view_of(&sk) {
+                        Ok(v) => cache.push(CachedView {
+                            state_key: v,
+                            state: impl_state_view(&st),
+                        }),
+                        Err(e) => problems.push(format!("cache: {e}")),
+                    }
+                }
+                cache.sort_by_key(|c| c.state_key);
+                (keys, cache)
+            }
+        };
+        let mut log = rt.log.clone();
+        let ends = log.end_offsets().unwrap_or_else(|e| {
+            problems.push(format!("end offsets: {e}"));
+            Vec::new()
+        });
+        let mut parts = Vec::new();
+        for (p, &end) in ends.iter().enumerate() {
+            let mut latest: BTreeMap<StateKeyView, LatestView> = BTreeMap::new();
+            let mut landed: BTreeMap<StateKeyView, Vec<StateView>> = BTreeMap::new();
+            let records = log.read(p as u32, 0, end as usize).unwrap_or_else(|e| {
+                problems.push(format!("partition {p}: {e}"));
+                Vec::new()
+            });
+            for record in &records {
+                let decoded = decode_record(record)
+                    .map_err(|e| e.to_string())
+                    .and_then(|(sk, st)| Ok((names.view_of(&sk)?, st)));
+                let (sk, st) = match decoded {
+                    Ok(d) => d,
+                    Err(e) => {
+                        problems.push(format!("partition {p} offset {}: {e}", record.offset));
+                        continue;
+                    }
+                };
+                let state = impl_state_view(&st);
+                latest.insert(
+                    sk,
+                    LatestView {
+                        state_key: sk,
+                        state,
+                        offset: record.offset,
+                    },
+                );
+                let seen = landed.entry(sk).or_default();
+                if !seen.contains(&state) {
+                    seen.push(state);
+                    seen.sort();
+                }
+            }
+            parts.push(PartitionView {
+                end,
+                latest: latest.into_values().collect(),
+                landed: landed
+                    .into_iter()
+                    .map(|(state_key, states)| LandedView { state_key, states })
+                    .collect(),
+            });
+        }
+        let mut supplier_calls = Vec::new();
+        for (call, &runs) in &rt.supplier_calls {
+            match names.view_of(&call.state_key()) {
+                Ok(state_key) => supplier_calls.push(CallView {
+                    state_key,
+                    call: u64::from(call.index),
+                    runs: u64::from(runs),
+                }),
+                Err(e) => problems.push(format!("supplier calls: {e}")),
+            }
+        }
+        supplier_calls.sort_by_key(|c| (c.state_key, c.call));
+        let mut view = View {
+            up: rt.op.is_some(),
+            failed: rt.op.as_ref().is_some_and(|op| op.failure().is_some()),
+            keys,
+            cache,
+            log: parts,
+            pending: rt.pending.as_ref().map(|p| checkpoint(&p.checkpoint)),
+            completed: rt.completed.as_ref().map(checkpoint),
+            committed: rt.committed.clone(),
+            supplier_calls,
+            problems,
+        };
+        if rt.ranked_offsets {
+            rank_offsets(&mut view);
+        }
+        view
+    }
+
+    fn drive(m: &Durable, rt: &mut Runtime<V>, s: &model::State, a: &Action) -> Result<(), String> {
+        let names = Arc::clone(&rt.names);
+        let name = |k: u8| names.keys[k as usize].clone();
+        match *a {
+            Action::DeliverInput(k) => rt.handle(Event::Input {
+                key: name(k),
+                value: json!(s.next_seq[k as usize]),
+            }),
+            Action::StartAction(k) => rt.handle(Event::Continue { key: name(k) }),
+            Action::ReuseResult(k) => {
+                let Phase::AtCall(i) = s.phase_of(k as usize) else {
+                    return Err(format!("key {k} is not at a call"));
+                };
+                match rt.requested.get(&k) {
+                    Some(r) if r.call.index <= u32::from(i) => Err(format!(
+                        "the operator asks for call {} of key {k} where the model reuses saved result {i}",
+                        r.call.index
+                    )),
+                    _ => Ok(()),
+                }
+            }
+            Action::CallSupplier(k) => {
+                let Phase::AtCall(i) = s.phase_of(k as usize) else {
+                    return Err(format!("key {k} is not at a call"));
+                };
+                let want = rt.names.state_key(s.head(k as usize));
+                let r = match rt.requested.get(&k) {
+                    Some(r) if r.call.state_key() == want && r.call.index == u32::from(i) => {
+                        r.clone()
+                    }
+                    Some(r) => {
+                        return Err(format!(
+                            "the operator asks for {:?} call {}, the model calls the supplier for {want:?} call {i}",
+                            r.call.state_key(),
+                            r.call.index
+                        ))
+                    }
+                    None => {
+                        return Err(format!(
+                            "the operator asks for no call of key {k}; the model calls the supplier for {want:?} call {i}"
+                        ))
+                    }
+                };
+                rt.requested.remove(&k);
+                let outcome = supplier(&r.function, &r.args);
+                *rt.supplier_calls.entry(r.call.clone()).or_default() += 1;
+                rt.returned.insert(k, (r.call, outcome));
+                Ok(())
+            }
+            Action::SendPut(k) => {
+                let (call, _) = rt
+                    .returned
+                    .get(&k)
+                    .ok_or_else(|| format!("no call outcome of key {k} to save"))?;
+                rt.in_flight = Some((k, call.state_key()));
+                Ok(())
+            }
+            Action::CompleteAction(k) => {
+                let op = rt.op()?;
+                let head = op
+                    .keys()
+                    .get(&name(k))
+                    .and_then(|ks| ks.queue.front().cloned())
+                    .ok_or_else(|| format!("key {k} has no action to complete"))?;
+                if !op.keys_in_progress().contains(&name(k)) {
+                    return Err(format!("key {k} has no action in progress"));
+                }
+                rt.in_flight = Some((
+                    k,
+                    ImplKey {
+                        key: name(k),
+                        seq: head.seq,
+                        action: head.action,
+                    },
+                ));
+                Ok(())
+            }
+            Action::AckPut if s.put_key == NONE => Self::stale_outcome(m, rt, s),
+            Action::AckPut => rt.resolve(None),
+            Action::FailPut { landed } => rt.resolve(Some(if landed {
+                SendFault::FailAfterLanding
+            } else {
+                SendFault::FailBeforeLanding
+            })),
+            Action::LandPut => Err("asynchronous puts are not a runtime behaviour".into()),
+            Action::TriggerCheckpoint => {
+                let id = rt.next_checkpoint;
+                let mut checkpoint = rt.op()?.snapshot(id).map_err(|e| e.to_string())?;
+                rt.next_checkpoint += 1;
+                V::after_snapshot(&mut rt.log, &mut checkpoint);
+                rt.pending = Some(Pending {
+                    id,
+                    checkpoint,
+                    outputs_before: rt.uncommitted.len(),
+                });
+                Ok(())
+            }
+            Action::CompleteCheckpoint => {
+                let Some(p) = rt.pending.take() else {
+                    // Nothing pending: the last checkpoint taken (completed or lost with
+                    // a crash) is completed again; the operator must not know it.
+                    let id = rt.next_checkpoint - 1;
+                    return match rt.op()?.checkpoint_complete(id) {
+                        None => Err(format!("checkpoint {id} is not pending")),
+                        Some(_) => Ok(()),
+                    };
+                };
+                rt.op()?
+                    .checkpoint_complete(p.id)
+                    .ok_or_else(|| format!("checkpoint {} is not pending", p.id))?;
+                for (k, seq) in rt.uncommitted.drain(..p.outputs_before) {
+                    rt.committed[k as usize].push(seq);
+                }
+                rt.completed = Some(p.checkpoint);
+                Ok(())
+            }
+            Action::Crash { landed } => {
+                if landed && rt.in_flight.is_some() {
+                    rt.resolve(Some(SendFault::LandUnacked))?;
+                }
+                rt.crash();
+                Ok(())
+            }
+            Action::Restore => rt.restore(),
+        }
+    }
+
+    /// `AckPut` with no put in flight: the outcome of the call before key `k`'s current
+    /// one arrives again. The operator must refuse it.
+    fn stale_outcome(_m: &Durable, rt: &mut Runtime<V>, s: &model::State) -> Result<(), String> {
+        let (k, i) = Self::stale_call(s)
+            .ok_or_else(|| "no put in flight and no earlier call to repeat".to_string())?;
+        let sk = rt.names.state_key(s.head(k as usize));
+        let call = CallRef {
+            key: sk.key,
+            seq: sk.seq,
+            action: sk.action,
+            index: u32::from(i),
+        };
+        let args = json!([s.head(k as usize).seq, i]);
+        let outcome = supplier(&format!("f{i}"), &args);
+        rt.handle(Event::CallReturned { call, outcome })
+    }
+
+    fn stale_call(s: &model::State) -> Option<(u8, u8)> {
+        (0..model::MAX_KEYS).find_map(|k| match s.phase_of(k) {
+            Phase::AtCall(i) if i >= 1 => Some((k as u8, i - 1)),
+            _ => None,
+        })
+    }
+
+    fn forbidden(m: &Durable, s: &model::State) -> Vec<Action> {
+        let b = m.bounds;
+        if s.down {
+            return Vec::new();
+        }
+        if s.failed {
+            // A failed operator refuses everything but its crash.
+            let mut probes: Vec<Action> = (0..b.keys)
+                .flat_map(|k| [Action::DeliverInput(k), Action::StartAction(k)])
+                .collect();
+            probes.push(Action::TriggerCheckpoint);
+            return probes;
+        }
+        let mut enabled = Vec::new();
+        m.actions(s, &mut enabled);
+        let running = (0..b.keys as usize).any(|k| s.phase[k] != NONE);
+        let exclusive = !b.mid_action_checkpoints && running;
+        let mut probes = Vec::new();
+        for k in 0..b.keys {
+            if exclusive || enabled.contains(&Action::StartAction(k)) {
+                continue;
+            }
+            // Only where the operator has no step: idle with nothing queued, or waiting
+            // for a call's outcome.
+            let waiting_for_call = match s.phase_of(k as usize) {
+                Phase::Idle => s.finished[k as usize] == s.next_seq[k as usize],
+                Phase::HaveResult(_) | Phase::AwaitPut(_) => true,
+                Phase::AtCall(_) => enabled.contains(&Action::CallSupplier(k)),
+                Phase::AwaitCompletion => false,
+            };
+            if waiting_for_call {
+                probes.push(Action::StartAction(k));
+            }
+        }
+        if s.put_key == NONE && Self::stale_call(s).is_some() {
+            probes.push(Action::AckPut);
+        }
+        if s.pending.is_none() {
+            probes.push(Action::CompleteCheckpoint);
+        }
+        probes
+    }
+}
+
+impl<V: Variant> Binding for Conformant<V> {
+    type Model = Durable;
+    type State = model::State;
+    type Action = Action;
+    type Runtime = Runtime<V>;
+    type Projection = View;
+
+    fn start(model: &Durable, _init: &model::State) -> Runtime<V> {
+        Runtime::new(Names::new(&model.bounds), model.bounds.compact_offsets)
+    }
+
+    fn model_view(model: &Durable, state: &model::State) -> View {
+        Self::view_model(model, state)
+    }
+
+    fn runtime_view(runtime: &Runtime<V>) -> View {
+        Self::view_runtime(runtime)
+    }
+
+    fn step(
+        model: &Durable,
+        runtime: &mut Runtime<V>,
+        before: &model::State,
+        action: &Action,
+    ) -> Result<(), String> {
+        Self::drive(model, runtime, before, action)
+    }
+
+    fn probes(model: &Durable, state: &model::State) -> Vec<Action> {
+        Self::forbidden(model, state)
+    }
+}

@@ -1,0 +1,396 @@
+//! Conformance of the durable-actions runtime (flink-agents issue 1158) to the model's
+//! `fixed` design: every transition at the conformance bounds, seeded walks beyond them,
+//! runtimes that re-introduce each half of the bug (reported at their first diverging
+//! step), and the unpatched counterexample replayed against the fixed runtime.
+
+use stateright::{Checker, Model};
+use steadfast::durable::{
+    AckError, AckPoll, Checkpoint, Log, LogError, LogRecord, MemoryAck, MemoryLog, Offset,
+    Partition, PendingAck, SendFault,
+};
+use steadfast_conformance::cover::{cover, Coverage};
+use steadfast_conformance::durable::{Conformant, DurableBinding, Production, Variant};
+use steadfast_conformance::trace;
+use steadfast_conformance::walk::walk;
+use steadfast_conformance::{Binding, Problem};
+use steadfast_model::check;
+use steadfast_model::durable::{property, Action, Durable};
+use steadfast_model::{Settings, Spec};
+
+/// The conformance bounds: the model's defaults but one input per key, and offsets as
+/// real log positions (`compact-offsets` renumbers them, which no log does).
+const BOUNDS: &[(&str, &str)] = &[("inputs", "1"), ("compact-offsets", "false")];
+
+fn model(design: &str, overrides: &[(&str, &str)]) -> Durable {
+    let mut all = BOUNDS.to_vec();
+    all.extend_from_slice(overrides);
+    let settings = Settings::parse(Durable::params(), &all).unwrap();
+    Durable::build(design, &settings).unwrap()
+}
+
+fn report(name: &str, c: &Coverage) {
+    let kinds: Vec<String> = c.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    println!(
+        "{name}: {} unique states, {} transitions (= traces), {} probes refused, {} runtime \
+         steps in {:.2} s ({:.0} steps/s); kinds: {}",
+        c.unique_states,
+        c.transitions,
+        c.probes,
+        c.steps,
+        c.seconds,
+        c.steps_per_second(),
+        kinds.join(", ")
+    );
+}
+
+/// Covers `m` and checks the coverage against stateright's own counts.
+fn full_coverage(name: &str, m: &Durable, kinds: &[&str]) -> Coverage {
+    let c = cover::<DurableBinding>(m).unwrap_or_else(|d| panic!("{d}"));
+    report(name, &c);
+    let checker = m.clone().checker().spawn_bfs().join();
+    assert_eq!(c.unique_states, checker.unique_state_count());
+    // Every transition stateright generates, less the initial states: 100%.
+    assert_eq!(c.transitions, checker.state_count() - m.init_states().len());
+    let covered: Vec<&str> = c.kinds.keys().map(String::as_str).collect();
+    assert_eq!(covered, kinds, "action kinds covered");
+    assert!(c.kinds.values().all(|n| *n > 0));
+    assert_eq!(c.steps, c.transitions + c.probes);
+    c
+}
+
+const SYNCHRONOUS_KINDS: [&str; 11] = [
+    "AckPut",
+    "CallSupplier",
+    "CompleteAction",
+    "CompleteCheckpoint",
+    "Crash",
+    "DeliverInput",
+    "Restore",
+    "ReuseResult",
+    "SendPut",
+    "StartAction",
+    "TriggerCheckpoint",
+];
+
+#[test]
+fn every_transition_of_fixed_at_conformance_bounds() {
+    let c = full_coverage("fixed", &model("fixed", &[]), &SYNCHRONOUS_KINDS);
+    assert_eq!(c.unique_states, 36_609);
+    assert_eq!(c.transitions, 87_651);
+}
+
+fn with_fail_put() -> Vec<&'static str> {
+    let mut kinds = SYNCHRONOUS_KINDS.to_vec();
+    kinds.push("FailPut");
+    kinds.sort();
+    kinds
+}
+
+#[test]
+fn every_transition_with_a_failed_send() {
+    let m = model("fixed", &[("send-failures", "1")]);
+    let c = full_coverage("fixed, failed-send", &m, &with_fail_put());
+    assert!(c.probes > 0);
+}
+
+#[test]
+fn every_transition_with_a_send_failing_after_landing() {
+    let m = model(
+        "fixed",
+        &[("send-failures", "1"), ("fail-after-landing", "true")],
+    );
+    full_coverage("fixed, fail-after-landing", &m, &with_fail_put());
+}
+
+#[test]
+fn every_transition_with_two_crashes() {
+    full_coverage(
+        "fixed, two crashes",
+        &model("fixed", &[("crashes", "2")]),
+        &SYNCHRONOUS_KINDS,
+    );
+}
+
+#[test]
+fn every_transition_of_the_synchronous_executor() {
+    // The seed's executor: checkpoints only between actions; its bug needs two crashes.
+    let m = model(
+        "fixed",
+        &[("mid-action-checkpoints", "false"), ("crashes", "2")],
+    );
+    full_coverage("fixed, synchronous executor", &m, &SYNCHRONOUS_KINDS);
+}
+
+#[test]
+fn every_transition_with_a_restart_from_nothing() {
+    let m = model("fixed", &[("restart-without-checkpoint", "true")]);
+    full_coverage("fixed, restart without checkpoint", &m, &SYNCHRONOUS_KINDS);
+}
+
+#[test]
+fn every_transition_of_one_key_with_two_actions_and_three_inputs() {
+    let m = model(
+        "fixed",
+        &[
+            ("keys", "1"),
+            ("inputs", "3"),
+            ("actions", "2"),
+            ("crashes", "2"),
+        ],
+    );
+    full_coverage(
+        "fixed, one key, 3 inputs x 2 actions",
+        &m,
+        &SYNCHRONOUS_KINDS,
+    );
+}
+
+#[test]
+fn every_transition_with_two_partitions() {
+    let m = model("fixed", &[("partitions", "2")]);
+    full_coverage("fixed, two partitions", &m, &SYNCHRONOUS_KINDS);
+}
+
+#[test]
+fn compacted_offsets_are_compared_by_rank() {
+    // With the model's default `compact-offsets`, both views rank their offsets.
+    let m = model(
+        "fixed",
+        &[("compact-offsets", "true"), ("keys", "1"), ("inputs", "2")],
+    );
+    let c = cover::<DurableBinding>(&m).unwrap_or_else(|d| panic!("{d}"));
+    let real = cover::<DurableBinding>(&model("fixed", &[("keys", "1"), ("inputs", "2")])).unwrap();
+    assert!(c.unique_states < real.unique_states);
+}
+
+#[test]
+fn seeded_walks_at_larger_bounds() {
+    let settings = Settings::parse(
+        Durable::params(),
+        &[
+            ("keys", "3"),
+            ("inputs", "3"),
+            ("actions", "2"),
+            ("calls", "3"),
+            ("partitions", "2"),
+            ("crashes", "2"),
+            ("checkpoints", "4"),
+            ("send-failures", "1"),
+            ("fail-after-landing", "true"),
+            ("restart-without-checkpoint", "true"),
+            ("compact-offsets", "false"),
+        ],
+    )
+    .unwrap();
+    let m = Durable::build("fixed", &settings).unwrap();
+    let w = walk::<DurableBinding>(&m, 1158, 300, 400).unwrap_or_else(|d| panic!("{d}"));
+    println!(
+        "walks: {} walks, {} steps, {} probes refused, longest {}, {:.2} s",
+        w.walks, w.steps, w.probes, w.longest, w.seconds
+    );
+    assert_eq!(w.walks, 300);
+    let again = walk::<DurableBinding>(&m, 1158, 300, 400).unwrap();
+    assert_eq!(
+        (w.steps, w.probes, w.longest),
+        (again.steps, again.probes, again.longest)
+    );
+}
+
+/// The unpatched marker: every checkpoint's marker is the log's end offset.
+struct EndOffsetMarker;
+
+impl Variant for EndOffsetMarker {
+    type Log = MemoryLog;
+    fn open(partitions: u32) -> MemoryLog {
+        Production::open(partitions)
+    }
+    fn fork(log: &MemoryLog) -> MemoryLog {
+        Production::fork(log)
+    }
+    fn inject(log: &MemoryLog, fault: SendFault) {
+        Production::inject(log, fault)
+    }
+    fn after_snapshot(log: &mut MemoryLog, checkpoint: &mut Checkpoint) {
+        checkpoint.marker.offsets = log.end_offsets().unwrap();
+    }
+}
+
+/// The unpatched put order seen from the store: the send's error never reaches the
+/// put (send, cache, flush), so a failed send is cached as saved. Re-introduced around
+/// the production store by a log whose acknowledgements swallow failures.
+#[derive(Clone)]
+struct Swallowing(MemoryLog);
+
+struct SwallowedAck {
+    inner: MemoryAck,
+    /// Where the record was to land.
+    at: Offset,
+}
+
+impl PendingAck for SwallowedAck {
+    fn poll(&mut self) -> AckPoll {
+        match self.inner.poll() {
+            AckPoll::Failed(_) => AckPoll::Acked(self.at),
+            other => other,
+        }
+    }
+    fn wait(&mut self, cancel: &steadfast::durable::Cancellation) -> Result<Offset, AckError> {
+        match self.inner.wait(cancel) {
+            Err(AckError::Log(_)) => Ok(self.at),
+            other => other,
+        }
+    }
+}
+
+impl Log for Swallowing {
+    type Ack = SwallowedAck;
+    fn partition_count(&self) -> u32 {
+        self.0.partition_count()
+    }
+    fn send(&mut self, p: Partition, key: &[u8], value: &[u8]) -> Result<SwallowedAck, LogError> {
+        let at = self.0.end_offsets()?.get(p as usize).copied().unwrap_or(0);
+        Ok(SwallowedAck {
+            inner: self.0.send(p, key, value)?,
+            at,
+        })
+    }
+    fn flush(&mut self) -> Result<(), LogError> {
+        self.0.flush()
+    }
+    fn read(&mut self, p: Partition, from: Offset, max: usize) -> Result<Vec<LogRecord>, LogError> {
+        self.0.read(p, from, max)
+    }
+    fn end_offsets(&mut self) -> Result<Vec<Offset>, LogError> {
+        self.0.end_offsets()
+    }
+}
+
+struct CacheBeforeAck;
+
+impl Variant for CacheBeforeAck {
+    type Log = Swallowing;
+    fn open(partitions: u32) -> Swallowing {
+        Swallowing(MemoryLog::new(partitions))
+    }
+    fn fork(log: &Swallowing) -> Swallowing {
+        Swallowing(log.0.fork())
+    }
+    fn inject(log: &Swallowing, fault: SendFault) {
+        log.0.inject_send_fault(fault);
+    }
+}
+
+#[test]
+fn end_offset_marker_diverges_at_the_first_checkpoint_after_a_save() {
+    let d = cover::<Conformant<EndOffsetMarker>>(&model("fixed", &[])).unwrap_err();
+    println!("{d}");
+    assert_eq!(
+        d.trace,
+        [
+            "DeliverInput(0)",
+            "StartAction(0)",
+            "CallSupplier(0)",
+            "SendPut(0)",
+            "AckPut",
+            "TriggerCheckpoint"
+        ]
+    );
+    assert_eq!(d.step, 6);
+    assert_eq!(d.action, "TriggerCheckpoint");
+    assert_eq!(
+        d.problem,
+        Problem::Projection(vec!["pending.marker[0]: 0 | 1".to_string()])
+    );
+}
+
+#[test]
+fn cache_before_ack_diverges_at_the_first_failed_send() {
+    let m = model("fixed", &[("send-failures", "1")]);
+    let d = cover::<Conformant<CacheBeforeAck>>(&m).unwrap_err();
+    println!("{d}");
+    assert_eq!(
+        d.trace,
+        [
+            "DeliverInput(0)",
+            "StartAction(0)",
+            "CallSupplier(0)",
+            "SendPut(0)",
+            "FailPut { landed: false }"
+        ]
+    );
+    assert_eq!(d.step, 5);
+    let Problem::Projection(fields) = &d.problem else {
+        panic!("{d}")
+    };
+    let names: Vec<&str> = fields
+        .iter()
+        .map(|f| f.split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["cache", "failed", "keys[0].in_progress"],
+        "{fields:?}"
+    );
+    // Without a failed send the swallowed errors are invisible: it conforms.
+    let quiet = model("fixed", &[("keys", "1"), ("inputs", "2")]);
+    assert!(cover::<Conformant<CacheBeforeAck>>(&quiet).is_ok());
+}
+
+#[test]
+fn unpatched_counterexample_departs_where_the_fix_acts() {
+    let unpatched = model("unpatched", &[]);
+    let path = check::shortest(&unpatched, property::CALL_AT_MOST_ONCE).expect("a counterexample");
+    let actions: Vec<Action> = path.into_actions();
+    assert_eq!(
+        actions,
+        [
+            Action::DeliverInput(0),
+            Action::StartAction(0),
+            Action::CallSupplier(0),
+            Action::SendPut(0),
+            Action::AckPut,
+            Action::TriggerCheckpoint,
+            Action::CompleteCheckpoint,
+            Action::Crash { landed: false },
+            Action::Restore,
+            Action::StartAction(0),
+            Action::CallSupplier(0),
+        ]
+    );
+    let file = trace::to_json(&unpatched, 0, &actions).unwrap();
+    let text = serde_json::to_string(&file).unwrap();
+    let loaded = trace::parse("unpatched.json", &text).unwrap();
+    let replay = trace::replay::<DurableBinding>(&loaded).unwrap();
+    let d = replay.divergence.expect("the fixed runtime departs");
+    println!("{d}");
+    // The fix's marker: the runtime rewinds to the saved result (offset 0) where the
+    // unpatched checkpoint takes the end offset (1).
+    assert_eq!(d.step, 6);
+    assert_eq!(d.action, "TriggerCheckpoint");
+    assert_eq!(
+        d.problem,
+        Problem::Projection(vec!["pending.marker[0]: 1 | 0".to_string()])
+    );
+    assert_eq!(replay.steps.len(), 6);
+    assert!(replay.steps[..5].iter().all(|s| s.agreed));
+
+    // Driven on past the departure, the restored runtime reuses the saved result: at the
+    // step where unpatched calls the supplier again it asks for call 1, not call 0.
+    let fixed_model = unpatched;
+    let states = trace::states_of(&fixed_model, 0, &actions).unwrap();
+    let mut rt = DurableBinding::start(&fixed_model, &states[0].0);
+    for (i, (state, action)) in states.iter().enumerate() {
+        let Some(action) = action else { break };
+        let result = DurableBinding::step(&fixed_model, &mut rt, state, action);
+        if i + 1 < actions.len() {
+            result.unwrap_or_else(|e| panic!("step {}: {e}", i + 1));
+        } else {
+            let e = result.unwrap_err();
+            assert!(e.starts_with("the operator asks for"), "{e}");
+            assert!(e.contains("call 1, the model calls the supplier"), "{e}");
+        }
+    }
+    let calls = DurableBinding::runtime_view(&rt).supplier_calls;
+    assert_eq!(calls.len(), 1);
+    assert_eq!((calls[0].call, calls[0].runs), (0, 1));
+}
