@@ -119,7 +119,7 @@ pub fn growth(points: &[(u64, u64)]) -> String {
 /// Each integer bound of the fixed design grown from its smallest value (the others at
 /// their defaults) until a run takes more than `limit` seconds or the bound's maximum is
 /// reached.
-fn scaling<M: Spec>(limit: f64, out: &mut String) -> Result<(), UsageError> {
+fn scaling<M: Spec>(limit: f64) -> Result<(), UsageError> {
     for p in M::params() {
         let ParamKind::Int { min, max, .. } = p.kind else {
             continue;
@@ -158,14 +158,16 @@ fn scaling<M: Spec>(limit: f64, out: &mut String) -> Result<(), UsageError> {
                 break;
             }
         }
-        out.push_str(&format!(
-            "\n{} fixed, growing --{} ({}): {}\n",
+        // Each bound's table is printed when it is done: a long run shows its figures
+        // as it goes.
+        println!(
+            "\n{} fixed, growing --{} ({}): {}",
             M::NAME,
             p.name,
             p.help,
             growth(&points)
-        ));
-        out.push_str(&render::table(&rows));
+        );
+        print!("{}", render::table(&rows));
     }
     Ok(())
 }
@@ -202,11 +204,9 @@ pub fn bench(rest: &[String]) -> Result<ExitCode, UsageError> {
     println!("checking at default bounds (each run a fresh process)\n");
     print!("{}", render::table(&rows));
     if args.switch("scaling") {
-        let mut out = String::new();
         for name in &names {
-            with_spec!(name.as_str(), M => scaling::<M>(limit, &mut out))?;
+            with_spec!(name.as_str(), M => scaling::<M>(limit))?;
         }
-        print!("{out}");
     }
     Ok(ExitCode::SUCCESS)
 }
