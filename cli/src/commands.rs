@@ -12,7 +12,7 @@ use crate::args::{Args, UsageError};
 use crate::models::{with_spec, NAMES};
 use crate::render;
 
-fn model_name(args: &Args, command: &str) -> Result<String, UsageError> {
+pub(crate) fn model_name(args: &Args, command: &str) -> Result<String, UsageError> {
     args.no_more_positionals(1)?;
     args.positional.first().cloned().ok_or_else(|| {
         UsageError(format!(

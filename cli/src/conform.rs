@@ -11,7 +11,7 @@ use steadfast_model::check;
 use steadfast_model::Spec;
 
 use crate::args::{Args, UsageError};
-use crate::commands::build;
+use crate::commands::{build, model_name};
 use crate::models::{with_binding, with_spec, BOUND};
 
 /// `conform [MODEL] [--design D] [--SETTING V]... [--walks N] [--walk-length N] [--seed S]`
@@ -89,12 +89,7 @@ fn conform_one<B: Binding>(args: &mut Args) -> Result<bool, UsageError> {
 /// `traces MODEL --out DIR [--format json|itf] [--design D] [--SETTING V]... [--limit N]`
 pub fn traces(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &[])?;
-    args.no_more_positionals(1)?;
-    let name = args
-        .positional
-        .first()
-        .cloned()
-        .ok_or_else(|| UsageError("`traces` needs a model".into()))?;
+    let name = model_name(&args, "traces")?;
     with_spec!(name.as_str(), M => traces_of::<M>(&mut args))
 }
 
@@ -191,12 +186,7 @@ pub fn replay(rest: &[String]) -> Result<ExitCode, UsageError> {
 /// which implements the fixed design; the step where they part is where the fix acts.
 pub fn departs(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &[])?;
-    args.no_more_positionals(1)?;
-    let name = args
-        .positional
-        .first()
-        .cloned()
-        .ok_or_else(|| UsageError("`departs` needs a model".into()))?;
+    let name = model_name(&args, "departs")?;
     with_binding!(name.as_str(), B => departs_of::<B>(&mut args))
 }
 
