@@ -198,6 +198,8 @@ pub struct Runtime<V: Variant> {
     pending: Option<Pending>,
     completed: Option<Checkpoint>,
     next_checkpoint: u64,
+    /// Prune and rebuild reports that disagree with the model's step.
+    reports: Vec<String>,
 }
 
 impl<V: Variant> Clone for Runtime<V> {
@@ -217,6 +219,7 @@ impl<V: Variant> Clone for Runtime<V> {
             pending: self.pending.clone(),
             completed: self.completed.clone(),
             next_checkpoint: self.next_checkpoint,
+            reports: self.reports.clone(),
         }
     }
 }
@@ -240,6 +243,7 @@ impl<V: Variant> Runtime<V> {
             pending: None,
             completed: None,
             next_checkpoint: 1,
+            reports: Vec::new(),
         }
     }
 
@@ -338,22 +342,27 @@ impl<V: Variant> Runtime<V> {
         self.uncommitted.clear();
     }
 
-    fn restore(&mut self) -> Result<(), String> {
+    /// Restores; the rebuild's (records scanned, states loaded) when there was a
+    /// checkpoint to restore from.
+    fn restore(&mut self) -> Result<Option<(u64, u64)>, String> {
         if self.op.is_some() {
             return Err("restore while the operator runs".into());
         }
         let defs = self.names.defs();
-        let mut op = match &self.completed {
+        let (mut op, report) = match &self.completed {
             Some(cp) => {
-                Operator::restore(defs, self.log.clone(), cp)
-                    .map_err(|e| e.to_string())?
-                    .0
+                let (op, r) =
+                    Operator::restore(defs, self.log.clone(), cp).map_err(|e| e.to_string())?;
+                (op, Some((r.records_scanned, r.states_loaded)))
             }
-            None => Operator::new(defs, self.log.clone()).map_err(|e| e.to_string())?,
+            None => (
+                Operator::new(defs, self.log.clone()).map_err(|e| e.to_string())?,
+                None,
+            ),
         };
         op.set_scheduling(Scheduling::Stepwise);
         self.op = Some(op);
-        Ok(())
+        Ok(report)
     }
 }
 
@@ -781,7 +790,7 @@ impl<V: Variant> Conformant<V> {
             completed: rt.completed.as_ref().map(checkpoint),
             committed: rt.committed.clone(),
             supplier_calls,
-            problems,
+            problems: problems.into_iter().chain(rt.reports.clone()).collect(),
         };
         if rt.ranked_offsets {
             rank_offsets(&mut view);
@@ -896,9 +905,34 @@ impl<V: Variant> Conformant<V> {
                         Some(_) => Ok(()),
                     };
                 };
-                rt.op()?
+                let report = rt
+                    .op()?
                     .checkpoint_complete(p.id)
                     .ok_or_else(|| format!("checkpoint {} is not pending", p.id))?;
+                if let Some(c) = s.pending {
+                    // The model prunes the cached states of inputs the checkpoint counts
+                    // finished; keys left with nothing cached lose their tracking.
+                    let cached = |sk: &StateKey| s.cache[sk.slot()] != NONE;
+                    let pruned = |sk: &StateKey| sk.seq < c.finished[sk.key as usize];
+                    let states = Self::state_keys(m)
+                        .filter(|sk| cached(sk) && pruned(sk))
+                        .count();
+                    let keys = (0..m.bounds.keys)
+                        .filter(|k| {
+                            let mine: Vec<StateKey> = Self::state_keys(m)
+                                .filter(|sk| sk.key == *k && cached(sk))
+                                .collect();
+                            !mine.is_empty() && mine.iter().all(pruned)
+                        })
+                        .count();
+                    let got = (report.states_pruned, report.keys_dropped);
+                    if got != (states as u64, keys as u64) {
+                        rt.reports.push(format!(
+                            "checkpoint {}: prune reports {got:?} (states, keys), the model prunes ({states}, {keys})",
+                            p.id
+                        ));
+                    }
+                }
                 for (k, seq) in rt.uncommitted.drain(..p.outputs_before) {
                     rt.committed[k as usize].push(seq);
                 }
@@ -912,7 +946,27 @@ impl<V: Variant> Conformant<V> {
                 rt.crash();
                 Ok(())
             }
-            Action::Restore => rt.restore(),
+            Action::Restore => {
+                let report = rt.restore()?;
+                if let (Some((scanned, loaded)), Some(c), Some(after)) =
+                    (report, s.completed, m.next_state(s, Action::Restore))
+                {
+                    // Offsets are positions unless compacted: the replay reads every
+                    // record from the marker to the end.
+                    let want_scanned: u64 = (0..m.bounds.partitions as usize)
+                        .map(|p| u64::from(s.log_len[p] - c.marker[p]))
+                        .sum();
+                    let want_loaded = after.cache.iter().filter(|c| **c != NONE).count() as u64;
+                    let scanned_ok = m.bounds.compact_offsets || scanned == want_scanned;
+                    if !scanned_ok || loaded != want_loaded {
+                        rt.reports.push(format!(
+                            "rebuild reports {scanned} records scanned and {loaded} states loaded, \
+                             the model replays {want_scanned} and loads {want_loaded}"
+                        ));
+                    }
+                }
+                Ok(())
+            }
         }
     }
 
