@@ -399,6 +399,10 @@ pub struct KeyView {
     pub queued: Vec<u64>,
     /// An action of this key is in progress.
     pub in_progress: bool,
+    /// The index of the call whose outcome the key waits for.
+    pub awaiting: Option<u64>,
+    /// The key has a step to take without outside input.
+    pub ready: bool,
 }
 
 /// One cached state.
@@ -468,6 +472,10 @@ pub struct View {
     pub up: bool,
     /// The operator failed (a put's error reached the action).
     pub failed: bool,
+    /// The task's cancellation signal is set.
+    pub cancelled: bool,
+    /// Cached states (as the store counts them), the in-flight put's state key left out.
+    pub cache_size: u64,
     /// Per key (empty while down).
     pub keys: Vec<KeyView>,
     /// The store's cache, by state key, without the in-flight put's state key (empty
@@ -592,7 +600,20 @@ impl<V: Variant> Conformant<V> {
                     // The put that failed ended its action.
                     let ended =
                         s.failed && matches!(phase, Phase::AwaitPut(_) | Phase::AwaitCompletion);
+                    // The runtime reuses every matching saved result when the action
+                    // starts: at call i it already waits for the first unsaved call.
+                    let awaiting = match phase {
+                        Phase::AtCall(i) => {
+                            let saved = s.cached(s.head(k)).map_or(0, |st| st.calls);
+                            (i.max(saved) < b.calls).then_some(i.max(saved))
+                        }
+                        Phase::HaveResult(i) | Phase::AwaitPut(i) if !ended => Some(i),
+                        _ => None,
+                    };
+                    let queued = s.finished[k] < s.next_seq[k];
                     KeyView {
+                        awaiting: awaiting.map(u64::from),
+                        ready: awaiting.is_none() && (phase != Phase::Idle || queued),
                         next_seq: u64::from(s.next_seq[k]),
                         finished: u64::from(s.finished[k]),
                         next_action: u64::from(s.next_action[k]),
@@ -656,6 +677,10 @@ impl<V: Variant> Conformant<V> {
         let mut view = View {
             up: !s.down,
             failed: s.failed,
+            cancelled: false,
+            cache_size: Self::state_keys(m)
+                .filter(|sk| Some(*sk) != in_flight && s.cached(*sk).is_some())
+                .count() as u64,
             keys,
             cache,
             log,
@@ -689,6 +714,8 @@ impl<V: Variant> Conformant<V> {
             None => (Vec::new(), Vec::new()),
             Some(op) => {
                 let in_progress = op.keys_in_progress();
+                let ready = op.ready_keys();
+                let outstanding = op.outstanding_calls();
                 let keys = (0..names.keys.len())
                     .map(|k| {
                         let (next_seq, finished, next_action, queued) =
@@ -699,6 +726,11 @@ impl<V: Variant> Conformant<V> {
                             next_action,
                             queued,
                             in_progress: in_progress.contains(&names.keys[k]),
+                            awaiting: outstanding
+                                .iter()
+                                .find(|c| c.key == names.keys[k])
+                                .map(|c| u64::from(c.index)),
+                            ready: ready.contains(&names.keys[k]),
                         }
                     })
                     .collect();
@@ -783,6 +815,15 @@ impl<V: Variant> Conformant<V> {
         let mut view = View {
             up: rt.op.is_some(),
             failed: rt.op.as_ref().is_some_and(|op| op.failure().is_some()),
+            cancelled: rt.op.as_ref().is_some_and(|op| op.is_cancelled()),
+            cache_size: rt.op.as_ref().map_or(0, |op| {
+                let store = op.store();
+                let open = rt
+                    .in_flight
+                    .as_ref()
+                    .filter(|(_, sk)| store.get(sk).is_some());
+                (store.cached_len() - usize::from(open.is_some())) as u64
+            }),
             keys,
             cache,
             log: parts,

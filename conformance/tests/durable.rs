@@ -328,9 +328,19 @@ fn cache_before_ack_diverges_at_the_first_failed_send() {
         .collect();
     assert_eq!(
         names,
-        ["cache", "failed", "keys[0].in_progress"],
+        [
+            "cache",
+            "cache_size",
+            "failed",
+            "keys[0].awaiting",
+            "keys[0].in_progress",
+            "keys[0].ready"
+        ],
         "{fields:?}"
     );
+    // The buggy store reports the unsaved state as cached, and the action goes on to
+    // call 1.
+    assert!(fields.contains(&"keys[0].awaiting: null | 1".to_string()));
     // Without a failed send the swallowed errors are invisible: it conforms.
     let quiet = model("fixed", &[("keys", "1"), ("inputs", "2")]);
     assert!(cover::<Conformant<CacheBeforeAck>>(&quiet).is_ok());
