@@ -130,4 +130,12 @@ pub trait Spec:
 
     /// The expected-verdict table of the specification in `specs/`.
     fn expectations() -> Vec<Expectation>;
+
+    /// Symmetry reduction: a function mapping every state to the representative of its
+    /// class under permutations of interchangeable components (terminal statuses, keys),
+    /// when this model at its settings has such components; `None` otherwise. Two states
+    /// of one class must satisfy the same properties. stateright honours it in DFS only.
+    fn representative(&self) -> Option<fn(&Self::State) -> Self::State> {
+        None
+    }
 }
