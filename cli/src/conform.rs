@@ -200,32 +200,51 @@ fn departs_of<B: Binding>(args: &mut Args) -> Result<ExitCode, UsageError> {
     }
     let property = args.take("property");
     let model: B::Model = build(args)?;
-    let report = check::check(
-        &model,
-        &check::CheckOptions {
-            shortest: false,
-            ..check::CheckOptions::default()
-        },
-    );
-    let failing: Vec<&'static str> = report
-        .properties
-        .iter()
-        .filter(|p| p.verdict == steadfast_model::Verdict::Counterexample)
-        .map(|p| p.name)
-        .collect();
-    let chosen = match property {
-        Some(p) => *failing.iter().find(|f| **f == p).ok_or_else(|| {
-            UsageError(format!(
-                "`{p}` has no counterexample in {} unpatched (counterexamples: {})",
-                <B::Model as Spec>::NAME,
-                failing.join(", ")
-            ))
-        })?,
-        None => *failing
-            .first()
-            .ok_or_else(|| UsageError("the unpatched design has no counterexample here".into()))?,
+    let (chosen, path) = match property {
+        // A named property goes straight to its focused run: no full check first.
+        Some(p) => {
+            let properties = model.properties();
+            let safety: Vec<&'static str> = properties
+                .iter()
+                .filter(|q| q.expectation == stateright::Expectation::Always)
+                .map(|q| q.name)
+                .collect();
+            let chosen = *safety.iter().find(|q| **q == p).ok_or_else(|| {
+                UsageError(format!(
+                    "`{p}` is not a safety property of {} (safety properties: {})",
+                    <B::Model as Spec>::NAME,
+                    safety.join(", ")
+                ))
+            })?;
+            let path = check::shortest(&model, chosen).ok_or_else(|| {
+                UsageError(format!(
+                    "`{p}` has no counterexample in {} unpatched at these settings",
+                    <B::Model as Spec>::NAME
+                ))
+            })?;
+            (chosen, path)
+        }
+        None => {
+            let report = check::check(
+                &model,
+                &check::CheckOptions {
+                    shortest: false,
+                    ..check::CheckOptions::default()
+                },
+            );
+            let chosen = report
+                .properties
+                .iter()
+                .find(|p| p.verdict == steadfast_model::Verdict::Counterexample)
+                .map(|p| p.name)
+                .ok_or_else(|| {
+                    UsageError("the unpatched design has no counterexample here".into())
+                })?;
+            let path =
+                check::shortest(&model, chosen).expect("a counterexample the full run found");
+            (chosen, path)
+        }
     };
-    let path = check::shortest(&model, chosen).expect("a counterexample the full run found");
     let pairs = path.into_vec();
     let init = model
         .init_states()

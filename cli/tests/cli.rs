@@ -297,6 +297,40 @@ fn departs_names_the_step_where_the_fix_acts() {
 }
 
 #[test]
+fn departs_with_a_named_property_replays_its_counterexample_and_refuses_others() {
+    let o = steadfast(&["departs", "durable", "--property", "call at most once"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(
+            "shortest counterexample to \"call at most once\" in durable unpatched (11 steps)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("diverge at step 6 (TriggerCheckpoint)"),
+        "{text}"
+    );
+
+    // A reachability property has examples, not counterexamples.
+    let o = steadfast(&["departs", "leadership", "--property", "a job finishes"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("`a job finishes` is not a safety property of leadership"),
+        "{}",
+        stderr(&o)
+    );
+    // A safety property that holds even unpatched at these settings.
+    let o = steadfast(&["departs", "leadership", "--property", "fenced sessions"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("`fenced sessions` has no counterexample in leadership unpatched"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn traces_written_as_itf_replay_and_bad_files_are_named() {
     let dir = std::env::temp_dir().join(format!("steadfast-cli-traces-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
