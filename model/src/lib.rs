@@ -25,6 +25,9 @@ pub mod settings;
 
 pub use settings::{Param, ParamKind, Settings, SettingsError};
 
+/// A function from a state to the representative of its symmetry class.
+pub type Representative<S> = fn(&S) -> S;
+
 /// The verdict of one property in one run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -135,7 +138,7 @@ pub trait Spec:
     /// class under permutations of interchangeable components (terminal statuses, keys),
     /// when this model at its settings has such components; `None` otherwise. Two states
     /// of one class must satisfy the same properties. stateright honours it in DFS only.
-    fn representative(&self) -> Option<fn(&Self::State) -> Self::State> {
+    fn representative(&self) -> Option<Representative<Self::State>> {
         None
     }
 }
