@@ -1,5 +1,6 @@
-//! `bench`: checking speed per model, design, search order and thread count, and how the
-//! state space grows with each bound.
+//! `bench`: checking speed per model, design, search order and thread count, the factor
+//! by which symmetry reduction shrinks each state space, and how the state space grows
+//! with each bound.
 //!
 //! Every measured run is a child process (`steadfast check ... --json`), so that its peak
 //! memory is its own (read from `/proc/self/status` by the child) and runs cannot warm
@@ -8,7 +9,7 @@
 use std::process::{Command, ExitCode};
 
 use serde_json::Value;
-use steadfast_model::{ParamKind, Spec};
+use steadfast_model::{ParamKind, Settings, Spec};
 
 use crate::args::{Args, UsageError};
 use crate::models::{with_spec, NAMES};
@@ -57,8 +58,20 @@ fn mib(kib: Option<u64>) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// Unique states and seconds of the single-threaded DFS run of one design at default
+/// bounds, kept from the speed table for the symmetry table.
+struct PlainDfs {
+    model: &'static str,
+    design: &'static str,
+    unique: u64,
+    seconds: f64,
+}
+
 /// Speed of every design at default bounds: BFS and DFS, one and two threads.
-fn speed<M: Spec>(rows: &mut Vec<Vec<String>>) -> Result<(), UsageError> {
+fn speed<M: Spec>(
+    rows: &mut Vec<Vec<String>>,
+    plain: &mut Vec<PlainDfs>,
+) -> Result<(), UsageError> {
     for design in M::designs() {
         for (order, threads) in [("bfs", 1), ("bfs", 2), ("dfs", 1), ("dfs", 2)] {
             let mut args = vec![
@@ -72,6 +85,14 @@ fn speed<M: Spec>(rows: &mut Vec<Vec<String>>) -> Result<(), UsageError> {
                 args.push("--dfs".into());
             }
             let r = child(&args)?;
+            if (order, threads) == ("dfs", 1) {
+                plain.push(PlainDfs {
+                    model: M::NAME,
+                    design,
+                    unique: r.unique,
+                    seconds: r.seconds,
+                });
+            }
             rows.push(vec![
                 M::NAME.into(),
                 design.to_string(),
@@ -85,6 +106,61 @@ fn speed<M: Spec>(rows: &mut Vec<Vec<String>>) -> Result<(), UsageError> {
                 mib(r.peak_kib),
             ]);
         }
+    }
+    Ok(())
+}
+
+/// Builds the model for a design at the defaults with one setting overridden, to ask it
+/// whether it has a representative there.
+fn model_at<M: Spec>(design: &str, setting: Option<(&str, String)>) -> Result<M, UsageError> {
+    let mut settings = Settings::defaults(M::params());
+    if let Some((name, value)) = setting {
+        settings
+            .set(M::params(), name, &value)
+            .map_err(|e| UsageError(e.0))?;
+    }
+    M::build(design, &settings).map_err(|e| UsageError(e.0))
+}
+
+/// The reduction factor: unique states without symmetry over unique states with it.
+fn factor(without: u64, with: u64) -> String {
+    format!("{:.2}", without as f64 / with.max(1) as f64)
+}
+
+/// Symmetry reduction at default bounds: for every design whose model has a
+/// representative, a DFS run with symmetry beside the plain DFS run of the speed table.
+fn symmetry<M: Spec>(plain: &[PlainDfs], rows: &mut Vec<Vec<String>>) -> Result<(), UsageError> {
+    for design in M::designs() {
+        let Some(p) = plain
+            .iter()
+            .find(|p| p.model == M::NAME && p.design == *design)
+        else {
+            continue;
+        };
+        let model: M = model_at(design, None)?;
+        let mut row = vec![
+            M::NAME.to_string(),
+            design.to_string(),
+            p.unique.to_string(),
+        ];
+        if model.representative().is_none() {
+            row.extend(["none at these settings", "-", "-", "-"].map(String::from));
+        } else {
+            let r = child(&[
+                M::NAME.to_string(),
+                "--design".into(),
+                design.to_string(),
+                "--dfs".into(),
+                "--symmetry".into(),
+            ])?;
+            row.extend([
+                r.unique.to_string(),
+                factor(p.unique, r.unique),
+                format!("{:.2}", p.seconds),
+                format!("{:.2}", r.seconds),
+            ]);
+        }
+        rows.push(row);
     }
     Ok(())
 }
@@ -118,7 +194,8 @@ pub fn growth(points: &[(u64, u64)]) -> String {
 
 /// Each integer bound of the fixed design grown from its smallest value (the others at
 /// their defaults) until a run takes more than `limit` seconds or the bound's maximum is
-/// reached.
+/// reached. Where the model has a representative at a point, a DFS run with symmetry
+/// gives that point's reduction factor.
 fn scaling<M: Spec>(limit: f64) -> Result<(), UsageError> {
     for p in M::params() {
         let ParamKind::Int { min, max, .. } = p.kind else {
@@ -130,6 +207,8 @@ fn scaling<M: Spec>(limit: f64) -> Result<(), UsageError> {
             "seconds".into(),
             "ratio".into(),
             "peak MiB".into(),
+            "with symmetry".into(),
+            "factor".into(),
         ]];
         let mut points = Vec::new();
         for value in min..=max {
@@ -147,12 +226,30 @@ fn scaling<M: Spec>(limit: f64) -> Result<(), UsageError> {
                 })
                 .unwrap_or_default();
             points.push((value, r.unique));
+            let model: M = model_at("fixed", Some((p.name, value.to_string())))?;
+            let reduced = match model.representative() {
+                None => ["-".to_string(), "-".to_string()],
+                Some(_) => {
+                    let s = child(&[
+                        M::NAME.to_string(),
+                        "--design".into(),
+                        "fixed".into(),
+                        format!("--{}", p.name),
+                        value.to_string(),
+                        "--dfs".into(),
+                        "--symmetry".into(),
+                    ])?;
+                    [s.unique.to_string(), factor(r.unique, s.unique)]
+                }
+            };
             rows.push(vec![
                 value.to_string(),
                 r.unique.to_string(),
                 format!("{:.2}", r.seconds),
                 ratio,
                 mib(r.peak_kib),
+                reduced[0].clone(),
+                reduced[1].clone(),
             ]);
             if r.seconds > limit {
                 break;
@@ -198,10 +295,27 @@ pub fn bench(rest: &[String]) -> Result<ExitCode, UsageError> {
     ]
     .map(String::from)
     .to_vec()];
+    let mut plain = Vec::new();
     for name in &names {
-        with_spec!(name.as_str(), M => speed::<M>(&mut rows))?;
+        with_spec!(name.as_str(), M => speed::<M>(&mut rows, &mut plain))?;
     }
     println!("checking at default bounds (each run a fresh process)\n");
+    print!("{}", render::table(&rows));
+    let mut rows = vec![[
+        "model",
+        "design",
+        "unique (dfs)",
+        "with symmetry",
+        "factor",
+        "seconds",
+        "with symmetry",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for name in &names {
+        with_spec!(name.as_str(), M => symmetry::<M>(&plain, &mut rows))?;
+    }
+    println!("\nsymmetry reduction at default bounds (DFS, one thread; factor = unique without / with)\n");
     print!("{}", render::table(&rows));
     if args.switch("scaling") {
         for name in &names {

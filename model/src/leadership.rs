@@ -334,6 +334,57 @@ impl State {
     }
 }
 
+/// Relabels terminal statuses in order of first appearance: the first status met
+/// becomes [`Status::ALL`]`[0]`, the next different one `ALL[1]`, and so on.
+struct Relabel {
+    /// New label per old status (indexed by `Status as usize`).
+    to: [Option<Status>; 3],
+    /// Statuses handed out so far.
+    used: usize,
+}
+
+impl Relabel {
+    fn status(&mut self, old: Status) -> Status {
+        let used = &mut self.used;
+        *self.to[old as usize].get_or_insert_with(|| {
+            let new = Status::ALL[*used];
+            *used += 1;
+            new
+        })
+    }
+
+    fn outcome(&mut self, old: Outcome) -> Outcome {
+        match old {
+            Outcome::Terminal(status) => Outcome::Terminal(self.status(status)),
+            other => other,
+        }
+    }
+}
+
+impl State {
+    /// The representative of this state's class under permutations of the terminal
+    /// statuses: every field that holds a status (`decided`, `pending_terminal`,
+    /// `runner_result`, then each process's `result` by id) relabelled in order of first
+    /// appearance in that field order. States that differ only by a renaming of
+    /// FINISHED, FAILED and CANCELED get the same representative, which is itself one of
+    /// them; no step and no property of the model tells the statuses apart (they are only
+    /// compared for equality), so the class shares every verdict.
+    pub fn canonical_statuses(&self) -> State {
+        let mut relabel = Relabel {
+            to: [None; 3],
+            used: 0,
+        };
+        let mut r = *self;
+        r.decided = r.decided.map(|s| relabel.status(s));
+        r.pending_terminal = r.pending_terminal.map(|s| relabel.status(s));
+        r.runner_result = relabel.outcome(r.runner_result);
+        for p in r.processes.iter_mut() {
+            p.result = relabel.outcome(p.result);
+        }
+        r
+    }
+}
+
 impl std::hash::Hash for State {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         state.write(&self.pack());
@@ -1354,6 +1405,12 @@ impl Spec for Leadership {
 
     fn expectations() -> Vec<Expectation> {
         expectations()
+    }
+
+    /// Terminal statuses are interchangeable when the scheduler may decide more than one
+    /// of them; with `statuses` 1 there is nothing to permute.
+    fn representative(&self) -> Option<fn(&State) -> State> {
+        (self.statuses > 1).then_some(State::canonical_statuses as fn(&State) -> State)
     }
 }
 
