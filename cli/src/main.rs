@@ -37,9 +37,11 @@ usage:
   steadfast replay FILE             replay one trace file against the runtime
   steadfast departs MODEL [--property P]
                                     where the runtime leaves an unpatched counterexample
-  steadfast bench [MODEL] [--scaling] [--limit SECONDS]
+  steadfast bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]
                                     checking speed per design; symmetry reduction
-                                    factor; growth per bound
+                                    factor; growth per bound (a run longer than the
+                                    limit, default 60, ends its bound; one still going
+                                    at the cap, default 4 x limit, is stopped)
 
   --scenario S    start from a named preset of settings (a column of a verdict table)
   --no-shortest   skip the extra runs that make each trace a shortest one
