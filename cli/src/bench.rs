@@ -1,14 +1,17 @@
-//! `bench`: checking speed per model, design, search order and thread count, and how the
-//! state space grows with each bound.
+//! `bench`: checking speed per model, design, search order and thread count, the factor
+//! by which symmetry reduction shrinks each state space, and how the state space grows
+//! with each bound.
 //!
 //! Every measured run is a child process (`steadfast check ... --json`), so that its peak
 //! memory is its own (read from `/proc/self/status` by the child) and runs cannot warm
 //! each other's allocators.
 
-use std::process::{Command, ExitCode};
+use std::io::Read;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use steadfast_model::{ParamKind, Spec};
+use steadfast_model::{ParamKind, Settings, Spec};
 
 use crate::args::{Args, UsageError};
 use crate::models::{with_spec, NAMES};
@@ -23,33 +26,121 @@ struct Run {
     peak_kib: Option<u64>,
 }
 
-fn child(args: &[String]) -> Result<Run, UsageError> {
+/// How a capped child run ended.
+enum Ended {
+    /// It finished and reported.
+    Done(Run),
+    /// It was stopped at the cap; its last progress line gives the unique states it had
+    /// found by then, a lower bound of the whole count.
+    Stopped { unique_at_least: Option<u64> },
+}
+
+/// The unique-state count of the last progress line on a check's stderr
+/// (`label: N unique states, ...`).
+fn last_progress(stderr: &str) -> Option<u64> {
+    stderr.lines().rev().find_map(|l| {
+        l.split_once(": ")?
+            .1
+            .split_once(" unique states")?
+            .0
+            .parse()
+            .ok()
+    })
+}
+
+/// One `check ... --json --no-shortest` child, stopped after `cap` when one is given.
+fn child_capped(args: &[String], cap: Option<Duration>) -> Result<Ended, UsageError> {
     let exe = std::env::current_exe()
         .map_err(|e| UsageError(format!("cannot find own executable: {e}")))?;
-    let out = Command::new(exe)
+    let mut proc = Command::new(exe)
         .arg("check")
         .args(args)
         .args(["--json", "--no-shortest"])
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| UsageError(format!("cannot run a check: {e}")))?;
+    // Drained on their own threads so that progress lines cannot fill a pipe and stall
+    // the child.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        proc.stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        proc.stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let started = Instant::now();
+    let mut stopped = false;
+    let status = loop {
+        match proc.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if cap.is_some_and(|cap| started.elapsed() > cap) => {
+                let _ = proc.kill();
+                stopped = true;
+                break proc
+                    .wait()
+                    .map_err(|e| UsageError(format!("cannot stop a check: {e}")))?;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(UsageError(format!("cannot wait for a check: {e}"))),
+        }
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).to_string();
+    if stopped {
+        return Ok(Ended::Stopped {
+            unique_at_least: last_progress(&stderr),
+        });
+    }
     // Status 1 only means a property failed; the figures are still good.
-    if !matches!(out.status.code(), Some(0 | 1)) {
+    if !matches!(status.code(), Some(0 | 1)) {
         return Err(UsageError(format!(
             "check {} failed: {}",
             args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
+            stderr.trim()
         )));
     }
-    let v: Value = serde_json::from_slice(&out.stdout)
+    let v: Value = serde_json::from_slice(&stdout)
         .map_err(|e| UsageError(format!("check {} printed no report: {e}", args.join(" "))))?;
     let num = |k: &str| v[k].as_u64().unwrap_or(0);
-    Ok(Run {
+    Ok(Ended::Done(Run {
         unique: num("unique_states"),
         generated: num("generated_states"),
         depth: num("max_depth"),
         seconds: v["seconds"].as_f64().unwrap_or(0.0),
         peak_kib: v["peak_memory_kib"].as_u64(),
-    })
+    }))
+}
+
+/// One child run without a cap.
+fn child(args: &[String]) -> Result<Run, UsageError> {
+    match child_capped(args, None)? {
+        Ended::Done(run) => Ok(run),
+        Ended::Stopped { .. } => Err(UsageError(format!(
+            "check {} stopped without a cap",
+            args.join(" ")
+        ))),
+    }
+}
+
+/// A lower bound of a stopped run's state count, for a table cell.
+fn at_least(unique: Option<u64>) -> String {
+    match unique {
+        Some(n) => format!(">= {n} (stopped)"),
+        None => "? (stopped)".into(),
+    }
 }
 
 fn mib(kib: Option<u64>) -> String {
@@ -57,8 +148,20 @@ fn mib(kib: Option<u64>) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// Unique states and seconds of the single-threaded DFS run of one design at default
+/// bounds, kept from the speed table for the symmetry table.
+struct PlainDfs {
+    model: &'static str,
+    design: &'static str,
+    unique: u64,
+    seconds: f64,
+}
+
 /// Speed of every design at default bounds: BFS and DFS, one and two threads.
-fn speed<M: Spec>(rows: &mut Vec<Vec<String>>) -> Result<(), UsageError> {
+fn speed<M: Spec>(
+    rows: &mut Vec<Vec<String>>,
+    plain: &mut Vec<PlainDfs>,
+) -> Result<(), UsageError> {
     for design in M::designs() {
         for (order, threads) in [("bfs", 1), ("bfs", 2), ("dfs", 1), ("dfs", 2)] {
             let mut args = vec![
@@ -72,6 +175,14 @@ fn speed<M: Spec>(rows: &mut Vec<Vec<String>>) -> Result<(), UsageError> {
                 args.push("--dfs".into());
             }
             let r = child(&args)?;
+            if (order, threads) == ("dfs", 1) {
+                plain.push(PlainDfs {
+                    model: M::NAME,
+                    design,
+                    unique: r.unique,
+                    seconds: r.seconds,
+                });
+            }
             rows.push(vec![
                 M::NAME.into(),
                 design.to_string(),
@@ -85,6 +196,61 @@ fn speed<M: Spec>(rows: &mut Vec<Vec<String>>) -> Result<(), UsageError> {
                 mib(r.peak_kib),
             ]);
         }
+    }
+    Ok(())
+}
+
+/// Builds the model for a design at the defaults with one setting overridden, to ask it
+/// whether it has a representative there.
+fn model_at<M: Spec>(design: &str, setting: Option<(&str, String)>) -> Result<M, UsageError> {
+    let mut settings = Settings::defaults(M::params());
+    if let Some((name, value)) = setting {
+        settings
+            .set(M::params(), name, &value)
+            .map_err(|e| UsageError(e.0))?;
+    }
+    M::build(design, &settings).map_err(|e| UsageError(e.0))
+}
+
+/// The reduction factor: unique states without symmetry over unique states with it.
+fn factor(without: u64, with: u64) -> String {
+    format!("{:.2}", without as f64 / with.max(1) as f64)
+}
+
+/// Symmetry reduction at default bounds: for every design whose model has a
+/// representative, a DFS run with symmetry beside the plain DFS run of the speed table.
+fn symmetry<M: Spec>(plain: &[PlainDfs], rows: &mut Vec<Vec<String>>) -> Result<(), UsageError> {
+    for design in M::designs() {
+        let Some(p) = plain
+            .iter()
+            .find(|p| p.model == M::NAME && p.design == *design)
+        else {
+            continue;
+        };
+        let model: M = model_at(design, None)?;
+        let mut row = vec![
+            M::NAME.to_string(),
+            design.to_string(),
+            p.unique.to_string(),
+        ];
+        if model.representative().is_none() {
+            row.extend(["none at these settings", "-", "-", "-"].map(String::from));
+        } else {
+            let r = child(&[
+                M::NAME.to_string(),
+                "--design".into(),
+                design.to_string(),
+                "--dfs".into(),
+                "--symmetry".into(),
+            ])?;
+            row.extend([
+                r.unique.to_string(),
+                factor(p.unique, r.unique),
+                format!("{:.2}", p.seconds),
+                format!("{:.2}", r.seconds),
+            ]);
+        }
+        rows.push(row);
     }
     Ok(())
 }
@@ -118,8 +284,10 @@ pub fn growth(points: &[(u64, u64)]) -> String {
 
 /// Each integer bound of the fixed design grown from its smallest value (the others at
 /// their defaults) until a run takes more than `limit` seconds or the bound's maximum is
-/// reached.
-fn scaling<M: Spec>(limit: f64) -> Result<(), UsageError> {
+/// reached; a run still going after `cap` is stopped, which also ends that bound. Where
+/// the model has a representative at a point, a DFS run with symmetry gives that
+/// point's reduction factor.
+fn scaling<M: Spec>(limit: f64, cap: Duration) -> Result<(), UsageError> {
     for p in M::params() {
         let ParamKind::Int { min, max, .. } = p.kind else {
             continue;
@@ -130,16 +298,36 @@ fn scaling<M: Spec>(limit: f64) -> Result<(), UsageError> {
             "seconds".into(),
             "ratio".into(),
             "peak MiB".into(),
+            "with symmetry".into(),
+            "factor".into(),
         ]];
         let mut points = Vec::new();
         for value in min..=max {
-            let r = child(&[
-                M::NAME.to_string(),
-                "--design".into(),
-                "fixed".into(),
-                format!("--{}", p.name),
-                value.to_string(),
-            ])?;
+            let ended = child_capped(
+                &[
+                    M::NAME.to_string(),
+                    "--design".into(),
+                    "fixed".into(),
+                    format!("--{}", p.name),
+                    value.to_string(),
+                ],
+                Some(cap),
+            )?;
+            let r = match ended {
+                Ended::Done(r) => r,
+                Ended::Stopped { unique_at_least } => {
+                    rows.push(vec![
+                        value.to_string(),
+                        at_least(unique_at_least),
+                        format!("> {:.0}", cap.as_secs_f64()),
+                        String::new(),
+                        "?".into(),
+                        "-".into(),
+                        "-".into(),
+                    ]);
+                    break;
+                }
+            };
             let ratio = points
                 .last()
                 .map(|(_, prev): &(u64, u64)| {
@@ -147,12 +335,38 @@ fn scaling<M: Spec>(limit: f64) -> Result<(), UsageError> {
                 })
                 .unwrap_or_default();
             points.push((value, r.unique));
+            let model: M = model_at("fixed", Some((p.name, value.to_string())))?;
+            let reduced = match model.representative() {
+                None => ["-".to_string(), "-".to_string()],
+                Some(_) => {
+                    let ended = child_capped(
+                        &[
+                            M::NAME.to_string(),
+                            "--design".into(),
+                            "fixed".into(),
+                            format!("--{}", p.name),
+                            value.to_string(),
+                            "--dfs".into(),
+                            "--symmetry".into(),
+                        ],
+                        Some(cap),
+                    )?;
+                    match ended {
+                        Ended::Done(s) => [s.unique.to_string(), factor(r.unique, s.unique)],
+                        Ended::Stopped { unique_at_least } => {
+                            [at_least(unique_at_least), "-".into()]
+                        }
+                    }
+                }
+            };
             rows.push(vec![
                 value.to_string(),
                 r.unique.to_string(),
                 format!("{:.2}", r.seconds),
                 ratio,
                 mib(r.peak_kib),
+                reduced[0].clone(),
+                reduced[1].clone(),
             ]);
             if r.seconds > limit {
                 break;
@@ -172,11 +386,15 @@ fn scaling<M: Spec>(limit: f64) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// `bench [MODEL] [--scaling] [--limit SECONDS]`
+/// `bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]`
 pub fn bench(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &["scaling"])?;
     args.no_more_positionals(1)?;
-    let limit = args.take_number("limit", 60, 1, 3600)? as f64;
+    let limit = args.take_number("limit", 60, 1, 3600)?;
+    // A run that the limit would end anyway is stopped at four times the limit, so one
+    // step too far cannot hold the machine for hours.
+    let cap = args.take_number("cap", 4 * limit, 1, 36_000)?;
+    let (limit, cap) = (limit as f64, Duration::from_secs(cap as u64));
     if let Some((name, _)) = args.options.first() {
         return Err(UsageError(format!("unknown option `--{name}` for bench")));
     }
@@ -198,14 +416,31 @@ pub fn bench(rest: &[String]) -> Result<ExitCode, UsageError> {
     ]
     .map(String::from)
     .to_vec()];
+    let mut plain = Vec::new();
     for name in &names {
-        with_spec!(name.as_str(), M => speed::<M>(&mut rows))?;
+        with_spec!(name.as_str(), M => speed::<M>(&mut rows, &mut plain))?;
     }
     println!("checking at default bounds (each run a fresh process)\n");
     print!("{}", render::table(&rows));
+    let mut rows = vec![[
+        "model",
+        "design",
+        "unique (dfs)",
+        "with symmetry",
+        "factor",
+        "seconds",
+        "with symmetry",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for name in &names {
+        with_spec!(name.as_str(), M => symmetry::<M>(&plain, &mut rows))?;
+    }
+    println!("\nsymmetry reduction at default bounds (DFS, one thread; factor = unique without / with)\n");
+    print!("{}", render::table(&rows));
     if args.switch("scaling") {
         for name in &names {
-            with_spec!(name.as_str(), M => scaling::<M>(limit))?;
+            with_spec!(name.as_str(), M => scaling::<M>(limit, cap))?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -213,7 +448,16 @@ pub fn bench(rest: &[String]) -> Result<ExitCode, UsageError> {
 
 #[cfg(test)]
 mod tests {
-    use super::growth;
+    use super::{growth, last_progress};
+
+    #[test]
+    fn reads_the_count_of_the_last_progress_line() {
+        let stderr = "durable fixed: 120 unique states, 300 generated, depth 9, 60 states/s, 2s\n\
+                      durable fixed: 250 unique states, 700 generated, depth 12, 83 states/s, 3s\n";
+        assert_eq!(last_progress(stderr), Some(250));
+        assert_eq!(last_progress(""), None);
+        assert_eq!(last_progress("steadfast: unknown setting `x`"), None);
+    }
 
     #[test]
     fn names_exponential_and_polynomial_growth() {

@@ -84,7 +84,7 @@ where
 
 /// `check MODEL ...`
 pub fn check(rest: &[String]) -> Result<ExitCode, UsageError> {
-    let mut args = Args::parse(rest, &["json", "dfs", "no-shortest"])?;
+    let mut args = Args::parse(rest, &["json", "dfs", "no-shortest", "symmetry"])?;
     let name = model_name(&args, "check")?;
     with_spec!(name.as_str(), M => check_model::<M>(&mut args))
 }
@@ -103,9 +103,17 @@ where
         },
         shortest: !args.switch("no-shortest"),
         progress_after: Some(Duration::from_secs(2)),
+        symmetry: args.switch("symmetry"),
     };
     let model: M = build(args)?;
-    let report = check::check(&model, &options);
+    let report = check::try_check(&model, &options).map_err(|e| match e {
+        check::CheckError::SymmetryNeedsDfs => UsageError(
+            "`--symmetry` needs `--dfs`: stateright ignores symmetry reduction in \
+             breadth-first runs"
+                .into(),
+        ),
+        other => UsageError(format!("`--symmetry`: {other}")),
+    })?;
     if args.switch("json") {
         #[derive(Serialize)]
         struct Json<'a> {
@@ -178,6 +186,7 @@ where
         strategy: Strategy::Bfs,
         shortest: false,
         progress_after: Some(Duration::from_secs(2)),
+        symmetry: false,
     };
     let mut table = VerdictTable {
         model: M::NAME,

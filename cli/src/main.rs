@@ -25,7 +25,8 @@ const USAGE: &str = "\
 steadfast: formal models of two Apache Flink bugs, and the checks that bind them to code
 
 usage:
-  steadfast check MODEL [--design D] [--SETTING VALUE]... [--threads N] [--dfs] [--json]
+  steadfast check MODEL [--design D] [--SETTING VALUE]... [--threads N] [--dfs [--symmetry]]
+                    [--json]
   steadfast verdicts [--json]
   steadfast explore MODEL [--design D] [--SETTING VALUE]... [--addr 127.0.0.1:3000]
   steadfast models                  list models, designs, settings and scenarios
@@ -36,11 +37,17 @@ usage:
   steadfast replay FILE             replay one trace file against the runtime
   steadfast departs MODEL [--property P]
                                     where the runtime leaves an unpatched counterexample
-  steadfast bench [MODEL] [--scaling] [--limit SECONDS]
-                                    checking speed per design; growth per bound
+  steadfast bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]
+                                    checking speed per design; symmetry reduction
+                                    factor; growth per bound (a run longer than the
+                                    limit, default 60, ends its bound; one still going
+                                    at the cap, default 4 x limit, is stopped)
 
   --scenario S    start from a named preset of settings (a column of a verdict table)
   --no-shortest   skip the extra runs that make each trace a shortest one
+  --symmetry      (check, with --dfs) symmetry reduction: one state per class of
+                  interchangeable terminal statuses or keys, where the model has them;
+                  the shortest-trace runs are BFS and run without it
 
 exit status: 0 all good, 1 counterexample or unreached property, 2 bad arguments";
 

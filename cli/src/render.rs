@@ -56,6 +56,13 @@ pub fn report(r: &CheckReport) -> String {
         r.seconds,
         r.states_per_second
     );
+    if r.symmetry {
+        out.insert_str(
+            out.len() - 1,
+            "symmetry reduction on (depth-first): the unique states are classes of \
+             interchangeable states; shortest-trace runs are breadth-first, without it\n",
+        );
+    }
     let mut rows = vec![vec![
         "property".to_string(),
         "kind".to_string(),

@@ -72,6 +72,16 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
             &["verdicts", "--fast", "yes"],
             "steadfast: unknown option `--fast`",
         ),
+        (
+            &["check", "leadership", "--symmetry"],
+            "steadfast: `--symmetry` needs `--dfs`: stateright ignores symmetry reduction in breadth-first runs",
+        ),
+        (
+            &["check", "leadership", "--dfs", "--symmetry", "--statuses", "1"],
+            "steadfast: `--symmetry`: model leadership (design fixed, epochs=3 grants=3 \
+             late-signal=false old-runner-first=true ordering=all statuses=1) has no \
+             interchangeable components to reduce by symmetry",
+        ),
     ];
     for (args, start) in cases {
         let o = steadfast(args);
@@ -109,6 +119,93 @@ fn json_report_carries_counts_verdicts_and_traces() {
         .unwrap();
     assert_eq!(masking["verdict"], "holds");
     assert!(masking["trace"].is_null());
+}
+
+#[test]
+fn symmetry_flag_reduces_the_dfs_run_and_the_report_says_so() {
+    let check = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "leadership",
+            "--design",
+            "runner-fix-only",
+            "--dfs",
+        ];
+        args.extend_from_slice(extra);
+        args.push("--json");
+        let o = steadfast(&args);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        serde_json::from_slice::<Value>(&o.stdout).expect("one JSON document")
+    };
+    let plain = check(&[]);
+    let reduced = check(&["--symmetry"]);
+    assert_eq!(plain["symmetry"], false);
+    assert_eq!(reduced["symmetry"], true);
+    assert_eq!(plain["unique_states"], 11418);
+    assert_eq!(reduced["unique_states"], 4474);
+    let verdicts = |v: &Value| -> Vec<(String, String)> {
+        v["properties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["name"].to_string(), p["verdict"].to_string()))
+            .collect()
+    };
+    assert_eq!(verdicts(&plain), verdicts(&reduced));
+    // The shortest traces still come from unreduced BFS runs: the same as without.
+    let reanimation = |v: &Value| {
+        v["properties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "no reanimation")
+            .unwrap()["trace"]
+            .clone()
+    };
+    assert_eq!(reanimation(&reduced)["shape"], "ordering B");
+    assert_eq!(reanimation(&reduced)["steps"].as_array().unwrap().len(), 10);
+    assert_eq!(reanimation(&reduced), reanimation(&plain));
+
+    let text = steadfast(&["check", "leadership", "--dfs", "--symmetry"]);
+    assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(out.contains("2848 unique states"), "{out}");
+    assert!(
+        out.contains("symmetry reduction on (depth-first)") && out.contains("without it"),
+        "{out}"
+    );
+    let help = steadfast(&["--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("[--dfs [--symmetry]]"), "{help}");
+    assert!(
+        help.contains("--symmetry      (check, with --dfs)"),
+        "{help}"
+    );
+}
+
+#[test]
+fn bench_reports_the_symmetry_reduction_factor() {
+    let o = steadfast(&["bench", "leadership"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let (_, table) = text
+        .split_once("symmetry reduction at default bounds")
+        .expect("a symmetry table");
+    // model, design, unique without, unique with, factor (seconds vary).
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .filter(|l| l.starts_with("leadership"))
+        .map(|l| l.split_whitespace().take(5).collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ["leadership", "unpatched", "34967", "12947", "2.70"],
+            ["leadership", "process-fix-only", "19494", "7612", "2.56"],
+            ["leadership", "runner-fix-only", "11418", "4474", "2.55"],
+            ["leadership", "fixed", "6786", "2848", "2.38"],
+        ]
+    );
 }
 
 #[test]

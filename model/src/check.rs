@@ -6,6 +6,12 @@
 //! a later state violates it, so that run's traces are not the shortest; for each
 //! discovery a second, single-threaded BFS run focused on that property alone stops at
 //! the first violating state, whose path is then a shortest one.
+//!
+//! Symmetry reduction ([`CheckOptions::symmetry`]) applies to the exhaustive run only and
+//! only in depth-first order, the one stateright honours it in: the run then stores one
+//! representative per class of interchangeable states ([`Spec::representative`]), so its
+//! unique state count is a count of classes. The shortest-trace runs stay breadth-first
+//! and therefore run without symmetry over the whole state space.
 
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -60,7 +66,52 @@ pub struct CheckOptions {
     pub shortest: bool,
     /// Print progress to stderr for runs longer than this (never when `None`).
     pub progress_after: Option<Duration>,
+    /// Symmetry reduction in the exhaustive run, with the model's
+    /// [`Spec::representative`]. Needs [`Strategy::Dfs`] and a model that has a
+    /// representative at its settings; [`try_check`] refuses anything else. The
+    /// shortest-trace runs are breadth-first and never use it.
+    pub symmetry: bool,
 }
+
+/// Options a run cannot honour, refused before anything is checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckError {
+    /// Symmetry reduction was asked for with breadth-first search, which stateright runs
+    /// without it.
+    SymmetryNeedsDfs,
+    /// Symmetry reduction was asked for, but the model at these settings has no
+    /// interchangeable components ([`Spec::representative`] is `None`).
+    NoSymmetry {
+        /// Model name.
+        model: &'static str,
+        /// Design name.
+        design: &'static str,
+        /// The settings, as `name=value` words.
+        settings: String,
+    },
+}
+
+impl std::fmt::Display for CheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckError::SymmetryNeedsDfs => f.write_str(
+                "symmetry reduction needs depth-first search: stateright ignores it in \
+                 breadth-first runs",
+            ),
+            CheckError::NoSymmetry {
+                model,
+                design,
+                settings,
+            } => write!(
+                f,
+                "model {model} (design {design}, {settings}) has no interchangeable \
+                 components to reduce by symmetry"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CheckError {}
 
 impl Default for CheckOptions {
     fn default() -> Self {
@@ -69,6 +120,7 @@ impl Default for CheckOptions {
             strategy: Strategy::Bfs,
             shortest: true,
             progress_after: None,
+            symmetry: false,
         }
     }
 }
@@ -123,6 +175,9 @@ pub struct CheckReport {
     pub generated_states: usize,
     /// Deepest level reached (initial states have depth 1).
     pub max_depth: usize,
+    /// Whether the exhaustive run used symmetry reduction (then `unique_states` counts
+    /// classes of interchangeable states; traces still come from unreduced runs).
+    pub symmetry: bool,
     /// Wall time of the exhaustive run, seconds.
     pub seconds: f64,
     /// Unique states per second of the exhaustive run.
@@ -301,8 +356,51 @@ where
     }
 }
 
+/// A function from a state to the representative of its symmetry class.
+pub type Representative<M> = fn(&<M as Model>::State) -> <M as Model>::State;
+
+/// The representative function the options ask for: `None` without symmetry, an error
+/// when symmetry is asked for but cannot be honoured.
+pub fn symmetry_of<M: Spec>(
+    model: &M,
+    options: &CheckOptions,
+) -> Result<Option<Representative<M>>, CheckError> {
+    if !options.symmetry {
+        return Ok(None);
+    }
+    if options.strategy != Strategy::Dfs {
+        return Err(CheckError::SymmetryNeedsDfs);
+    }
+    match model.representative() {
+        Some(f) => Ok(Some(f)),
+        None => Err(CheckError::NoSymmetry {
+            model: M::NAME,
+            design: model.design_name(),
+            settings: model
+                .settings()
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        }),
+    }
+}
+
 /// Checks a model exhaustively and reports every property.
+///
+/// # Panics
+///
+/// When the options ask for symmetry reduction that cannot be honoured (see
+/// [`try_check`], which returns that as an error); options without symmetry never fail.
 pub fn check<M: Spec>(model: &M, options: &CheckOptions) -> CheckReport {
+    try_check(model, options).unwrap_or_else(|e| panic!("cannot check: {e}"))
+}
+
+/// Checks a model exhaustively and reports every property; options the run cannot
+/// honour (symmetry without DFS, or for a model without a representative) are refused
+/// before anything runs.
+pub fn try_check<M: Spec>(model: &M, options: &CheckOptions) -> Result<CheckReport, CheckError> {
+    let symmetry = symmetry_of(model, options)?;
     let full = model
         .focus(None)
         .expect("focusing on no property cannot fail");
@@ -314,10 +412,22 @@ pub fn check<M: Spec>(model: &M, options: &CheckOptions) -> CheckReport {
         .collect();
 
     let started = Instant::now();
-    let builder = full.clone().checker().threads(options.threads.max(1));
+    let mut builder = full.clone().checker().threads(options.threads.max(1));
+    if let Some(representative) = symmetry {
+        builder = builder.symmetry_fn(representative);
+    }
     let mut progress = options.progress_after.map(|after| Progress {
         after,
-        label: format!("{} {}", M::NAME, model.design_name()),
+        label: format!(
+            "{} {}{}",
+            M::NAME,
+            model.design_name(),
+            if symmetry.is_some() {
+                " (symmetry)"
+            } else {
+                ""
+            }
+        ),
     });
     let run = match options.strategy {
         Strategy::Bfs => finish(builder.spawn_bfs(), progress.as_mut()),
@@ -354,7 +464,7 @@ pub fn check<M: Spec>(model: &M, options: &CheckOptions) -> CheckReport {
         .collect();
 
     let unique_states = run.unique_states;
-    CheckReport {
+    Ok(CheckReport {
         model: M::NAME,
         design: model.design_name(),
         settings: model
@@ -365,25 +475,32 @@ pub fn check<M: Spec>(model: &M, options: &CheckOptions) -> CheckReport {
         unique_states,
         generated_states: run.generated_states,
         max_depth: run.max_depth,
+        symmetry: symmetry.is_some(),
         seconds,
         states_per_second: unique_states as f64 / seconds.max(1e-9),
         shortest_seconds: shortest_started.elapsed().as_secs_f64(),
         properties,
-    }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     //! The runner over a toy model: two counters that each step up to 3; the state (3, 0)
     //! is a "bug". Its shortest path has three steps, while the depth-first or overwritten
-    //! discovery of a whole-model run is longer.
+    //! discovery of a whole-model run is longer. Its design `mirror` has only properties
+    //! that treat the two counters alike, and the representative that sorts them.
     use super::*;
     use crate::{Expectation, Param, ParamKind, Settings, SettingsError};
 
     #[derive(Clone)]
     struct Toy {
+        design: &'static str,
         focus: Option<&'static str>,
         settings: Settings,
+    }
+
+    fn sorted(s: &(u8, u8)) -> (u8, u8) {
+        (s.0.min(s.1), s.0.max(s.1))
     }
 
     const PARAMS: &[Param] = &[Param {
@@ -419,15 +536,24 @@ mod tests {
             })
         }
         fn properties(&self) -> Vec<Property<Self>> {
-            select(
+            let all = if self.design == "mirror" {
+                vec![
+                    Property::always("never (3, 3)", |_, s: &(u8, u8)| s.0.min(s.1) < 3),
+                    Property::always("sum below 9", |_, s: &(u8, u8)| s.0 + s.1 < 9),
+                    Property::sometimes("one at 2, one at 0", |_, s: &(u8, u8)| {
+                        sorted(s) == (0, 2)
+                    }),
+                    Property::sometimes("never seen", |_, s: &(u8, u8)| s.0.max(s.1) > 20),
+                ]
+            } else {
                 vec![
                     Property::always("never (3, x)", |_, s: &(u8, u8)| s.0 < 3),
                     Property::always("sum below 9", |_, s: &(u8, u8)| s.0 + s.1 < 9),
                     Property::sometimes("both move", |_, s: &(u8, u8)| s.0 > 0 && s.1 > 0),
                     Property::sometimes("never seen", |_, s: &(u8, u8)| s.0 > 20),
-                ],
-                self.focus,
-            )
+                ]
+            };
+            select(all, self.focus)
         }
     }
 
@@ -435,10 +561,10 @@ mod tests {
         const NAME: &'static str = "toy";
         const SUMMARY: &'static str = "two counters";
         fn designs() -> &'static [&'static str] {
-            &["only"]
+            &["only", "mirror"]
         }
         fn design_name(&self) -> &'static str {
-            "only"
+            self.design
         }
         fn settings(&self) -> &Settings {
             &self.settings
@@ -447,10 +573,13 @@ mod tests {
             PARAMS
         }
         fn build(design: &str, settings: &Settings) -> Result<Self, SettingsError> {
-            if design != "only" {
-                return Err(SettingsError(format!("unknown design `{design}`")));
-            }
+            let design = Toy::designs()
+                .iter()
+                .copied()
+                .find(|d| *d == design)
+                .ok_or_else(|| SettingsError(format!("unknown design `{design}`")))?;
             Ok(Toy {
+                design,
                 focus: None,
                 settings: settings.clone(),
             })
@@ -459,7 +588,7 @@ mod tests {
             let focus = match property {
                 None => None,
                 Some(name) => Some(
-                    Toy::build("only", &self.settings)?
+                    Toy::build(self.design, &self.settings)?
                         .properties()
                         .iter()
                         .map(|p| p.name)
@@ -477,6 +606,9 @@ mod tests {
         }
         fn expectations() -> Vec<Expectation> {
             Vec::new()
+        }
+        fn representative(&self) -> Option<fn(&(u8, u8)) -> (u8, u8)> {
+            (self.design == "mirror").then_some(sorted as fn(&(u8, u8)) -> (u8, u8))
         }
     }
 
@@ -533,5 +665,113 @@ mod tests {
         assert_eq!(report.verdict("never (3, x)"), Some(Verdict::Holds));
         assert!(report.property("never (3, x)").unwrap().trace.is_none());
         assert_eq!(report.settings, vec![("max".to_string(), "2".to_string())]);
+    }
+
+    fn mirror() -> Toy {
+        Toy::build("mirror", &Settings::defaults(PARAMS)).unwrap()
+    }
+
+    fn dfs(symmetry: bool) -> CheckOptions {
+        CheckOptions {
+            strategy: Strategy::Dfs,
+            symmetry,
+            ..CheckOptions::default()
+        }
+    }
+
+    fn verdicts(report: &CheckReport) -> Vec<(&'static str, Verdict)> {
+        report
+            .properties
+            .iter()
+            .map(|p| (p.name, p.verdict))
+            .collect()
+    }
+
+    #[test]
+    fn symmetry_counts_classes_and_keeps_verdicts() {
+        let plain = try_check(&mirror(), &dfs(false)).unwrap();
+        let reduced = try_check(&mirror(), &dfs(true)).unwrap();
+        assert!(!plain.symmetry);
+        assert!(reduced.symmetry);
+        // 16 ordered pairs of counters 0..=3, 10 unordered ones.
+        assert_eq!(plain.unique_states, 16);
+        assert_eq!(reduced.unique_states, 10);
+        assert_eq!(reduced.max_depth, 7);
+        assert_eq!(verdicts(&plain), verdicts(&reduced));
+        assert_eq!(
+            verdicts(&reduced),
+            [
+                ("never (3, 3)", Verdict::Counterexample),
+                ("sum below 9", Verdict::Holds),
+                ("one at 2, one at 0", Verdict::Reached),
+                ("never seen", Verdict::Unreached),
+            ]
+        );
+        // The shortest trace comes from an unreduced BFS run: six single steps.
+        let bug = reduced.property("never (3, 3)").unwrap();
+        assert_eq!(bug.trace.as_ref().unwrap().steps.len(), 6);
+        assert_eq!(bug.trace.as_ref().unwrap().last_state, "(3, 3)");
+    }
+
+    #[test]
+    fn reduced_discoveries_are_paths_of_the_unreduced_model() {
+        // Without the shortest-trace runs the trace is the reduced DFS run's own; it must
+        // still be a run of the model (stateright continues from the state it generated,
+        // not from its representative).
+        let report = try_check(
+            &mirror(),
+            &CheckOptions {
+                shortest: false,
+                ..dfs(true)
+            },
+        )
+        .unwrap();
+        let model = mirror();
+        for name in ["never (3, 3)", "one at 2, one at 0"] {
+            let p = report.property(name).unwrap();
+            let path = p.explorer_path.as_deref().unwrap();
+            let mut indices = path.split('/').map(|i| i.parse::<usize>().unwrap());
+            let mut state = model.init_states()[indices.next().unwrap()];
+            for i in indices {
+                let mut actions = Vec::new();
+                model.actions(&state, &mut actions);
+                state = model.next_state(&state, actions[i]).unwrap();
+            }
+            assert_eq!(format!("{state:?}"), p.trace.as_ref().unwrap().last_state);
+            let found = match name {
+                "never (3, 3)" => state == (3, 3),
+                _ => sorted(&state) == (0, 2),
+            };
+            assert!(found, "{name}: {state:?}");
+        }
+    }
+
+    #[test]
+    fn symmetry_that_cannot_be_honoured_is_an_error() {
+        let bfs = CheckOptions {
+            symmetry: true,
+            ..CheckOptions::default()
+        };
+        assert_eq!(
+            try_check(&mirror(), &bfs).unwrap_err(),
+            CheckError::SymmetryNeedsDfs
+        );
+        let e = try_check(&toy(), &dfs(true)).unwrap_err();
+        assert_eq!(
+            e,
+            CheckError::NoSymmetry {
+                model: "toy",
+                design: "only",
+                settings: "max=3".into(),
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "model toy (design only, max=3) has no interchangeable components to reduce by symmetry"
+        );
+        // Without symmetry the same options are fine, and the report says it was off.
+        let report = try_check(&toy(), &dfs(false)).unwrap();
+        assert!(!report.symmetry);
+        assert_eq!(report.unique_states, 16);
     }
 }

@@ -137,7 +137,11 @@ pub trait Spec:
     /// Symmetry reduction: a function mapping every state to the representative of its
     /// class under permutations of interchangeable components (terminal statuses, keys),
     /// when this model at its settings has such components; `None` otherwise. Two states
-    /// of one class must satisfy the same properties. stateright honours it in DFS only.
+    /// of one class must satisfy the same properties, and the permutation must map the
+    /// model's initial states and steps onto themselves. The function must return a
+    /// member of the state's own class, the same one for every member (so it is
+    /// idempotent). stateright honours it in DFS only; [`check::CheckOptions::symmetry`]
+    /// turns it on and [`check::try_check`] refuses it for BFS or when this is `None`.
     fn representative(&self) -> Option<Representative<Self::State>> {
         None
     }
