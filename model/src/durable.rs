@@ -428,7 +428,8 @@ fn checkpoint_words(c: &Option<Checkpoint>) -> (u64, u64) {
     }
 }
 
-/// Random odd keys of the NH-style compression in [`State`]'s hash.
+/// Odd constants with well-spread bits (golden-ratio, SplitMix, SHA-2 words): the keys of
+/// the NH-style compression in [`State`]'s hash.
 const NH_KEYS: [u64; 20] = [
     0x9e37_79b9_7f4a_7c15,
     0xbf58_476d_1ce4_e5b9,
