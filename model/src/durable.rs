@@ -277,6 +277,49 @@ fn as_slice<S: Serializer, const N: usize>(bytes: &[u8; N], s: S) -> Result<S::O
     bytes[..].serialize(s)
 }
 
+/// Supplier runs per (state key, call index), index `slot * MAX_CALLS + call`, four
+/// bits each: a call runs at most once per incarnation, so at most `crashes + 1 <= 4`
+/// times (counts saturate at 15 all the same). Half the bytes of one byte per count keep
+/// the state, which the checker copies several times per step, small.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Runs([u8; MAX_SLOTS * MAX_CALLS / 2]);
+
+impl Runs {
+    /// No run yet.
+    pub const ZERO: Runs = Runs([0; MAX_SLOTS * MAX_CALLS / 2]);
+
+    /// The count at index `i`.
+    pub fn get(&self, i: usize) -> u8 {
+        (self.0[i / 2] >> (4 * (i % 2))) & 0x0F
+    }
+
+    fn set(&mut self, i: usize, count: u8) {
+        let shift = 4 * (i % 2);
+        self.0[i / 2] = (self.0[i / 2] & !(0x0F << shift)) | (count.min(15) << shift);
+    }
+
+    fn bump(&mut self, i: usize) {
+        self.set(i, self.get(i) + 1);
+    }
+
+    /// Every count, in index order.
+    pub fn counts(&self) -> [u8; MAX_SLOTS * MAX_CALLS] {
+        std::array::from_fn(|i| self.get(i))
+    }
+}
+
+impl std::fmt::Debug for Runs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.counts()).finish()
+    }
+}
+
+impl Serialize for Runs {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.counts()[..].serialize(s)
+    }
+}
+
 /// The whole system: source, operator, store, log, checkpoints, and ghost counters.
 ///
 /// Fields are bytes and byte arrays so that hashing a state is a few memory writes; the
@@ -341,67 +384,138 @@ pub struct State {
     /// Per key, outputs committed by the sink (it commits per completed checkpoint).
     pub committed_outputs: [u8; MAX_KEYS],
     /// Ghost: supplier runs per (state key, call index), index `slot * MAX_CALLS + call`.
-    #[serde(serialize_with = "as_slice")]
-    pub supplier_runs: [u8; MAX_SLOTS * MAX_CALLS],
+    pub supplier_runs: Runs,
     /// Ghost: what the last step did ([`event`] bits).
     pub events: u8,
 }
 
-impl std::hash::Hash for State {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        // Every field but the `supplier_runs` ghost, gathered into one buffer: one
-        // hasher write instead of one per field.
-        const LEN: usize =
-            6 * MAX_KEYS + 5 + 5 * MAX_SLOTS + MAX_PARTITIONS + 2 * CHECKPOINT_LEN + 4;
-        let mut buf = [0u8; LEN];
-        let mut at = 0;
-        let mut put = |bytes: &[u8]| {
-            buf[at..at + bytes.len()].copy_from_slice(bytes);
-            at += bytes.len();
-        };
-        put(&self.next_seq);
-        put(&self.finished);
-        put(&self.next_action);
-        put(&self.phase);
-        put(&[
-            self.failed as u8,
-            self.down as u8,
-            self.put_key,
-            self.put_record,
-            self.put_offset,
-        ]);
-        put(&self.cache);
-        put(&self.acked_offset);
-        put(&self.key_boundary);
-        put(&self.log_latest);
-        put(&self.log_offset);
-        put(&self.log_landed);
-        put(&self.log_len);
-        for c in [&self.pending, &self.completed] {
-            match c {
-                Some(c) => {
-                    put(&[1]);
-                    put(&c.next_seq);
-                    put(&c.finished);
-                    put(&c.next_action);
-                    put(&c.marker);
-                }
-                None => put(&[0; CHECKPOINT_LEN]),
-            }
-        }
-        put(&[
-            self.checkpoints,
-            self.crashes,
-            self.failed_sends,
-            self.events,
-        ]);
-        put(&self.committed_outputs);
-        debug_assert_eq!(at, LEN);
-        h.write(&buf);
+// The hash below reads the per-slot arrays as two words and a tail of two bytes.
+const _: () = assert!(MAX_SLOTS == 18 && MAX_KEYS == 3 && MAX_PARTITIONS == 2);
+
+/// Little-endian value of a three-byte array.
+#[inline(always)]
+fn le3(a: &[u8; 3]) -> u64 {
+    a[0] as u64 | (a[1] as u64) << 8 | (a[2] as u64) << 16
+}
+
+/// Little-endian value of the two bytes after the two head words of a per-slot array.
+#[inline(always)]
+fn tail(a: &[u8; MAX_SLOTS]) -> u64 {
+    a[16] as u64 | (a[17] as u64) << 8
+}
+
+/// The two words of the per-slot array `a` before its two-byte tail.
+#[inline(always)]
+fn head_words(a: &[u8; MAX_SLOTS]) -> [u64; 2] {
+    let (lo, rest) = a.split_first_chunk::<8>().expect("18 bytes");
+    let (hi, _) = rest.split_first_chunk::<8>().expect("10 bytes");
+    [u64::from_le_bytes(*lo), u64::from_le_bytes(*hi)]
+}
+
+/// A checkpoint as one full word (sequence numbers, finished, marker) and a half word
+/// (next actions and the presence tag).
+#[inline(always)]
+fn checkpoint_words(c: &Option<Checkpoint>) -> (u64, u64) {
+    match c {
+        Some(c) => (
+            le3(&c.next_seq)
+                | le3(&c.finished) << 24
+                | (c.marker[0] as u64) << 48
+                | (c.marker[1] as u64) << 56,
+            le3(&c.next_action) | 1 << 24,
+        ),
+        None => (0, 0),
     }
 }
 
-const CHECKPOINT_LEN: usize = 1 + 3 * MAX_KEYS + MAX_PARTITIONS;
+/// Odd constants with well-spread bits (golden-ratio, SplitMix, SHA-2 words): the keys of
+/// the NH-style compression in [`State`]'s hash.
+const NH_KEYS: [u64; 20] = [
+    0x9e37_79b9_7f4a_7c15,
+    0xbf58_476d_1ce4_e5b9,
+    0x94d0_49bb_1331_11eb,
+    0x2545_f491_4f6c_dd1d,
+    0xd6e8_feb8_6659_fd93,
+    0xa076_1d64_78bd_642f,
+    0xe703_7ed1_a0b4_28db,
+    0x8ebc_6af0_9c88_c6e3,
+    0x5899_65cc_7537_4cc3,
+    0x1d8e_4e27_c47d_124f,
+    0xff51_afd7_ed55_8ccd,
+    0xc4ce_b9fe_1a85_ec53,
+    0x87c3_7b91_1142_53d5,
+    0x4cf5_ad43_2745_937f,
+    0x6a09_e667_f3bc_c909,
+    0xbb67_ae85_84ca_a73b,
+    0x3c6e_f372_fe94_f82b,
+    0xa54f_f53a_5f1d_36f1,
+    0x510e_527f_ade6_82d1,
+    0x9b05_688c_2b3e_6c1f,
+];
+
+impl std::hash::Hash for State {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        // Every field but the `supplier_runs` ghost, as 19 words compressed NH-style
+        // (sum of products of key-offset word pairs, 128 bits) and handed to the hasher
+        // as two words: far fewer hasher rounds than the 143 bytes themselves.
+        let [c0, c1] = head_words(&self.cache);
+        let [a0, a1] = head_words(&self.acked_offset);
+        let [l0, l1] = head_words(&self.log_latest);
+        let [o0, o1] = head_words(&self.log_offset);
+        let [d0, d1] = head_words(&self.log_landed);
+        let tails = tail(&self.cache)
+            | tail(&self.acked_offset) << 16
+            | tail(&self.log_latest) << 32
+            | tail(&self.log_offset) << 48;
+        let flags = tail(&self.log_landed)
+            | (self.log_len[0] as u64) << 16
+            | (self.log_len[1] as u64) << 24
+            | (self.failed as u64) << 32
+            | (self.down as u64) << 40;
+        let keys1 = le3(&self.next_seq) | le3(&self.finished) << 24;
+        let keys2 = le3(&self.next_action) | le3(&self.phase) << 24;
+        let keys3 = le3(&self.committed_outputs) | le3(&self.key_boundary) << 24;
+        let misc = self.put_key as u64
+            | (self.put_record as u64) << 8
+            | (self.put_offset as u64) << 16
+            | (self.checkpoints as u64) << 24
+            | (self.crashes as u64) << 32
+            | (self.failed_sends as u64) << 40
+            | (self.events as u64) << 48;
+        let (p0, p1) = checkpoint_words(&self.pending);
+        let (q0, q1) = checkpoint_words(&self.completed);
+        let words = [
+            c0,
+            c1,
+            a0,
+            a1,
+            l0,
+            l1,
+            o0,
+            o1,
+            d0,
+            d1,
+            tails,
+            flags,
+            keys1,
+            keys2,
+            keys3,
+            misc,
+            p0,
+            q0,
+            p1 | q1 << 32,
+            0,
+        ];
+        let mut acc = 0u128;
+        for i in 0..10 {
+            let x = words[2 * i].wrapping_add(NH_KEYS[2 * i]);
+            let y = words[2 * i + 1].wrapping_add(NH_KEYS[2 * i + 1]);
+            acc = acc.wrapping_add(x as u128 * y as u128);
+        }
+        h.write_u64(acc as u64);
+        h.write_u64((acc >> 64) as u64);
+    }
+}
 
 impl State {
     /// The phase of key `k`'s running action.
@@ -426,7 +540,8 @@ impl State {
 
     /// Supplier runs of call `call` of a state key.
     pub fn runs(&self, key: StateKey, call: u8) -> u8 {
-        self.supplier_runs[key.slot() * MAX_CALLS + call as usize]
+        self.supplier_runs
+            .get(key.slot() * MAX_CALLS + call as usize)
     }
 
     /// The state key of key `k`'s queue head (the action that runs next or is running).
@@ -696,6 +811,8 @@ pub struct Durable {
     focus: Option<&'static str>,
     /// Every state key within the bounds, in slot order.
     state_keys: Vec<StateKey>,
+    /// Per partition, the slots of the state keys whose records it holds.
+    partition_slots: [Vec<u8>; MAX_PARTITIONS],
 }
 
 impl Durable {
@@ -833,7 +950,7 @@ impl Durable {
             crashes: 0,
             failed_sends: 0,
             committed_outputs: [0; MAX_KEYS],
-            supplier_runs: [0; MAX_SLOTS * MAX_CALLS],
+            supplier_runs: Runs::ZERO,
             events: 0,
         }
     }
@@ -844,41 +961,47 @@ impl Durable {
     /// merging them is an exact reduction.
     fn compact_offsets(&self, s: &mut State) {
         for p in 0..self.bounds.partitions as usize {
+            let slots = &self.partition_slots[p];
             let mut seen = [0u64; 4];
             let mut note = |v: u8| {
                 if v != NONE {
                     seen[(v >> 6) as usize] |= 1 << (v & 63);
                 }
             };
-            for sk in self.slot_range() {
-                if self.partition(sk.key) == p {
-                    note(s.log_offset[sk.slot()]);
-                    note(s.acked_offset[sk.slot()]);
-                }
+            for &slot in slots {
+                note(s.log_offset[slot as usize]);
+                note(s.acked_offset[slot as usize]);
             }
-            if s.put_key != NONE && self.partition(s.put_key) == p {
+            let put_here = s.put_key != NONE && self.partition(s.put_key) == p;
+            if put_here {
                 note(s.put_offset);
             }
             for c in s.pending.iter().chain(s.completed.iter()) {
                 note(c.marker[p]);
             }
             note(s.log_len[p]);
+            // Most steps leave the offsets 0..n dense (no record superseded, no offset
+            // dropped): ranks are then the offsets themselves.
+            if seen[1..] == [0; 3] && seen[0] & seen[0].wrapping_add(1) == 0 {
+                continue;
+            }
+            let mut below = [0u8; 4];
+            for w in 1..4 {
+                below[w] = below[w - 1] + seen[w - 1].count_ones() as u8;
+            }
             let rank = |v: u8| -> u8 {
                 if v == NONE {
                     return NONE;
                 }
                 let (word, bit) = ((v >> 6) as usize, v & 63);
-                let below: u32 = seen[..word].iter().map(|w| w.count_ones()).sum();
-                (below + (seen[word] & ((1u64 << bit) - 1)).count_ones()) as u8
+                below[word] + (seen[word] & ((1u64 << bit) - 1)).count_ones() as u8
             };
-            for sk in self.slot_range() {
-                if self.partition(sk.key) == p {
-                    let slot = sk.slot();
-                    s.log_offset[slot] = rank(s.log_offset[slot]);
-                    s.acked_offset[slot] = rank(s.acked_offset[slot]);
-                }
+            for &slot in slots {
+                let slot = slot as usize;
+                s.log_offset[slot] = rank(s.log_offset[slot]);
+                s.acked_offset[slot] = rank(s.acked_offset[slot]);
             }
-            if s.put_key != NONE && self.partition(s.put_key) == p {
+            if put_here {
                 s.put_offset = rank(s.put_offset);
             }
             if let Some(c) = s.pending.as_mut() {
@@ -1018,8 +1141,7 @@ impl Model for Durable {
                 let ku = k as usize;
                 if let Phase::AtCall(i) = s.phase_of(ku) {
                     let sk = s.head(ku);
-                    let runs = &mut next.supplier_runs[sk.slot() * MAX_CALLS + i as usize];
-                    *runs = runs.saturating_add(1);
+                    next.supplier_runs.bump(sk.slot() * MAX_CALLS + i as usize);
                     if self.log_holds(s, sk, i) {
                         next.events |= event::REPEATED_CALL;
                     }
@@ -1177,7 +1299,19 @@ impl Model for Durable {
                 }
             }
         }
-        if self.bounds.compact_offsets {
+        // Only steps that land, acknowledge, fail, prune, crash or restore change the
+        // set of offsets; the others leave an already compact state compact.
+        let moves_offsets = !matches!(
+            action,
+            Action::DeliverInput(_)
+                | Action::StartAction(_)
+                | Action::ReuseResult(_)
+                | Action::CallSupplier(_)
+                | Action::SendPut(_)
+                | Action::CompleteAction(_)
+                | Action::TriggerCheckpoint
+        );
+        if self.bounds.compact_offsets && moves_offsets {
             self.compact_offsets(&mut next);
         }
         Some(next)
@@ -1197,12 +1331,14 @@ impl Model for Durable {
                     && (0..m.bounds.keys as usize)
                         .all(|k| s.committed_outputs[k] == s.completed.map_or(0, |c| c.finished[k]))
             }),
-            Property::always(CACHE_HOLDS_LOG, |_, s: &State| {
+            Property::always(CACHE_HOLDS_LOG, |m: &Durable, s: &State| {
                 let in_flight = (s.put_key != NONE).then_some(s.put_record >> 3);
-                s.cache.iter().enumerate().all(|(slot, v)| {
-                    *v == NONE
-                        || in_flight == Some(slot as u8)
-                        || s.log_landed[slot] & (1 << *v) != 0
+                // Slots outside the bounds are never written.
+                m.partition_slots.iter().flatten().all(|&slot| {
+                    let v = s.cache[slot as usize];
+                    v == NONE
+                        || in_flight == Some(slot)
+                        || s.log_landed[slot as usize] & (1 << v) != 0
                 })
             }),
             Property::always(BOUNDED_TRACKING, |m: &Durable, s: &State| {
@@ -1243,6 +1379,147 @@ impl Model for Durable {
             }),
         ];
         check::select(all, self.focus)
+    }
+}
+
+/// Key symmetry: keys of one partition (key `k` writes to partition `k % partitions`)
+/// are interchangeable. Inputs, actions and calls are per key, every step treats keys
+/// alike, and offsets, markers and the end offset are per partition, so renaming keys
+/// within a partition maps runs to runs; every property quantifies over all keys or
+/// reads key-free events, so it holds of a state exactly when it holds of the renamed one.
+pub mod symmetry {
+    use super::NONE;
+    use super::{
+        Checkpoint, Record, State, StateKey, MAX_ACTIONS, MAX_CALLS, MAX_INPUTS, MAX_KEYS,
+    };
+
+    /// A renaming of keys: key `k` becomes `to[k]`.
+    pub type Renaming = [u8; MAX_KEYS];
+
+    const SLOTS_PER_KEY: usize = MAX_INPUTS * MAX_ACTIONS;
+    const SIGNATURE: usize = 6 + 6 + 2 + 5 * SLOTS_PER_KEY + SLOTS_PER_KEY * MAX_CALLS;
+
+    fn checkpoint_of(c: &Option<Checkpoint>, k: usize) -> [u8; 3] {
+        c.map_or([0; 3], |c| [c.next_seq[k], c.finished[k], c.next_action[k]])
+    }
+
+    /// Everything the state holds about key `k`: equal signatures of two keys mean
+    /// swapping them changes nothing.
+    fn signature(s: &State, k: usize) -> [u8; SIGNATURE] {
+        let mut sig = [0u8; SIGNATURE];
+        let mut at = 0;
+        let mut put = |b: u8| {
+            sig[at] = b;
+            at += 1;
+        };
+        for b in [
+            s.next_seq[k],
+            s.finished[k],
+            s.next_action[k],
+            s.phase[k],
+            s.key_boundary[k],
+            s.committed_outputs[k],
+        ] {
+            put(b);
+        }
+        for b in checkpoint_of(&s.pending, k)
+            .into_iter()
+            .chain(checkpoint_of(&s.completed, k))
+        {
+            put(b);
+        }
+        let mine = s.put_key as usize == k;
+        put(mine as u8);
+        put(if mine { s.put_record & 0x3F } else { 0 });
+        let first = k * SLOTS_PER_KEY;
+        for slot in first..first + SLOTS_PER_KEY {
+            for b in [
+                s.cache[slot],
+                s.acked_offset[slot],
+                s.log_latest[slot],
+                s.log_offset[slot],
+                s.log_landed[slot],
+            ] {
+                put(b);
+            }
+        }
+        for i in first * MAX_CALLS..(first + SLOTS_PER_KEY) * MAX_CALLS {
+            put(s.supplier_runs.get(i));
+        }
+        sig
+    }
+
+    /// The state with every key `k` renamed `to[k]` (a permutation of `0..MAX_KEYS`).
+    pub fn rename(s: &State, to: &Renaming) -> State {
+        let mut t = s.clone();
+        for (k, &n) in to.iter().enumerate() {
+            let n = n as usize;
+            t.next_seq[n] = s.next_seq[k];
+            t.finished[n] = s.finished[k];
+            t.next_action[n] = s.next_action[k];
+            t.phase[n] = s.phase[k];
+            t.key_boundary[n] = s.key_boundary[k];
+            t.committed_outputs[n] = s.committed_outputs[k];
+            for (tc, sc) in [
+                (&mut t.pending, &s.pending),
+                (&mut t.completed, &s.completed),
+            ] {
+                if let (Some(tc), Some(sc)) = (tc.as_mut(), sc) {
+                    tc.next_seq[n] = sc.next_seq[k];
+                    tc.finished[n] = sc.finished[k];
+                    tc.next_action[n] = sc.next_action[k];
+                }
+            }
+            for i in 0..SLOTS_PER_KEY {
+                let (from, into) = (k * SLOTS_PER_KEY + i, n * SLOTS_PER_KEY + i);
+                t.cache[into] = s.cache[from];
+                t.acked_offset[into] = s.acked_offset[from];
+                t.log_latest[into] = s.log_latest[from];
+                t.log_offset[into] = s.log_offset[from];
+                t.log_landed[into] = s.log_landed[from];
+                for c in 0..MAX_CALLS {
+                    let runs = s.supplier_runs.get(from * MAX_CALLS + c);
+                    t.supplier_runs.set(into * MAX_CALLS + c, runs);
+                }
+            }
+        }
+        if s.put_key != NONE {
+            t.put_key = to[s.put_key as usize];
+            let mut r = Record::decode(s.put_record);
+            r.state_key = StateKey {
+                key: to[r.state_key.key as usize],
+                ..r.state_key
+            };
+            t.put_record = r.encode();
+        }
+        t
+    }
+
+    /// The renaming that sorts the first `keys` keys by signature within each partition
+    /// class (`partitions` classes); keys from `keys` on stay put.
+    pub fn sorting_renaming(s: &State, keys: usize, partitions: usize) -> Renaming {
+        let mut to: Renaming = std::array::from_fn(|k| k as u8);
+        let sigs: [[u8; SIGNATURE]; MAX_KEYS] = std::array::from_fn(|k| signature(s, k));
+        for p in 0..partitions {
+            let mut members = [0usize; MAX_KEYS];
+            let mut n = 0;
+            for k in (p..keys).step_by(partitions) {
+                members[n] = k;
+                n += 1;
+            }
+            let mut sorted = members;
+            sorted[..n].sort_by(|a, b| sigs[*a].cmp(&sigs[*b]));
+            // The key with the i-th smallest signature takes the i-th name of the class.
+            for i in 0..n {
+                to[sorted[i]] = members[i] as u8;
+            }
+        }
+        to
+    }
+
+    /// The representative of a state's class for `KEYS` keys over `PARTITIONS` partitions.
+    pub fn representative<const KEYS: usize, const PARTITIONS: usize>(s: &State) -> State {
+        rename(s, &sorting_renaming(s, KEYS, PARTITIONS))
     }
 }
 
@@ -1330,13 +1607,21 @@ impl Spec for Durable {
                     (0..bounds.actions).map(move |action| StateKey { key, seq, action })
                 })
             })
-            .collect();
+            .collect::<Vec<StateKey>>();
+        let partition_slots = std::array::from_fn(|p| {
+            state_keys
+                .iter()
+                .filter(|sk| (sk.key % bounds.partitions) as usize == p)
+                .map(|sk| sk.slot() as u8)
+                .collect()
+        });
         Ok(Durable {
             design,
             bounds,
             settings: settings.clone(),
             focus: None,
             state_keys,
+            partition_slots,
         })
     }
 
@@ -1557,6 +1842,17 @@ impl Spec for Durable {
         None
     }
 
+    fn representative(&self) -> Option<fn(&State) -> State> {
+        use symmetry::representative as r;
+        // A class of one key has nothing to permute.
+        match (self.bounds.keys, self.bounds.partitions) {
+            (2, 1) => Some(r::<2, 1>),
+            (3, 1) => Some(r::<3, 1>),
+            (3, 2) => Some(r::<3, 2>),
+            _ => None,
+        }
+    }
+
     fn expectations() -> Vec<Expectation> {
         use property::*;
         use Verdict::{Counterexample as Ce, Holds as H, Reached as R};
@@ -1658,4 +1954,232 @@ impl Durable {
         let restore = after.iter().position(|(_, a)| *a == Some(Action::Restore));
         matches!((crash, restore), (Some(c), Some(r)) if c < r)
     }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Key symmetry: the representative is a canonical form of the renaming classes, the
+    //! model commutes with renamings, and a symmetric DFS keeps every verdict.
+    use std::collections::{BTreeSet, HashSet, VecDeque};
+
+    use stateright::{Checker, Model};
+
+    use super::symmetry::{rename, Renaming};
+    use super::*;
+
+    fn model(design: Design, overrides: &[(&str, &str)]) -> Durable {
+        Durable::build(design.name(), &Settings::parse(PARAMS, overrides).unwrap()).unwrap()
+    }
+
+    /// Every reachable state, by plain breadth-first search.
+    fn reachable(m: &Durable) -> Vec<State> {
+        let mut seen: HashSet<State> = HashSet::new();
+        let mut queue: VecDeque<State> = m.init_states().into();
+        let mut all = Vec::new();
+        while let Some(s) = queue.pop_front() {
+            if !seen.insert(s.clone()) {
+                continue;
+            }
+            let mut actions = Vec::new();
+            m.actions(&s, &mut actions);
+            for a in actions {
+                if let Some(next) = m.next_state(&s, a) {
+                    queue.push_back(next);
+                }
+            }
+            all.push(s);
+        }
+        all
+    }
+
+    /// Renamings of the first `keys` keys that keep every key in its partition.
+    fn renamings(keys: usize, partitions: usize) -> Vec<Renaming> {
+        let perms: [[u8; 3]; 6] = [
+            [0, 1, 2],
+            [0, 2, 1],
+            [1, 0, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+        ];
+        perms
+            .into_iter()
+            .filter(|to| {
+                (0..MAX_KEYS).all(|k| {
+                    let n = to[k] as usize;
+                    if k >= keys {
+                        n == k
+                    } else {
+                        n < keys && n % partitions == k % partitions
+                    }
+                })
+            })
+            .collect()
+    }
+
+    fn successors(m: &Durable, s: &State) -> HashSet<State> {
+        let mut actions = Vec::new();
+        m.actions(s, &mut actions);
+        actions
+            .into_iter()
+            .filter_map(|a| m.next_state(s, a))
+            .collect()
+    }
+
+    #[test]
+    fn renamings_commute_with_the_model_and_the_representative_is_canonical() {
+        // Failed sends (before and after landing) with two keys; three keys without.
+        for (keys, partitions, failures) in [("3", "1", "0"), ("3", "2", "0"), ("2", "1", "1")] {
+            for design in DESIGNS {
+                let m = model(
+                    design,
+                    &[
+                        ("keys", keys),
+                        ("partitions", partitions),
+                        ("inputs", "1"),
+                        ("calls", "1"),
+                        ("checkpoints", "1"),
+                        ("send-failures", failures),
+                        ("fail-after-landing", "true"),
+                    ],
+                );
+                let rep = m.representative().expect("symmetric bounds");
+                let group = renamings(m.bounds.keys as usize, m.bounds.partitions as usize);
+                assert_eq!(
+                    group.len(),
+                    if (keys, partitions) == ("3", "1") {
+                        6
+                    } else {
+                        2
+                    }
+                );
+                let properties = m.properties();
+                let states = reachable(&m);
+                let mut classes = HashSet::new();
+                for s in &states {
+                    let r = rep(s);
+                    assert_eq!(rep(&r), r, "idempotent");
+                    classes.insert(r.clone());
+                    let next: HashSet<State> = successors(&m, s);
+                    for to in &group {
+                        let t = rename(s, to);
+                        assert_eq!(rep(&t), r, "one representative per class: {to:?} of {s:?}");
+                        for p in &properties {
+                            assert_eq!(
+                                (p.condition)(&m, &t),
+                                (p.condition)(&m, s),
+                                "{} under {to:?}",
+                                p.name
+                            );
+                        }
+                        let renamed: HashSet<State> = next.iter().map(|n| rename(n, to)).collect();
+                        assert_eq!(successors(&m, &t), renamed, "{to:?} of {s:?}");
+                    }
+                }
+                assert!(
+                    classes.len() < states.len(),
+                    "{keys} keys, {partitions} partitions, {}",
+                    design.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn one_key_per_partition_has_no_symmetry() {
+        assert!(model(Design::Fixed, &[("keys", "1")])
+            .representative()
+            .is_none());
+        let two = model(Design::Fixed, &[("partitions", "2")]);
+        assert!(two.representative().is_none());
+    }
+
+    /// Unique states and discovered properties of an exhaustive DFS.
+    fn dfs(m: &Durable, symmetric: bool) -> (usize, BTreeSet<&'static str>) {
+        let builder = m.clone().checker();
+        let builder = match (symmetric, m.representative()) {
+            (true, Some(f)) => builder.symmetry_fn(f),
+            _ => builder,
+        };
+        let run = builder.spawn_dfs().join();
+        (
+            run.unique_state_count(),
+            run.discoveries().into_keys().collect(),
+        )
+    }
+
+    /// Setting overrides and, per design, unique states without and with symmetry.
+    type Case = (&'static [(&'static str, &'static str)], [(usize, usize); 4]);
+
+    #[test]
+    fn symmetric_dfs_keeps_every_verdict_with_fewer_states() {
+        let cases: [Case; 3] = [
+            (&[("inputs", "1")], PIN_ONE_INPUT),
+            (
+                &[
+                    ("keys", "3"),
+                    ("inputs", "1"),
+                    ("calls", "1"),
+                    ("checkpoints", "1"),
+                ],
+                PIN_THREE_KEYS_ONE_PARTITION,
+            ),
+            (
+                &[
+                    ("keys", "3"),
+                    ("partitions", "2"),
+                    ("inputs", "1"),
+                    ("calls", "1"),
+                    ("checkpoints", "1"),
+                ],
+                PIN_THREE_KEYS,
+            ),
+        ];
+        for (overrides, pins) in cases {
+            for (design, pin) in DESIGNS.into_iter().zip(pins) {
+                let m = model(design, overrides);
+                let (full, found) = dfs(&m, false);
+                let (reduced, found_reduced) = dfs(&m, true);
+                println!("{overrides:?} {}: {full} -> {reduced}", design.name());
+                assert_eq!(found_reduced, found, "{overrides:?} {}", design.name());
+                assert_eq!((full, reduced), pin, "{overrides:?} {}", design.name());
+            }
+        }
+    }
+
+    #[test]
+    fn symmetric_dfs_at_default_bounds() {
+        let m = Durable::new(Design::Fixed);
+        let (full, found) = dfs(&m, false);
+        let (reduced, found_reduced) = dfs(&m, true);
+        println!("default fixed: {full} -> {reduced}");
+        assert_eq!(found_reduced, found);
+        // Every reachability property is reached, no safety property fails.
+        assert_eq!(found.len(), property::REACHABILITY.len());
+        assert_eq!((full, reduced), PIN_DEFAULT_FIXED);
+    }
+
+    /// Unique states of `fixed` at default bounds (two keys, one partition), DFS without
+    /// and with symmetry.
+    const PIN_DEFAULT_FIXED: (usize, usize) = (1_829_471, 914_813);
+
+    /// (unique states without, with symmetry) per design, in [`DESIGNS`] order.
+    const PIN_ONE_INPUT: [(usize, usize); 4] = [
+        (42_669, 21_368),
+        (23_501, 11_784),
+        (23_597, 11_832),
+        (23_501, 11_784),
+    ];
+    const PIN_THREE_KEYS_ONE_PARTITION: [(usize, usize); 4] = [
+        (96_623, 16_392),
+        (67_382, 11_471),
+        (67_382, 11_471),
+        (67_382, 11_471),
+    ];
+    const PIN_THREE_KEYS: [(usize, usize); 4] = [
+        (58_535, 29_546),
+        (34_340, 17_401),
+        (34_340, 17_401),
+        (34_340, 17_401),
+    ];
 }
