@@ -4,7 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use steadfast::leadership::{Event, JobId, JobStatus, ProcessResult, Runner, Session};
-use steadfast_model::check::{check, CheckOptions, Strategy};
+use steadfast_model::check::{check, CheckOptions, Strategy, Traces};
 use steadfast_model::leadership::Leadership;
 use steadfast_model::{Settings, Spec};
 
@@ -17,7 +17,7 @@ fn checking(c: &mut Criterion) {
         let states = check(
             &model,
             &CheckOptions {
-                shortest: false,
+                traces: Traces::None,
                 ..CheckOptions::default()
             },
         )
@@ -25,7 +25,7 @@ fn checking(c: &mut Criterion) {
         g.throughput(Throughput::Elements(states as u64));
         for strategy in [Strategy::Bfs, Strategy::Dfs] {
             let options = CheckOptions {
-                shortest: false,
+                traces: Traces::None,
                 strategy,
                 ..CheckOptions::default()
             };

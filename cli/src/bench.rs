@@ -48,14 +48,14 @@ fn last_progress(stderr: &str) -> Option<u64> {
     })
 }
 
-/// One `check ... --json --no-shortest` child, stopped after `cap` when one is given.
+/// One `check ... --json --no-traces` child, stopped after `cap` when one is given.
 fn child_capped(args: &[String], cap: Option<Duration>) -> Result<Ended, UsageError> {
     let exe = std::env::current_exe()
         .map_err(|e| UsageError(format!("cannot find own executable: {e}")))?;
     let mut proc = Command::new(exe)
         .arg("check")
         .args(args)
-        .args(["--json", "--no-shortest"])
+        .args(["--json", "--no-traces"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -84,7 +84,10 @@ where
 
 /// `check MODEL ...`
 pub fn check(rest: &[String]) -> Result<ExitCode, UsageError> {
-    let mut args = Args::parse(rest, &["json", "dfs", "no-shortest", "symmetry"])?;
+    let mut args = Args::parse(
+        rest,
+        &["json", "dfs", "no-shortest", "no-traces", "symmetry"],
+    )?;
     let name = model_name(&args, "check")?;
     with_spec!(name.as_str(), M => check_model::<M>(&mut args))
 }
@@ -101,7 +104,18 @@ where
         } else {
             Strategy::Bfs
         },
-        shortest: !args.switch("no-shortest"),
+        traces: match (args.switch("no-shortest"), args.switch("no-traces")) {
+            (false, false) => check::Traces::Shortest,
+            (true, false) => check::Traces::OfTheRun,
+            (false, true) => check::Traces::None,
+            (true, true) => {
+                return Err(UsageError(
+                    "`--no-shortest` keeps the run's own traces and `--no-traces` drops them: \
+                     give one"
+                        .into(),
+                ))
+            }
+        },
         progress_after: Some(Duration::from_secs(2)),
         symmetry: args.switch("symmetry"),
     };
@@ -184,7 +198,7 @@ where
     let options = CheckOptions {
         threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         strategy: Strategy::Bfs,
-        shortest: false,
+        traces: check::Traces::None,
         progress_after: Some(Duration::from_secs(2)),
         symmetry: false,
     };

@@ -228,7 +228,7 @@ fn departs_of<B: Binding>(args: &mut Args) -> Result<ExitCode, UsageError> {
             let report = check::check(
                 &model,
                 &check::CheckOptions {
-                    shortest: false,
+                    traces: check::Traces::None,
                     ..check::CheckOptions::default()
                 },
             );

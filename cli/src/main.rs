@@ -44,7 +44,9 @@ usage:
                                     at the cap, default 4 x limit, is stopped)
 
   --scenario S    start from a named preset of settings (a column of a verdict table)
-  --no-shortest   skip the extra runs that make each trace a shortest one
+  --no-shortest   no extra runs: each trace is the exhaustive run's own, not the
+                  shortest (that run is slower: it hands the checker every property)
+  --no-traces     verdicts and counts only: no traces, no extra runs
   --symmetry      (check, with --dfs) symmetry reduction: one state per class of
                   interchangeable terminal statuses or keys, where the model has them;
                   the shortest-trace runs are BFS and run without it

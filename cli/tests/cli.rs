@@ -73,6 +73,10 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
             "steadfast: unknown option `--fast`",
         ),
         (
+            &["check", "leadership", "--no-shortest", "--no-traces"],
+            "steadfast: `--no-shortest` keeps the run's own traces and `--no-traces` drops them: give one",
+        ),
+        (
             &["check", "leadership", "--symmetry"],
             "steadfast: `--symmetry` needs `--dfs`: stateright ignores symmetry reduction in breadth-first runs",
         ),
@@ -119,6 +123,24 @@ fn json_report_carries_counts_verdicts_and_traces() {
         .unwrap();
     assert_eq!(masking["verdict"], "holds");
     assert!(masking["trace"].is_null());
+
+    // Without traces: the same counts and verdicts, no trace anywhere.
+    let o = steadfast(&[
+        "check",
+        "leadership",
+        "--design",
+        "runner-fix-only",
+        "--json",
+        "--no-traces",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let bare: Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert_eq!(bare["unique_states"], 11418);
+    for (p, q) in bare["properties"].as_array().unwrap().iter().zip(props) {
+        assert_eq!(p["name"], q["name"]);
+        assert_eq!(p["verdict"], q["verdict"]);
+        assert!(p["trace"].is_null(), "{p}");
+    }
 }
 
 #[test]

@@ -15,7 +15,7 @@ use steadfast_conformance::leadership::{
 use steadfast_conformance::trace::{self, TraceError};
 use steadfast_conformance::walk::walk;
 use steadfast_conformance::{Binding, Problem};
-use steadfast_model::check::{self, CheckOptions};
+use steadfast_model::check::{self, CheckOptions, Traces};
 use steadfast_model::leadership::{Action, Leadership, State, Status};
 
 /// Every action kind of the leadership model.
@@ -64,7 +64,7 @@ fn full_coverage(what: &str, m: &Leadership) -> Coverage {
     let checked = check::check(
         m,
         &CheckOptions {
-            shortest: false,
+            traces: Traces::None,
             ..CheckOptions::default()
         },
     );

@@ -1,11 +1,18 @@
 //! Running the checker over a [`Spec`]: verdicts, state counts and shortest traces.
 //!
-//! One exhaustive run with every property (plus a sentinel that never fires, so the run
-//! visits every reachable state even when all properties are discovered early) gives the
-//! verdicts and the state counts. stateright overwrites a property's discovery each time
-//! a later state violates it, so that run's traces are not the shortest; for each
-//! discovery a second, single-threaded BFS run focused on that property alone stops at
-//! the first violating state, whose path is then a shortest one.
+//! One exhaustive run gives the verdicts and the state counts. stateright overwrites a
+//! property's discovery each time a later state violates it, so that run's traces are not
+//! the shortest; for each discovery a second, single-threaded BFS run focused on that
+//! property alone stops at the first violating state, whose path is then a shortest one.
+//!
+//! Since its traces are not needed then, the exhaustive run shows stateright a single
+//! property that evaluates all of the model's properties at each state and records
+//! discoveries as bits ([`Traces::Shortest`], [`Traces::None`]). stateright looks every
+//! property up by name in its discovery map at every state before evaluating it; with a
+//! dozen properties those lookups were the largest single cost of a durable run (28% of
+//! its instructions under callgrind). [`Traces::OfTheRun`] keeps the run's own traces and
+//! so hands stateright every property (plus a sentinel that never fires, so the run visits
+//! every reachable state even when all properties are discovered early).
 //!
 //! Symmetry reduction ([`CheckOptions::symmetry`]) applies to the exhaustive run only and
 //! only in depth-first order, the one stateright honours it in: the run then stores one
@@ -13,9 +20,12 @@
 //! unique state count is a count of classes. The shortest-trace runs stay breadth-first
 //! and therefore run without symmetry over the whole state space.
 
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -55,6 +65,20 @@ pub enum Strategy {
     Dfs,
 }
 
+/// Which traces a check reports for its discoveries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Traces {
+    /// A shortest trace per discovery, each from a breadth-first run focused on its
+    /// property after the exhaustive run.
+    Shortest,
+    /// The exhaustive run's own trace per discovery: no extra runs, not the shortest
+    /// (stateright keeps a later discovery), and a slower exhaustive run.
+    OfTheRun,
+    /// Verdicts and counts only.
+    None,
+}
+
 /// How to run the checker.
 #[derive(Clone, Debug)]
 pub struct CheckOptions {
@@ -62,8 +86,8 @@ pub struct CheckOptions {
     pub threads: usize,
     /// Search order of the exhaustive run.
     pub strategy: Strategy,
-    /// Whether to search for the shortest trace of each discovery.
-    pub shortest: bool,
+    /// Which traces to report for the discoveries.
+    pub traces: Traces,
     /// Print progress to stderr for runs longer than this (never when `None`).
     pub progress_after: Option<Duration>,
     /// Symmetry reduction in the exhaustive run, with the model's
@@ -118,7 +142,7 @@ impl Default for CheckOptions {
         CheckOptions {
             threads: 1,
             strategy: Strategy::Bfs,
-            shortest: true,
+            traces: Traces::Shortest,
             progress_after: None,
             symmetry: false,
         }
@@ -327,15 +351,22 @@ pub fn shortest<M: Spec>(model: &M, property: &'static str) -> Option<Path<M::St
         .discovery(property)
 }
 
+/// What the exhaustive run discovered: each property's path when stateright saw every
+/// property, or only the names when it saw them merged into one ([`Merged`]).
+enum Discoveries<S, A> {
+    Paths(HashMap<&'static str, Path<S, A>>),
+    Names(Vec<&'static str>),
+}
+
 /// What an exhaustive run leaves behind, whatever its search order.
-struct Run<M: Model> {
-    discoveries: std::collections::HashMap<&'static str, Path<M::State, M::Action>>,
+struct Run<S, A> {
+    discoveries: HashMap<&'static str, Path<S, A>>,
     unique_states: usize,
     generated_states: usize,
     max_depth: usize,
 }
 
-fn finish<M, C>(checker: C, progress: Option<&mut Progress>) -> Run<M>
+fn finish<M, C>(checker: C, progress: Option<&mut Progress>) -> Run<M::State, M::Action>
 where
     M: Model,
     M::State: Clone + Debug + Hash + PartialEq + Send + Sync,
@@ -356,8 +387,124 @@ where
     }
 }
 
+/// One exhaustive run of `model` in the options' order, with symmetry when given.
+fn explore<M>(
+    model: M,
+    options: &CheckOptions,
+    symmetry: Option<crate::Representative<M::State>>,
+    progress: Option<&mut Progress>,
+) -> Run<M::State, M::Action>
+where
+    M: Model + Send + Sync + 'static,
+    M::State: Clone + Debug + Hash + PartialEq + Send + Sync + 'static,
+    M::Action: Clone + Debug + PartialEq + Send + Sync + 'static,
+{
+    let mut builder = model.checker().threads(options.threads.max(1));
+    if let Some(representative) = symmetry {
+        builder = builder.symmetry_fn(representative);
+    }
+    match options.strategy {
+        Strategy::Bfs => finish(builder.spawn_bfs(), progress),
+        Strategy::Dfs => finish(builder.spawn_dfs(), progress),
+    }
+}
+
+/// A property's condition, as stateright holds it.
+type Condition<M> = fn(&M, &<M as Model>::State) -> bool;
+
+/// A model's properties as one, for an exhaustive run that needs no traces: its single
+/// property evaluates every condition at each state (skipping those already discovered,
+/// as stateright does) and records discoveries as bits; it never fires itself, so the
+/// run stays exhaustive. Safety and reachability properties only: an `eventually`
+/// property depends on the path, not the state, and keeps the unmerged run.
+struct Merged<M: Model> {
+    model: M,
+    conditions: Arc<[(Kind, Condition<M>)]>,
+    found: Arc<AtomicU64>,
+}
+
+impl<M: Model + Clone> Clone for Merged<M> {
+    fn clone(&self) -> Self {
+        Merged {
+            model: self.model.clone(),
+            conditions: Arc::clone(&self.conditions),
+            found: Arc::clone(&self.found),
+        }
+    }
+}
+
+impl<M: Model> Merged<M> {
+    /// `None` when the properties cannot be merged (an `eventually` one, or over 64).
+    fn new(model: M) -> Option<Self> {
+        let conditions: Vec<_> = model
+            .properties()
+            .into_iter()
+            .filter(|p| p.name != SENTINEL)
+            .map(|p| (p.expectation, p.condition))
+            .collect();
+        let mergeable = conditions.len() <= 64
+            && conditions
+                .iter()
+                .all(|(kind, _)| matches!(kind, Kind::Always | Kind::Sometimes));
+        mergeable.then(|| Merged {
+            model,
+            conditions: conditions.into(),
+            found: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Indices (in `properties()` order, sentinel excluded) of the discovered properties.
+    fn discovered(&self) -> impl Iterator<Item = usize> + '_ {
+        let found = self.found.load(Ordering::Acquire);
+        (0..self.conditions.len()).filter(move |i| found & (1 << i) != 0)
+    }
+}
+
+fn evaluate_all<M: Model>(merged: &Merged<M>, state: &M::State) -> bool {
+    let found = merged.found.load(Ordering::Relaxed);
+    let mut now = 0u64;
+    for (i, (kind, condition)) in merged.conditions.iter().enumerate() {
+        if found & (1 << i) != 0 {
+            continue;
+        }
+        let holds = condition(&merged.model, state);
+        if holds == (*kind == Kind::Sometimes) {
+            now |= 1 << i;
+        }
+    }
+    if now != 0 {
+        merged.found.fetch_or(now, Ordering::AcqRel);
+    }
+    true
+}
+
+impl<M: Model> Model for Merged<M> {
+    type State = M::State;
+    type Action = M::Action;
+
+    fn init_states(&self) -> Vec<M::State> {
+        self.model.init_states()
+    }
+
+    fn actions(&self, state: &M::State, actions: &mut Vec<M::Action>) {
+        self.model.actions(state, actions)
+    }
+
+    fn next_state(&self, state: &M::State, action: M::Action) -> Option<M::State> {
+        self.model.next_state(state, action)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![Property::always(SENTINEL, evaluate_all::<M>)]
+    }
+
+    fn within_boundary(&self, state: &M::State) -> bool {
+        self.model.within_boundary(state)
+    }
+}
+
 /// A function from a state to the representative of its symmetry class.
-pub type Representative<M> = fn(&<M as Model>::State) -> <M as Model>::State;
+pub type Representative<M> = crate::Representative<<M as Model>::State>;
 
 /// The representative function the options ask for: `None` without symmetry, an error
 /// when symmetry is asked for but cannot be honoured.
@@ -412,10 +559,6 @@ pub fn try_check<M: Spec>(model: &M, options: &CheckOptions) -> Result<CheckRepo
         .collect();
 
     let started = Instant::now();
-    let mut builder = full.clone().checker().threads(options.threads.max(1));
-    if let Some(representative) = symmetry {
-        builder = builder.symmetry_fn(representative);
-    }
     let mut progress = options.progress_after.map(|after| Progress {
         after,
         label: format!(
@@ -429,22 +572,38 @@ pub fn try_check<M: Spec>(model: &M, options: &CheckOptions) -> Result<CheckRepo
             }
         ),
     });
-    let run = match options.strategy {
-        Strategy::Bfs => finish(builder.spawn_bfs(), progress.as_mut()),
-        Strategy::Dfs => finish(builder.spawn_dfs(), progress.as_mut()),
+    let merged = match options.traces {
+        Traces::OfTheRun => None,
+        Traces::Shortest | Traces::None => Merged::new(full.clone()),
+    };
+    let (run, discoveries) = match merged {
+        Some(merged) => {
+            let run = explore(merged.clone(), options, symmetry, progress.as_mut());
+            let names = merged.discovered().map(|i| kinds[i].0).collect();
+            (run, Discoveries::Names(names))
+        }
+        None => {
+            let mut run = explore(full.clone(), options, symmetry, progress.as_mut());
+            let paths = std::mem::take(&mut run.discoveries);
+            (run, Discoveries::Paths(paths))
+        }
     };
     let seconds = started.elapsed().as_secs_f64();
-    let discoveries = run.discoveries;
 
     let shortest_started = Instant::now();
+    let discovered = |name: &str| match &discoveries {
+        Discoveries::Paths(paths) => paths.contains_key(name),
+        Discoveries::Names(names) => names.contains(&name),
+    };
     let properties = kinds
         .into_iter()
         .map(|(name, kind)| {
-            let found = discoveries.get(name).cloned();
-            let verdict = verdict_of(&kind, found.is_some());
-            let path = match (found, options.shortest) {
-                (Some(_), true) => shortest(model, name),
-                (found, _) => found,
+            let verdict = verdict_of(&kind, discovered(name));
+            let path = match (&discoveries, options.traces) {
+                (_, Traces::None) => None,
+                (Discoveries::Paths(paths), Traces::OfTheRun) => paths.get(name).cloned(),
+                _ if discovered(name) => shortest(model, name),
+                _ => None,
             };
             let (trace, explorer) = match path {
                 Some(path) => {
@@ -658,6 +817,42 @@ mod tests {
     }
 
     #[test]
+    fn merged_and_separate_properties_agree() {
+        // The merged run (no traces, or shortest ones from focused runs) and the run that
+        // hands stateright every property give the same counts and verdicts; only the
+        // latter carries the run's own traces.
+        for strategy in [Strategy::Bfs, Strategy::Dfs] {
+            let run = |traces| {
+                check(
+                    &toy(),
+                    &CheckOptions {
+                        strategy,
+                        traces,
+                        ..CheckOptions::default()
+                    },
+                )
+            };
+            let own = run(Traces::OfTheRun);
+            for traces in [Traces::None, Traces::Shortest] {
+                let merged = run(traces);
+                assert_eq!(merged.unique_states, own.unique_states, "{traces:?}");
+                assert_eq!(merged.generated_states, own.generated_states, "{traces:?}");
+                let verdicts = |r: &CheckReport| -> Vec<_> {
+                    r.properties.iter().map(|p| (p.name, p.verdict)).collect()
+                };
+                assert_eq!(verdicts(&merged), verdicts(&own), "{traces:?}");
+            }
+            let bug = |r: &CheckReport| r.property("never (3, x)").unwrap().trace.clone();
+            assert!(bug(&run(Traces::None)).is_none());
+            let mine = bug(&own).expect("the run's own counterexample");
+            let shortest = bug(&run(Traces::Shortest)).unwrap();
+            assert_eq!(shortest.steps.len(), 3);
+            assert!(mine.steps.len() >= 3, "{strategy:?}");
+            assert!(mine.last_state.starts_with("(3, "), "{}", mine.last_state);
+        }
+    }
+
+    #[test]
     fn settings_shape_the_space_and_reach_the_report() {
         let small = Toy::build("only", &Settings::parse(PARAMS, &[("max", "2")]).unwrap()).unwrap();
         let report = check(&small, &CheckOptions::default());
@@ -721,7 +916,7 @@ mod tests {
         let report = try_check(
             &mirror(),
             &CheckOptions {
-                shortest: false,
+                traces: Traces::OfTheRun,
                 ..dfs(true)
             },
         )

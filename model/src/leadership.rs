@@ -1524,7 +1524,7 @@ mod tests {
     use std::collections::{BTreeMap, HashSet};
 
     use super::*;
-    use crate::check::{try_check, CheckOptions, CheckReport, Strategy};
+    use crate::check::{try_check, CheckOptions, CheckReport, Strategy, Traces};
 
     /// Every renaming of the three statuses: entry `i` is the new name of `Status::ALL[i]`.
     const RENAMINGS: [[Status; 3]; 6] = {
@@ -1595,7 +1595,7 @@ mod tests {
     fn dfs(symmetry: bool) -> CheckOptions {
         CheckOptions {
             strategy: Strategy::Dfs,
-            shortest: false,
+            traces: Traces::None,
             symmetry,
             ..CheckOptions::default()
         }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use stateright::{Checker, HasDiscoveries, Model, Path};
-use steadfast_model::check::{self, CheckOptions};
+use steadfast_model::check::{self, CheckOptions, Traces};
 use steadfast_model::durable::{property, Action, Design, Durable, State, StateKey, DESIGNS};
 use steadfast_model::{Settings, Spec, Verdict};
 
@@ -13,7 +13,7 @@ fn verdicts_of(model: &Durable) -> (usize, BTreeMap<&'static str, Verdict>) {
     let report = check::check(
         model,
         &CheckOptions {
-            shortest: false,
+            traces: Traces::None,
             ..CheckOptions::default()
         },
     );

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use stateright::{Model, Path};
-use steadfast_model::check::{self, CheckOptions, CheckReport};
+use steadfast_model::check::{self, CheckOptions, CheckReport, Traces};
 use steadfast_model::leadership::{
     property, Action, Design, Leadership, Outcome, RunnerState, State, Status,
 };
@@ -25,7 +25,7 @@ fn run(model: &Leadership) -> CheckReport {
     check::check(
         model,
         &CheckOptions {
-            shortest: false,
+            traces: Traces::None,
             ..CheckOptions::default()
         },
     )
