@@ -30,6 +30,7 @@
 //!
 //! The projection ([`View`]) is described field by field in `specs/conformance.md`.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -200,6 +201,22 @@ pub struct Runtime<V: Variant> {
     next_checkpoint: u64,
     /// Prune and rebuild reports that disagree with the model's step.
     reports: Vec<String>,
+    /// The log as the views have read it so far (see [`PartitionMirror`]).
+    mirror: RefCell<Vec<Arc<PartitionMirror>>>,
+}
+
+/// What the runtime's view has read of one log partition: every record below `end`,
+/// decoded and folded into the partition's view. A log only appends (a landed record
+/// stays at its offset: the [`Log`] contract), so a view reads and decodes only the
+/// records that landed since the last view of this runtime or of the runtime it was
+/// cloned from; an end offset that moves back is reported and the partition read anew.
+#[derive(Clone, Debug, Default)]
+struct PartitionMirror {
+    end: u64,
+    latest: BTreeMap<StateKeyView, LatestView>,
+    landed: BTreeMap<StateKeyView, Vec<StateView>>,
+    /// Records that could not be decoded, reported with every view.
+    problems: Vec<String>,
 }
 
 impl<V: Variant> Clone for Runtime<V> {
@@ -220,6 +237,7 @@ impl<V: Variant> Clone for Runtime<V> {
             completed: self.completed.clone(),
             next_checkpoint: self.next_checkpoint,
             reports: self.reports.clone(),
+            mirror: self.mirror.clone(),
         }
     }
 }
@@ -244,6 +262,7 @@ impl<V: Variant> Runtime<V> {
             completed: None,
             next_checkpoint: 1,
             reports: Vec::new(),
+            mirror: RefCell::new(Vec::new()),
         }
     }
 
@@ -757,49 +776,71 @@ impl<V: Variant> Conformant<V> {
             problems.push(format!("end offsets: {e}"));
             Vec::new()
         });
+        let mut mirror = rt.mirror.borrow_mut();
+        mirror.resize_with(ends.len(), Default::default);
         let mut parts = Vec::new();
         for (p, &end) in ends.iter().enumerate() {
-            let mut latest: BTreeMap<StateKeyView, LatestView> = BTreeMap::new();
-            let mut landed: BTreeMap<StateKeyView, Vec<StateView>> = BTreeMap::new();
-            let records = log.read(p as u32, 0, end as usize).unwrap_or_else(|e| {
-                problems.push(format!("partition {p}: {e}"));
-                Vec::new()
-            });
-            for record in &records {
-                let decoded = decode_record(record)
-                    .map_err(|e| e.to_string())
-                    .and_then(|(sk, st)| Ok((names.view_of(&sk)?, st)));
-                let (sk, st) = match decoded {
-                    Ok(d) => d,
-                    Err(e) => {
-                        problems.push(format!("partition {p} offset {}: {e}", record.offset));
-                        continue;
+            let part = &mut mirror[p];
+            if end < part.end {
+                problems.push(format!(
+                    "partition {p}: end offset {end} is below the {} read before",
+                    part.end
+                ));
+                *part = Default::default();
+            }
+            if end > part.end {
+                let part = Arc::make_mut(part);
+                let from = part.end;
+                let records = log
+                    .read(p as u32, from, (end - from) as usize)
+                    .unwrap_or_else(|e| {
+                        part.problems.push(format!("partition {p}: {e}"));
+                        Vec::new()
+                    });
+                part.end = end;
+                for record in &records {
+                    let decoded = decode_record(record)
+                        .map_err(|e| e.to_string())
+                        .and_then(|(sk, st)| Ok((names.view_of(&sk)?, st)));
+                    let (sk, st) = match decoded {
+                        Ok(d) => d,
+                        Err(e) => {
+                            part.problems
+                                .push(format!("partition {p} offset {}: {e}", record.offset));
+                            continue;
+                        }
+                    };
+                    let state = impl_state_view(&st);
+                    part.latest.insert(
+                        sk,
+                        LatestView {
+                            state_key: sk,
+                            state,
+                            offset: record.offset,
+                        },
+                    );
+                    let seen = part.landed.entry(sk).or_default();
+                    if !seen.contains(&state) {
+                        seen.push(state);
+                        seen.sort();
                     }
-                };
-                let state = impl_state_view(&st);
-                latest.insert(
-                    sk,
-                    LatestView {
-                        state_key: sk,
-                        state,
-                        offset: record.offset,
-                    },
-                );
-                let seen = landed.entry(sk).or_default();
-                if !seen.contains(&state) {
-                    seen.push(state);
-                    seen.sort();
                 }
             }
+            problems.extend(mirror[p].problems.iter().cloned());
             parts.push(PartitionView {
                 end,
-                latest: latest.into_values().collect(),
-                landed: landed
-                    .into_iter()
-                    .map(|(state_key, states)| LandedView { state_key, states })
+                latest: mirror[p].latest.values().cloned().collect(),
+                landed: mirror[p]
+                    .landed
+                    .iter()
+                    .map(|(&state_key, states)| LandedView {
+                        state_key,
+                        states: states.clone(),
+                    })
                     .collect(),
             });
         }
+        drop(mirror);
         let mut supplier_calls = Vec::new();
         for (call, &runs) in &rt.supplier_calls {
             match names.view_of(&call.state_key()) {

@@ -143,12 +143,20 @@ pub fn compare<B: Binding>(
     state: &B::State,
     runtime: &B::Runtime,
 ) -> Result<(), Vec<String>> {
-    let want = B::model_view(model, state);
+    compare_to::<B>(&B::model_view(model, state), runtime)
+}
+
+/// Compares the model's projection `want` with the runtime's; the field diff when they
+/// differ.
+pub(crate) fn compare_to<B: Binding>(
+    want: &B::Projection,
+    runtime: &B::Runtime,
+) -> Result<(), Vec<String>> {
     let got = B::runtime_view(runtime);
-    if want == got {
+    if *want == got {
         Ok(())
     } else {
-        Err(diff::fields(&want, &got))
+        Err(diff::fields(want, &got))
     }
 }
 
@@ -171,9 +179,21 @@ pub(crate) fn checked_refusal<B: Binding>(
     state: &B::State,
     action: &B::Action,
 ) -> Result<(), Problem> {
+    checked_refusal_of::<B>(model, runtime, state, action, &B::model_view(model, state))
+}
+
+/// [`checked_refusal`] with the model's projection of `state` already built (`want`),
+/// for several probes at one state.
+pub(crate) fn checked_refusal_of<B: Binding>(
+    model: &B::Model,
+    runtime: &B::Runtime,
+    state: &B::State,
+    action: &B::Action,
+    want: &B::Projection,
+) -> Result<(), Problem> {
     let mut probe = runtime.clone();
     match B::step(model, &mut probe, state, action) {
         Ok(()) => Err(Problem::Accepted),
-        Err(_) => compare::<B>(model, state, &probe).map_err(Problem::RejectedButChanged),
+        Err(_) => compare_to::<B>(want, &probe).map_err(Problem::RejectedButChanged),
     }
 }
