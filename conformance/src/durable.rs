@@ -98,12 +98,15 @@ pub struct Names {
     pub calls: u8,
     /// Log partitions.
     pub partitions: u32,
+    /// Every state key within the bounds, in the order of their views (key, input,
+    /// action), with its view.
+    state_keys: Vec<(ImplKey, StateKeyView)>,
 }
 
 impl Names {
     fn new(bounds: &model::Bounds) -> Names {
         let partitions = u32::from(bounds.partitions);
-        let keys = (0..bounds.keys)
+        let keys: Vec<String> = (0..bounds.keys)
             .map(|k| {
                 let want = u32::from(k % bounds.partitions);
                 (0u32..)
@@ -112,11 +115,31 @@ impl Names {
                     .expect("some name hashes to every partition")
             })
             .collect();
+        let actions: Vec<String> = (0..bounds.actions).map(|a| format!("action{a}")).collect();
+        let mut state_keys = Vec::new();
+        for (k, key) in keys.iter().enumerate() {
+            for seq in 0..u64::from(bounds.inputs) {
+                for (a, action) in actions.iter().enumerate() {
+                    let sk = ImplKey {
+                        key: key.clone(),
+                        seq,
+                        action: action.clone(),
+                    };
+                    let view = StateKeyView {
+                        key: k as u8,
+                        seq,
+                        action: a as u8,
+                    };
+                    state_keys.push((sk, view));
+                }
+            }
+        }
         Names {
             keys,
-            actions: (0..bounds.actions).map(|a| format!("action{a}")).collect(),
+            actions,
             calls: bounds.calls,
             partitions,
+            state_keys,
         }
     }
 
@@ -173,12 +196,14 @@ struct Requested {
 #[derive(Clone, Debug)]
 struct Pending {
     id: u64,
-    checkpoint: Checkpoint,
+    checkpoint: Arc<Checkpoint>,
     /// Uncommitted outputs emitted before the snapshot.
     outputs_before: usize,
 }
 
-/// The operator and its environment.
+/// The operator and its environment. Cloned at every transition and probe, so what does
+/// not change at every step is shared (`Arc`, copied on write), like the operator's
+/// own maps.
 pub struct Runtime<V: Variant> {
     names: Arc<Names>,
     /// The model renumbers offsets by rank: views compare offsets by rank too.
@@ -186,18 +211,18 @@ pub struct Runtime<V: Variant> {
     log: V::Log,
     op: Option<Operator<V::Log>>,
     /// Per model key, the call the operator asked for and the supplier has not run.
-    requested: BTreeMap<u8, Requested>,
+    requested: Arc<BTreeMap<u8, Requested>>,
     /// Per model key, a call whose supplier ran and whose outcome is held back.
-    returned: BTreeMap<u8, (CallRef, CallOutcome)>,
+    returned: Arc<BTreeMap<u8, (CallRef, CallOutcome)>>,
     /// The put the model has sent and not resolved: its key and state key.
-    in_flight: Option<(u8, ImplKey)>,
-    supplier_calls: BTreeMap<CallRef, u32>,
+    in_flight: Option<(u8, Arc<ImplKey>)>,
+    supplier_calls: Arc<BTreeMap<CallRef, u32>>,
     /// Outputs emitted since the last commit, as (key, sequence).
     uncommitted: Vec<(u8, u64)>,
     /// Per model key, committed outputs' sequence numbers in commit order.
-    committed: Vec<Vec<u64>>,
+    committed: Arc<Vec<Vec<u64>>>,
     pending: Option<Pending>,
-    completed: Option<Checkpoint>,
+    completed: Option<Arc<Checkpoint>>,
     next_checkpoint: u64,
     /// Prune and rebuild reports that disagree with the model's step.
     reports: Vec<String>,
@@ -227,12 +252,12 @@ impl<V: Variant> Clone for Runtime<V> {
             ranked_offsets: self.ranked_offsets,
             op: self.op.as_ref().map(|op| op.fork(log.clone())),
             log,
-            requested: self.requested.clone(),
-            returned: self.returned.clone(),
+            requested: Arc::clone(&self.requested),
+            returned: Arc::clone(&self.returned),
             in_flight: self.in_flight.clone(),
-            supplier_calls: self.supplier_calls.clone(),
+            supplier_calls: Arc::clone(&self.supplier_calls),
             uncommitted: self.uncommitted.clone(),
-            committed: self.committed.clone(),
+            committed: Arc::clone(&self.committed),
             pending: self.pending.clone(),
             completed: self.completed.clone(),
             next_checkpoint: self.next_checkpoint,
@@ -248,15 +273,15 @@ impl<V: Variant> Runtime<V> {
         let mut op = Operator::new(names.defs(), log.clone()).expect("action names are distinct");
         op.set_scheduling(Scheduling::Stepwise);
         Runtime {
-            committed: vec![Vec::new(); names.keys.len()],
+            committed: Arc::new(vec![Vec::new(); names.keys.len()]),
             names: Arc::new(names),
             ranked_offsets,
             log,
             op: Some(op),
-            requested: BTreeMap::new(),
-            returned: BTreeMap::new(),
+            requested: Arc::default(),
+            returned: Arc::default(),
             in_flight: None,
-            supplier_calls: BTreeMap::new(),
+            supplier_calls: Arc::default(),
             uncommitted: Vec::new(),
             pending: None,
             completed: None,
@@ -296,7 +321,7 @@ impl<V: Variant> Runtime<V> {
                     args,
                 } => {
                     let k = self.key_of(&call.key)?;
-                    self.requested.insert(
+                    Arc::make_mut(&mut self.requested).insert(
                         k,
                         Requested {
                             call,
@@ -333,7 +358,12 @@ impl<V: Variant> Runtime<V> {
                 self.op()?.cancellation().cancel();
             }
         }
-        let event = match self.returned.remove(&k) {
+        let returned = if self.returned.contains_key(&k) {
+            Arc::make_mut(&mut self.returned).remove(&k)
+        } else {
+            None
+        };
+        let event = match returned {
             Some((call, outcome)) => Event::CallReturned { call, outcome },
             None => Event::Continue {
                 key: self.names.keys[k as usize].clone(),
@@ -354,8 +384,12 @@ impl<V: Variant> Runtime<V> {
 
     fn crash(&mut self) {
         self.op = None;
-        self.requested.clear();
-        self.returned.clear();
+        if !self.requested.is_empty() {
+            self.requested = Arc::default();
+        }
+        if !self.returned.is_empty() {
+            self.returned = Arc::default();
+        }
         self.in_flight = None;
         self.pending = None;
         self.uncommitted.clear();
@@ -753,21 +787,38 @@ impl<V: Variant> Conformant<V> {
                         }
                     })
                     .collect();
-                let in_flight = rt.in_flight.as_ref().map(|(_, sk)| sk);
+                let in_flight = rt.in_flight.as_ref().map(|(_, sk)| &**sk);
+                let store = op.store();
+                // Looked up by the state keys within the bounds; only a cache that
+                // holds others is copied whole, to name them.
                 let mut cache = Vec::new();
-                for (sk, st) in op.store().cache() {
-                    if Some(&sk) == in_flight {
-                        continue;
-                    }
-                    match names.view_of(&sk) {
-                        Ok(v) => cache.push(CachedView {
-                            state_key: v,
-                            state: impl_state_view(&st),
-                        }),
-                        Err(e) => problems.push(format!("cache: {e}")),
+                let mut found = 0;
+                for (sk, v) in &names.state_keys {
+                    let Some(st) = store.get(sk) else { continue };
+                    found += 1;
+                    if Some(sk) != in_flight {
+                        cache.push(CachedView {
+                            state_key: *v,
+                            state: impl_state_view(st),
+                        });
                     }
                 }
-                cache.sort_by_key(|c| c.state_key);
+                if found != store.cached_len() {
+                    cache.clear();
+                    for (sk, st) in store.cache() {
+                        if Some(&sk) == in_flight {
+                            continue;
+                        }
+                        match names.view_of(&sk) {
+                            Ok(v) => cache.push(CachedView {
+                                state_key: v,
+                                state: impl_state_view(&st),
+                            }),
+                            Err(e) => problems.push(format!("cache: {e}")),
+                        }
+                    }
+                    cache.sort_by_key(|c| c.state_key);
+                }
                 (keys, cache)
             }
         };
@@ -842,8 +893,16 @@ impl<V: Variant> Conformant<V> {
         }
         drop(mirror);
         let mut supplier_calls = Vec::new();
-        for (call, &runs) in &rt.supplier_calls {
-            match names.view_of(&call.state_key()) {
+        for (call, &runs) in rt.supplier_calls.iter() {
+            let state_key = match (names.key_index(&call.key), names.action_index(&call.action)) {
+                (Some(key), Some(action)) => Ok(StateKeyView {
+                    key,
+                    seq: call.seq,
+                    action,
+                }),
+                _ => names.view_of(&call.state_key()),
+            };
+            match state_key {
                 Ok(state_key) => supplier_calls.push(CallView {
                     state_key,
                     call: u64::from(call.index),
@@ -869,8 +928,8 @@ impl<V: Variant> Conformant<V> {
             cache,
             log: parts,
             pending: rt.pending.as_ref().map(|p| checkpoint(&p.checkpoint)),
-            completed: rt.completed.as_ref().map(checkpoint),
-            committed: rt.committed.clone(),
+            completed: rt.completed.as_ref().map(|c| checkpoint(c)),
+            committed: Vec::clone(&rt.committed),
             supplier_calls,
             problems: problems.into_iter().chain(rt.reports.clone()).collect(),
         };
@@ -923,10 +982,12 @@ impl<V: Variant> Conformant<V> {
                         ))
                     }
                 };
-                rt.requested.remove(&k);
+                Arc::make_mut(&mut rt.requested).remove(&k);
                 let outcome = supplier(&r.function, &r.args);
-                *rt.supplier_calls.entry(r.call.clone()).or_default() += 1;
-                rt.returned.insert(k, (r.call, outcome));
+                *Arc::make_mut(&mut rt.supplier_calls)
+                    .entry(r.call.clone())
+                    .or_default() += 1;
+                Arc::make_mut(&mut rt.returned).insert(k, (r.call, outcome));
                 Ok(())
             }
             Action::SendPut(k) => {
@@ -934,7 +995,7 @@ impl<V: Variant> Conformant<V> {
                     .returned
                     .get(&k)
                     .ok_or_else(|| format!("no call outcome of key {k} to save"))?;
-                rt.in_flight = Some((k, call.state_key()));
+                rt.in_flight = Some((k, Arc::new(call.state_key())));
                 Ok(())
             }
             Action::CompleteAction(k) => {
@@ -949,11 +1010,11 @@ impl<V: Variant> Conformant<V> {
                 }
                 rt.in_flight = Some((
                     k,
-                    ImplKey {
+                    Arc::new(ImplKey {
                         key: name(k),
                         seq: head.seq,
                         action: head.action,
-                    },
+                    }),
                 ));
                 Ok(())
             }
@@ -972,7 +1033,7 @@ impl<V: Variant> Conformant<V> {
                 V::after_snapshot(&mut rt.log, &mut checkpoint);
                 rt.pending = Some(Pending {
                     id,
-                    checkpoint,
+                    checkpoint: Arc::new(checkpoint),
                     outputs_before: rt.uncommitted.len(),
                 });
                 Ok(())
@@ -1016,7 +1077,7 @@ impl<V: Variant> Conformant<V> {
                     }
                 }
                 for (k, seq) in rt.uncommitted.drain(..p.outputs_before) {
-                    rt.committed[k as usize].push(seq);
+                    Arc::make_mut(&mut rt.committed)[k as usize].push(seq);
                 }
                 rt.completed = Some(p.checkpoint);
                 Ok(())
