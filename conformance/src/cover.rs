@@ -23,7 +23,7 @@ use serde::Serialize;
 use stateright::Model;
 use steadfast_model::Spec;
 
-use crate::{checked_refusal_of, checked_step, compare, Binding, Divergence, Problem};
+use crate::{compare, Binding, Divergence, Problem, Scratch};
 
 /// What a coverage run did.
 #[derive(Clone, Debug, Serialize)]
@@ -214,13 +214,15 @@ pub fn cover<B: Binding>(model: &B::Model) -> Result<Coverage, Box<Divergence>> 
     let mut kinds: Vec<(String, usize)> = Vec::new();
     let mut actions = Vec::new();
     let mut steps = Vec::new();
+    let mut views = Scratch::<B>::new();
     while let Some((state, runtime, at)) = queue.pop_front() {
         let probes = B::probes(model, &state);
         if !probes.is_empty() {
             // Every probe must leave the projection the model gives this state.
-            let want = B::model_view(model, &state);
+            views.want(model, &state);
             for probe in &probes {
-                checked_refusal_of::<B>(model, &runtime, &state, probe, &want)
+                views
+                    .checked_refusal(model, &runtime, &state, probe)
                     .map_err(|p| fail(&reached, at, probe, p))?;
             }
             coverage.probes += probes.len();
@@ -243,7 +245,8 @@ pub fn cover<B: Binding>(model: &B::Model) -> Result<Coverage, Box<Divergence>> 
             } else {
                 runtime.as_ref().expect("the source runtime").clone()
             };
-            checked_step::<B>(model, &mut next_runtime, &state, &action, &next)
+            views
+                .checked_step(model, &mut next_runtime, &state, &action, &next)
                 .map_err(|p| fail(&reached, at, &action, p))?;
             coverage.transitions += 1;
             coverage.steps += 1;

@@ -420,7 +420,7 @@ impl<V: Variant> Runtime<V> {
 }
 
 /// A state key in model indices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct StateKeyView {
     /// Key index.
     pub key: u8,
@@ -431,7 +431,7 @@ pub struct StateKeyView {
 }
 
 /// An action state: saved call results and the completed flag.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct StateView {
     /// Saved call results.
     pub calls: u64,
@@ -440,7 +440,7 @@ pub struct StateView {
 }
 
 /// Keyed state and progress of one key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct KeyView {
     /// Sequence number the next input gets.
     pub next_seq: u64,
@@ -459,7 +459,7 @@ pub struct KeyView {
 }
 
 /// One cached state.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct CachedView {
     /// Whose.
     pub state_key: StateKeyView,
@@ -468,7 +468,7 @@ pub struct CachedView {
 }
 
 /// What a replay of a state key reads last, and where.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct LatestView {
     /// Whose.
     pub state_key: StateKeyView,
@@ -479,7 +479,7 @@ pub struct LatestView {
 }
 
 /// Every state that ever landed for a state key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LandedView {
     /// Whose.
     pub state_key: StateKeyView,
@@ -488,7 +488,7 @@ pub struct LandedView {
 }
 
 /// One log partition.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct PartitionView {
     /// End offset: records landed.
     pub end: u64,
@@ -499,7 +499,7 @@ pub struct PartitionView {
 }
 
 /// A checkpoint: keyed state per key and the recovery marker per partition.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CheckpointView {
     /// Per key: (next sequence number, finished inputs, next action).
     pub keys: Vec<(u64, u64, u64)>,
@@ -508,7 +508,7 @@ pub struct CheckpointView {
 }
 
 /// Supplier runs of one durable call.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct CallView {
     /// Whose.
     pub state_key: StateKeyView,
@@ -519,7 +519,7 @@ pub struct CallView {
 }
 
 /// The observable projection both sides produce.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct View {
     /// An operator runs (false between a crash and a restore).
     pub up: bool,
@@ -594,32 +594,59 @@ fn sk_view(sk: StateKey) -> StateKeyView {
     }
 }
 
-fn model_checkpoint(m: &Durable, c: &model::Checkpoint) -> CheckpointView {
-    CheckpointView {
-        keys: (0..m.bounds.keys as usize)
-            .map(|k| {
-                (
-                    u64::from(c.next_seq[k]),
-                    u64::from(c.finished[k]),
-                    u64::from(c.next_action[k]),
-                )
-            })
-            .collect(),
-        marker: (0..m.bounds.partitions as usize)
-            .map(|p| u64::from(c.marker[p]))
-            .collect(),
+/// `out` holding exactly `n` entries; those it keeps keep their allocations.
+fn resize<T: Default>(out: &mut Vec<T>, n: usize) {
+    out.truncate(n);
+    out.resize_with(n, T::default);
+}
+
+/// `out` holding exactly `items`, in its own allocation where it fits.
+fn refill<T>(out: &mut Vec<T>, items: impl IntoIterator<Item = T>) {
+    out.clear();
+    out.extend(items);
+}
+
+/// `out` present or absent as `present` says; when present, the view to fill (the one
+/// there before, if any, to reuse its allocations).
+fn present<T: Default>(out: &mut Option<T>, present: bool) -> Option<&mut T> {
+    if present {
+        Some(out.get_or_insert_with(T::default))
+    } else {
+        *out = None;
+        None
     }
 }
 
-/// Per key (next sequence number, finished, next action, queued inputs) of the
-/// operator's keyed state.
-fn impl_key_state(
+fn model_checkpoint(m: &Durable, c: &model::Checkpoint, out: &mut CheckpointView) {
+    refill(
+        &mut out.keys,
+        (0..m.bounds.keys as usize).map(|k| {
+            (
+                u64::from(c.next_seq[k]),
+                u64::from(c.finished[k]),
+                u64::from(c.next_action[k]),
+            )
+        }),
+    );
+    refill(
+        &mut out.marker,
+        (0..m.bounds.partitions as usize).map(|p| u64::from(c.marker[p])),
+    );
+}
+
+/// Key `k`'s entry in the operator's keyed state.
+fn impl_key<'a>(
     names: &Names,
-    keys: &BTreeMap<String, steadfast::durable::KeyState>,
+    keys: &'a BTreeMap<String, steadfast::durable::KeyState>,
     k: usize,
-) -> (u64, u64, u64, Vec<u64>) {
-    let Some(ks) = keys.get(&names.keys[k]) else {
-        return (0, 0, 0, Vec::new());
+) -> Option<&'a steadfast::durable::KeyState> {
+    keys.get(&names.keys[k])
+}
+
+/// (next sequence number, finished, next action) of a key's keyed state.
+fn impl_key_progress(names: &Names, ks: Option<&steadfast::durable::KeyState>) -> (u64, u64, u64) {
+    let Some(ks) = ks else {
+        return (0, 0, 0);
     };
     let finished = ks.last_completed.map_or(0, |s| s + 1);
     let next_action = if ks.queue.is_empty() {
@@ -627,9 +654,18 @@ fn impl_key_state(
     } else {
         (names.actions.len() - ks.queue.len()) as u64
     };
-    let mut queued: Vec<u64> = ks.queue.front().map(|q| q.seq).into_iter().collect();
-    queued.extend(ks.pending_inputs.iter().map(|p| p.seq));
-    (ks.next_seq, finished, next_action, queued)
+    (ks.next_seq, finished, next_action)
+}
+
+/// The queued inputs of a key's keyed state, head first.
+fn impl_key_queued(ks: Option<&steadfast::durable::KeyState>) -> impl Iterator<Item = u64> + '_ {
+    ks.into_iter().flat_map(|ks| {
+        ks.queue
+            .front()
+            .map(|q| q.seq)
+            .into_iter()
+            .chain(ks.pending_inputs.iter().map(|p| p.seq))
+    })
 }
 
 impl<V: Variant> Conformant<V> {
@@ -641,157 +677,150 @@ impl<V: Variant> Conformant<V> {
         })
     }
 
-    fn view_model(m: &Durable, s: &model::State) -> View {
+    /// The model's projection of `s`, written over `out` (see [`resize`], [`refill`]).
+    fn view_model(m: &Durable, s: &model::State, out: &mut View) {
         let b = m.bounds;
         let in_flight = (s.put_key != NONE).then(|| Record::decode(s.put_record).state_key);
-        let keys = if s.down {
-            Vec::new()
-        } else {
-            (0..b.keys as usize)
-                .map(|k| {
-                    let phase = s.phase_of(k);
-                    // The put that failed ended its action.
-                    let ended =
-                        s.failed && matches!(phase, Phase::AwaitPut(_) | Phase::AwaitCompletion);
-                    // The runtime reuses every matching saved result when the action
-                    // starts: at call i it already waits for the first unsaved call.
-                    let awaiting = match phase {
-                        Phase::AtCall(i) => {
-                            let saved = s.cached(s.head(k)).map_or(0, |st| st.calls);
-                            (i.max(saved) < b.calls).then_some(i.max(saved))
-                        }
-                        Phase::HaveResult(i) | Phase::AwaitPut(i) if !ended => Some(i),
-                        _ => None,
-                    };
-                    let queued = s.finished[k] < s.next_seq[k];
-                    KeyView {
-                        awaiting: awaiting.map(u64::from),
-                        ready: awaiting.is_none() && (phase != Phase::Idle || queued),
-                        next_seq: u64::from(s.next_seq[k]),
-                        finished: u64::from(s.finished[k]),
-                        next_action: u64::from(s.next_action[k]),
-                        queued: (s.finished[k]..s.next_seq[k]).map(u64::from).collect(),
-                        in_progress: phase != Phase::Idle && !ended,
-                    }
-                })
-                .collect()
-        };
-        let cache = Self::state_keys(m)
-            .filter(|sk| Some(*sk) != in_flight)
-            .filter_map(|sk| {
-                s.cached(sk).map(|st| CachedView {
-                    state_key: sk_view(sk),
-                    state: state_view(st),
-                })
-            })
-            .collect();
-        let log = (0..b.partitions)
-            .map(|p| {
-                let mine = || Self::state_keys(m).filter(move |sk| sk.key % b.partitions == p);
-                PartitionView {
-                    end: u64::from(s.log_len[p as usize]),
-                    latest: mine()
-                        .filter_map(|sk| {
-                            s.latest_record(sk).map(|(st, offset)| LatestView {
-                                state_key: sk_view(sk),
-                                state: state_view(st),
-                                offset: u64::from(offset),
-                            })
-                        })
-                        .collect(),
-                    landed: mine()
-                        .filter(|sk| s.log_landed[sk.slot()] != 0)
-                        .map(|sk| {
-                            let bits = s.log_landed[sk.slot()];
-                            let mut states: Vec<StateView> = (0..8u8)
-                                .filter(|b| bits & (1 << b) != 0)
-                                .filter_map(ActionState::decode)
-                                .map(state_view)
-                                .collect();
-                            states.sort();
-                            LandedView {
-                                state_key: sk_view(sk),
-                                states,
-                            }
-                        })
-                        .collect(),
+        out.up = !s.down;
+        out.failed = s.failed;
+        out.cancelled = false;
+        resize(&mut out.keys, if s.down { 0 } else { b.keys as usize });
+        for (k, view) in out.keys.iter_mut().enumerate() {
+            let phase = s.phase_of(k);
+            // The put that failed ended its action.
+            let ended = s.failed && matches!(phase, Phase::AwaitPut(_) | Phase::AwaitCompletion);
+            // The runtime reuses every matching saved result when the action
+            // starts: at call i it already waits for the first unsaved call.
+            let awaiting = match phase {
+                Phase::AtCall(i) => {
+                    let saved = s.cached(s.head(k)).map_or(0, |st| st.calls);
+                    (i.max(saved) < b.calls).then_some(i.max(saved))
                 }
-            })
-            .collect();
-        let supplier_calls = Self::state_keys(m)
-            .flat_map(|sk| (0..b.calls).map(move |c| (sk, c)))
-            .filter(|(sk, c)| s.runs(*sk, *c) > 0)
-            .map(|(sk, c)| CallView {
-                state_key: sk_view(sk),
-                call: u64::from(c),
-                runs: u64::from(s.runs(sk, c)),
-            })
-            .collect();
-        let mut view = View {
-            up: !s.down,
-            failed: s.failed,
-            cancelled: false,
-            cache_size: Self::state_keys(m)
-                .filter(|sk| Some(*sk) != in_flight && s.cached(*sk).is_some())
-                .count() as u64,
-            keys,
-            cache,
-            log,
-            pending: s.pending.as_ref().map(|c| model_checkpoint(m, c)),
-            completed: s.completed.as_ref().map(|c| model_checkpoint(m, c)),
-            committed: (0..b.keys as usize)
-                .map(|k| (0..u64::from(s.committed_outputs[k])).collect())
-                .collect(),
-            supplier_calls,
-            problems: Vec::new(),
-        };
-        if b.compact_offsets {
-            rank_offsets(&mut view);
+                Phase::HaveResult(i) | Phase::AwaitPut(i) if !ended => Some(i),
+                _ => None,
+            };
+            let queued = s.finished[k] < s.next_seq[k];
+            view.awaiting = awaiting.map(u64::from);
+            view.ready = awaiting.is_none() && (phase != Phase::Idle || queued);
+            view.next_seq = u64::from(s.next_seq[k]);
+            view.finished = u64::from(s.finished[k]);
+            view.next_action = u64::from(s.next_action[k]);
+            refill(
+                &mut view.queued,
+                (s.finished[k]..s.next_seq[k]).map(u64::from),
+            );
+            view.in_progress = phase != Phase::Idle && !ended;
         }
-        view
+        refill(
+            &mut out.cache,
+            Self::state_keys(m)
+                .filter(|sk| Some(*sk) != in_flight)
+                .filter_map(|sk| {
+                    s.cached(sk).map(|st| CachedView {
+                        state_key: sk_view(sk),
+                        state: state_view(st),
+                    })
+                }),
+        );
+        out.cache_size = out.cache.len() as u64;
+        resize(&mut out.log, b.partitions as usize);
+        for (p, part) in out.log.iter_mut().enumerate() {
+            let p = p as u8;
+            let mine = || Self::state_keys(m).filter(move |sk| sk.key % b.partitions == p);
+            part.end = u64::from(s.log_len[p as usize]);
+            refill(
+                &mut part.latest,
+                mine().filter_map(|sk| {
+                    s.latest_record(sk).map(|(st, offset)| LatestView {
+                        state_key: sk_view(sk),
+                        state: state_view(st),
+                        offset: u64::from(offset),
+                    })
+                }),
+            );
+            let landed = || mine().filter(|sk| s.log_landed[sk.slot()] != 0);
+            resize(&mut part.landed, landed().count());
+            for (view, sk) in part.landed.iter_mut().zip(landed()) {
+                let bits = s.log_landed[sk.slot()];
+                view.state_key = sk_view(sk);
+                refill(
+                    &mut view.states,
+                    (0..8u8)
+                        .filter(|b| bits & (1 << b) != 0)
+                        .filter_map(ActionState::decode)
+                        .map(state_view),
+                );
+                view.states.sort();
+            }
+        }
+        if let Some(view) = present(&mut out.pending, s.pending.is_some()) {
+            model_checkpoint(m, s.pending.as_ref().expect("present"), view);
+        }
+        if let Some(view) = present(&mut out.completed, s.completed.is_some()) {
+            model_checkpoint(m, s.completed.as_ref().expect("present"), view);
+        }
+        resize(&mut out.committed, b.keys as usize);
+        for (k, view) in out.committed.iter_mut().enumerate() {
+            refill(view, 0..u64::from(s.committed_outputs[k]));
+        }
+        refill(
+            &mut out.supplier_calls,
+            Self::state_keys(m)
+                .flat_map(|sk| (0..b.calls).map(move |c| (sk, c)))
+                .filter(|(sk, c)| s.runs(*sk, *c) > 0)
+                .map(|(sk, c)| CallView {
+                    state_key: sk_view(sk),
+                    call: u64::from(c),
+                    runs: u64::from(s.runs(sk, c)),
+                }),
+        );
+        out.problems.clear();
+        if b.compact_offsets {
+            rank_offsets(out);
+        }
     }
 
-    fn view_runtime(rt: &Runtime<V>) -> View {
+    /// The runtime's projection, written over `out` (see [`resize`], [`refill`]).
+    fn view_runtime(rt: &Runtime<V>, out: &mut View) {
         let names = &rt.names;
-        let mut problems = Vec::new();
-        let checkpoint = |cp: &Checkpoint| CheckpointView {
-            keys: (0..names.keys.len())
-                .map(|k| {
-                    let (n, f, a, _) = impl_key_state(names, &cp.keys, k);
-                    (n, f, a)
-                })
-                .collect(),
-            marker: cp.marker.offsets.clone(),
+        let problems = &mut out.problems;
+        problems.clear();
+        let checkpoint = |cp: &Checkpoint, out: &mut CheckpointView| {
+            refill(
+                &mut out.keys,
+                (0..names.keys.len())
+                    .map(|k| impl_key_progress(names, impl_key(names, &cp.keys, k))),
+            );
+            refill(&mut out.marker, cp.marker.offsets.iter().copied());
         };
-        let (keys, cache) = match &rt.op {
-            None => (Vec::new(), Vec::new()),
+        out.up = rt.op.is_some();
+        match &rt.op {
+            None => {
+                out.keys.clear();
+                out.cache.clear();
+            }
             Some(op) => {
                 let in_progress = op.keys_in_progress();
                 let ready = op.ready_keys();
                 let outstanding = op.outstanding_calls();
-                let keys = (0..names.keys.len())
-                    .map(|k| {
-                        let (next_seq, finished, next_action, queued) =
-                            impl_key_state(names, op.keys(), k);
-                        KeyView {
-                            next_seq,
-                            finished,
-                            next_action,
-                            queued,
-                            in_progress: in_progress.contains(&names.keys[k]),
-                            awaiting: outstanding
-                                .iter()
-                                .find(|c| c.key == names.keys[k])
-                                .map(|c| u64::from(c.index)),
-                            ready: ready.contains(&names.keys[k]),
-                        }
-                    })
-                    .collect();
+                resize(&mut out.keys, names.keys.len());
+                for (k, view) in out.keys.iter_mut().enumerate() {
+                    let ks = impl_key(names, op.keys(), k);
+                    (view.next_seq, view.finished, view.next_action) = impl_key_progress(names, ks);
+                    refill(&mut view.queued, impl_key_queued(ks));
+                    view.in_progress = in_progress.contains(&names.keys[k]);
+                    view.awaiting = outstanding
+                        .iter()
+                        .find(|c| c.key == names.keys[k])
+                        .map(|c| u64::from(c.index));
+                    view.ready = ready.contains(&names.keys[k]);
+                }
                 let in_flight = rt.in_flight.as_ref().map(|(_, sk)| &**sk);
                 let store = op.store();
                 // Looked up by the state keys within the bounds; only a cache that
                 // holds others is copied whole, to name them.
-                let mut cache = Vec::new();
+                let cache = &mut out.cache;
+                cache.clear();
                 let mut found = 0;
                 for (sk, v) in &names.state_keys {
                     let Some(st) = store.get(sk) else { continue };
@@ -819,9 +848,8 @@ impl<V: Variant> Conformant<V> {
                     }
                     cache.sort_by_key(|c| c.state_key);
                 }
-                (keys, cache)
             }
-        };
+        }
         let mut log = rt.log.clone();
         let ends = log.end_offsets().unwrap_or_else(|e| {
             problems.push(format!("end offsets: {e}"));
@@ -829,8 +857,8 @@ impl<V: Variant> Conformant<V> {
         });
         let mut mirror = rt.mirror.borrow_mut();
         mirror.resize_with(ends.len(), Default::default);
-        let mut parts = Vec::new();
-        for (p, &end) in ends.iter().enumerate() {
+        resize(&mut out.log, ends.len());
+        for (p, (&end, view)) in ends.iter().zip(out.log.iter_mut()).enumerate() {
             let part = &mut mirror[p];
             if end < part.end {
                 problems.push(format!(
@@ -877,22 +905,19 @@ impl<V: Variant> Conformant<V> {
                     }
                 }
             }
-            problems.extend(mirror[p].problems.iter().cloned());
-            parts.push(PartitionView {
-                end,
-                latest: mirror[p].latest.values().cloned().collect(),
-                landed: mirror[p]
-                    .landed
-                    .iter()
-                    .map(|(&state_key, states)| LandedView {
-                        state_key,
-                        states: states.clone(),
-                    })
-                    .collect(),
-            });
+            let part = &mirror[p];
+            problems.extend(part.problems.iter().cloned());
+            view.end = end;
+            refill(&mut view.latest, part.latest.values().copied());
+            resize(&mut view.landed, part.landed.len());
+            for (view, (&state_key, states)) in view.landed.iter_mut().zip(&part.landed) {
+                view.state_key = state_key;
+                refill(&mut view.states, states.iter().copied());
+            }
         }
         drop(mirror);
-        let mut supplier_calls = Vec::new();
+        let supplier_calls = &mut out.supplier_calls;
+        supplier_calls.clear();
         for (call, &runs) in rt.supplier_calls.iter() {
             let state_key = match (names.key_index(&call.key), names.action_index(&call.action)) {
                 (Some(key), Some(action)) => Ok(StateKeyView {
@@ -912,31 +937,30 @@ impl<V: Variant> Conformant<V> {
             }
         }
         supplier_calls.sort_by_key(|c| (c.state_key, c.call));
-        let mut view = View {
-            up: rt.op.is_some(),
-            failed: rt.op.as_ref().is_some_and(|op| op.failure().is_some()),
-            cancelled: rt.op.as_ref().is_some_and(|op| op.is_cancelled()),
-            cache_size: rt.op.as_ref().map_or(0, |op| {
-                let store = op.store();
-                let open = rt
-                    .in_flight
-                    .as_ref()
-                    .filter(|(_, sk)| store.get(sk).is_some());
-                (store.cached_len() - usize::from(open.is_some())) as u64
-            }),
-            keys,
-            cache,
-            log: parts,
-            pending: rt.pending.as_ref().map(|p| checkpoint(&p.checkpoint)),
-            completed: rt.completed.as_ref().map(|c| checkpoint(c)),
-            committed: Vec::clone(&rt.committed),
-            supplier_calls,
-            problems: problems.into_iter().chain(rt.reports.clone()).collect(),
-        };
-        if rt.ranked_offsets {
-            rank_offsets(&mut view);
+        out.failed = rt.op.as_ref().is_some_and(|op| op.failure().is_some());
+        out.cancelled = rt.op.as_ref().is_some_and(|op| op.is_cancelled());
+        out.cache_size = rt.op.as_ref().map_or(0, |op| {
+            let store = op.store();
+            let open = rt
+                .in_flight
+                .as_ref()
+                .filter(|(_, sk)| store.get(sk).is_some());
+            (store.cached_len() - usize::from(open.is_some())) as u64
+        });
+        if let Some(view) = present(&mut out.pending, rt.pending.is_some()) {
+            checkpoint(&rt.pending.as_ref().expect("present").checkpoint, view);
         }
-        view
+        if let Some(view) = present(&mut out.completed, rt.completed.is_some()) {
+            checkpoint(rt.completed.as_ref().expect("present"), view);
+        }
+        resize(&mut out.committed, rt.committed.len());
+        for (view, seqs) in out.committed.iter_mut().zip(rt.committed.iter()) {
+            refill(view, seqs.iter().copied());
+        }
+        out.problems.extend(rt.reports.iter().cloned());
+        if rt.ranked_offsets {
+            rank_offsets(out);
+        }
     }
 
     fn drive(m: &Durable, rt: &mut Runtime<V>, s: &model::State, a: &Action) -> Result<(), String> {
@@ -1193,11 +1217,23 @@ impl<V: Variant> Binding for Conformant<V> {
     }
 
     fn model_view(model: &Durable, state: &model::State) -> View {
-        Self::view_model(model, state)
+        let mut view = View::default();
+        Self::view_model(model, state, &mut view);
+        view
     }
 
     fn runtime_view(runtime: &Runtime<V>) -> View {
-        Self::view_runtime(runtime)
+        let mut view = View::default();
+        Self::view_runtime(runtime, &mut view);
+        view
+    }
+
+    fn model_view_into(model: &Durable, state: &model::State, out: &mut View) {
+        Self::view_model(model, state, out);
+    }
+
+    fn runtime_view_into(runtime: &Runtime<V>, out: &mut View) {
+        Self::view_runtime(runtime, out);
     }
 
     fn step(
@@ -1211,5 +1247,63 @@ impl<V: Variant> Binding for Conformant<V> {
 
     fn probes(model: &Durable, state: &model::State) -> Vec<Action> {
         Self::forbidden(model, state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::walk::Rng;
+    use steadfast_model::{Settings, Spec};
+
+    /// Views written over the view of another state equal views built fresh, on both
+    /// sides, along seeded walks through a model with two partitions, failed sends and
+    /// compacted offsets (every part of the view changes size somewhere).
+    #[test]
+    fn views_filled_in_place_equal_fresh_views() {
+        let settings = Settings::parse(
+            Durable::params(),
+            &[
+                ("keys", "3"),
+                ("inputs", "2"),
+                ("actions", "2"),
+                ("partitions", "2"),
+                ("crashes", "2"),
+                ("send-failures", "1"),
+                ("fail-after-landing", "true"),
+                ("compact-offsets", "true"),
+            ],
+        )
+        .unwrap();
+        let m = Durable::build("fixed", &settings).unwrap();
+        let mut rng = Rng::new(1158);
+        let (mut want, mut got) = (View::default(), View::default());
+        let mut compared = 0;
+        for _ in 0..40 {
+            let mut state = m.init_states()[0].clone();
+            let mut rt = DurableBinding::start(&m, &state);
+            for _ in 0..60 {
+                DurableBinding::model_view_into(&m, &state, &mut want);
+                assert_eq!(want, DurableBinding::model_view(&m, &state));
+                DurableBinding::runtime_view_into(&rt, &mut got);
+                assert_eq!(got, DurableBinding::runtime_view(&rt));
+                assert_eq!(want, got);
+                compared += 1;
+                let mut actions = Vec::new();
+                m.actions(&state, &mut actions);
+                let steps: Vec<(Action, model::State)> = actions
+                    .into_iter()
+                    .filter_map(|a| m.next_state(&state, a).map(|s| (a, s)))
+                    .filter(|(_, s)| m.within_boundary(s))
+                    .collect();
+                if steps.is_empty() {
+                    break;
+                }
+                let (action, next) = steps[rng.below(steps.len())].clone();
+                DurableBinding::step(&m, &mut rt, &state, &action).unwrap();
+                state = next;
+            }
+        }
+        assert!(compared > 1000, "{compared}");
     }
 }
