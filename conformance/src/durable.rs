@@ -216,7 +216,8 @@ pub struct Runtime<V: Variant> {
     returned: Arc<BTreeMap<u8, (CallRef, CallOutcome)>>,
     /// The put the model has sent and not resolved: its key and state key.
     in_flight: Option<(u8, Arc<ImplKey>)>,
-    supplier_calls: Arc<BTreeMap<CallRef, u32>>,
+    /// Supplier runs per durable call (its state key in model indices, its index).
+    supplier_calls: Arc<BTreeMap<(StateKeyView, u32), u32>>,
     /// Outputs emitted since the last commit, as (key, sequence).
     uncommitted: Vec<(u8, u64)>,
     /// Per model key, committed outputs' sequence numbers in commit order.
@@ -916,27 +917,16 @@ impl<V: Variant> Conformant<V> {
             }
         }
         drop(mirror);
-        let supplier_calls = &mut out.supplier_calls;
-        supplier_calls.clear();
-        for (call, &runs) in rt.supplier_calls.iter() {
-            let state_key = match (names.key_index(&call.key), names.action_index(&call.action)) {
-                (Some(key), Some(action)) => Ok(StateKeyView {
-                    key,
-                    seq: call.seq,
-                    action,
-                }),
-                _ => names.view_of(&call.state_key()),
-            };
-            match state_key {
-                Ok(state_key) => supplier_calls.push(CallView {
+        refill(
+            &mut out.supplier_calls,
+            rt.supplier_calls
+                .iter()
+                .map(|(&(state_key, call), &runs)| CallView {
                     state_key,
-                    call: u64::from(call.index),
+                    call: u64::from(call),
                     runs: u64::from(runs),
                 }),
-                Err(e) => problems.push(format!("supplier calls: {e}")),
-            }
-        }
-        supplier_calls.sort_by_key(|c| (c.state_key, c.call));
+        );
         out.failed = rt.op.as_ref().is_some_and(|op| op.failure().is_some());
         out.cancelled = rt.op.as_ref().is_some_and(|op| op.is_cancelled());
         out.cache_size = rt.op.as_ref().map_or(0, |op| {
@@ -1008,8 +998,10 @@ impl<V: Variant> Conformant<V> {
                 };
                 Arc::make_mut(&mut rt.requested).remove(&k);
                 let outcome = supplier(&r.function, &r.args);
+                // The call is the model's (checked above): its names are the model's.
+                let call = (sk_view(s.head(k as usize)), r.call.index);
                 *Arc::make_mut(&mut rt.supplier_calls)
-                    .entry(r.call.clone())
+                    .entry(call)
                     .or_default() += 1;
                 Arc::make_mut(&mut rt.returned).insert(k, (r.call, outcome));
                 Ok(())
