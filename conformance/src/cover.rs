@@ -5,20 +5,25 @@
 //! covers every transition; replaying its traces one by one repeats their shared
 //! prefixes. Here the same set is replayed as a prefix tree: a breadth-first walk of the
 //! state graph keeps the runtime of each frontier state beside it, and each transition
-//! runs once, on a clone of the runtime at its source state. At every visited state the
-//! converse is checked too: each probe (an event the model forbids there) must be
-//! refused by the runtime without a change to its projection.
+//! runs once, on a clone of the runtime at its source state (the last transition out of
+//! a state takes that runtime itself, which nothing needs afterwards). At every visited
+//! state the converse is checked too: each probe (an event the model forbids there) must
+//! be refused by the runtime without a change to its projection.
+//!
+//! A model's `Hash` says which states are one (the durable model leaves a ghost counter
+//! out of it, as stateright's fingerprints do). Visited states are therefore keyed by the
+//! exact bytes their `Hash` writes ([`HashBytes`]): the same identity as a fingerprint,
+//! without the chance of two states sharing one.
 
-use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::time::Instant;
 
 use serde::Serialize;
 use stateright::Model;
 use steadfast_model::Spec;
 
-use crate::{checked_refusal, checked_step, compare, Binding, Divergence, Problem};
+use crate::{compare, Binding, Divergence, Problem, Scratch};
 
 /// What a coverage run did.
 #[derive(Clone, Debug, Serialize)]
@@ -48,32 +53,116 @@ impl Coverage {
     }
 }
 
-fn fingerprint<T: Hash>(value: &T) -> u64 {
-    let mut h = DefaultHasher::new();
-    value.hash(&mut h);
-    h.finish()
+/// A multiply-rotate hasher for in-process tables keyed by model states and actions:
+/// far cheaper than SipHash, with a final mix so that the high bits (which the table
+/// uses to pick buckets) depend on every input word.
+#[derive(Default, Clone, Copy)]
+pub struct FastHasher(u64);
+
+const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl FastHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
 }
 
-/// The way each visited state was first reached, to rebuild a failing trace.
-type Parents<A> = HashMap<u64, Option<(u64, A)>>;
+impl Hasher for FastHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("eight bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 59));
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+    #[inline]
+    fn write_u16(&mut self, n: u16) {
+        self.add(u64::from(n));
+    }
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        // The MurmurHash3 64-bit finaliser.
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
+}
 
-fn path_to<A: std::fmt::Debug>(parents: &Parents<A>, mut fp: u64) -> Vec<String> {
+/// A hash map with [`FastHasher`].
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+
+/// A "hasher" that keeps every byte a value's `Hash` writes: two values write the same
+/// bytes exactly when every hasher must treat them alike.
+#[derive(Default)]
+pub struct HashBytes(Vec<u8>);
+
+impl HashBytes {
+    /// The bytes `value`'s `Hash` writes, in `self` (cleared first).
+    pub fn of<T: Hash>(&mut self, value: &T) -> &[u8] {
+        self.0.clear();
+        value.hash(self);
+        &self.0
+    }
+}
+
+impl Hasher for HashBytes {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+    fn finish(&self) -> u64 {
+        let mut h = FastHasher::default();
+        h.write(&self.0);
+        h.finish()
+    }
+}
+
+/// How each visited state was first reached, by index: its parent's index and the
+/// action taken (`None` for an initial state). Rebuilds a failing trace.
+type Reached<A> = Vec<Option<(u32, A)>>;
+
+fn path_to<A: std::fmt::Debug>(reached: &Reached<A>, mut at: u32) -> Vec<String> {
     let mut path = Vec::new();
-    while let Some(Some((parent, action))) = parents.get(&fp) {
+    while let Some((parent, action)) = &reached[at as usize] {
         path.push(format!("{action:?}"));
-        fp = *parent;
+        at = *parent;
     }
     path.reverse();
     path
 }
 
 fn fail<A: std::fmt::Debug>(
-    parents: &Parents<A>,
-    at: u64,
+    reached: &Reached<A>,
+    at: u32,
     action: &A,
     problem: Problem,
 ) -> Box<Divergence> {
-    let mut trace = path_to(parents, at);
+    let mut trace = path_to(reached, at);
     trace.push(format!("{action:?}"));
     Box::new(Divergence {
         step: trace.len(),
@@ -97,7 +186,9 @@ pub fn cover<B: Binding>(model: &B::Model) -> Result<Coverage, Box<Divergence>> 
         seconds: 0.0,
     };
     // Breadth first, so that a divergence is reported on a shortest trace.
-    let mut parents: Parents<B::Action> = HashMap::new();
+    let mut index: FastMap<Box<[u8]>, u32> = FastMap::default();
+    let mut bytes = HashBytes::default();
+    let mut reached: Reached<B::Action> = Vec::new();
     let mut queue = VecDeque::new();
     for init in model.init_states() {
         let runtime = B::start(model, &init);
@@ -109,41 +200,83 @@ pub fn cover<B: Binding>(model: &B::Model) -> Result<Coverage, Box<Divergence>> 
                 problem: Problem::Projection(lines),
             })
         })?;
-        let fp = fingerprint(&init);
-        if parents.insert(fp, None).is_none() {
-            queue.push_back((init, runtime, fp));
+        let key = bytes.of(&init);
+        if !index.contains_key(key) {
+            let at = reached.len() as u32;
+            reached.push(None);
+            index.insert(key.into(), at);
+            queue.push_back((init, runtime, at));
         }
     }
+    // The kind of each distinct action, computed once: a few dozen actions recur over
+    // every state.
+    let mut kind_of: FastMap<B::Action, usize> = FastMap::default();
+    let mut kinds: Vec<(String, usize)> = Vec::new();
     let mut actions = Vec::new();
-    while let Some((state, runtime, fp)) = queue.pop_front() {
-        for probe in B::probes(model, &state) {
-            checked_refusal::<B>(model, &runtime, &state, &probe)
-                .map_err(|p| fail(&parents, fp, &probe, p))?;
-            coverage.probes += 1;
-            coverage.steps += 1;
+    let mut steps = Vec::new();
+    let mut views = Scratch::<B>::new();
+    while let Some((state, runtime, at)) = queue.pop_front() {
+        let probes = B::probes(model, &state);
+        if !probes.is_empty() {
+            // Every probe must leave the projection the model gives this state.
+            views.want(model, &state);
+            for probe in &probes {
+                views
+                    .checked_refusal(model, &runtime, &state, probe)
+                    .map_err(|p| fail(&reached, at, probe, p))?;
+            }
+            coverage.probes += probes.len();
+            coverage.steps += probes.len();
         }
         model.actions(&state, &mut actions);
         for action in actions.drain(..) {
             let Some(next) = model.next_state(&state, action.clone()) else {
                 continue;
             };
-            if !model.within_boundary(&next) {
-                continue;
+            if model.within_boundary(&next) {
+                steps.push((action, next));
             }
-            let mut next_runtime = runtime.clone();
-            checked_step::<B>(model, &mut next_runtime, &state, &action, &next)
-                .map_err(|p| fail(&parents, fp, &action, p))?;
+        }
+        let last = steps.len();
+        let mut runtime = Some(runtime);
+        for (i, (action, next)) in steps.drain(..).enumerate() {
+            let mut next_runtime = if i + 1 == last {
+                runtime.take().expect("the source runtime is taken once")
+            } else {
+                runtime.as_ref().expect("the source runtime").clone()
+            };
+            views
+                .checked_step(model, &mut next_runtime, &state, &action, &next)
+                .map_err(|p| fail(&reached, at, &action, p))?;
             coverage.transitions += 1;
             coverage.steps += 1;
-            *coverage.kinds.entry(B::kind(&action)).or_default() += 1;
-            let next_fp = fingerprint(&next);
-            if let Entry::Vacant(e) = parents.entry(next_fp) {
-                e.insert(Some((fp, action)));
-                queue.push_back((next, next_runtime, next_fp));
+            let kind = match kind_of.get(&action) {
+                Some(&k) => k,
+                None => {
+                    let name = B::kind(&action);
+                    let k = match kinds.iter().position(|(n, _)| *n == name) {
+                        Some(k) => k,
+                        None => {
+                            kinds.push((name, 0));
+                            kinds.len() - 1
+                        }
+                    };
+                    kind_of.insert(action.clone(), k);
+                    k
+                }
+            };
+            kinds[kind].1 += 1;
+            let key = bytes.of(&next);
+            if !index.contains_key(key) {
+                let to = reached.len() as u32;
+                reached.push(Some((at, action)));
+                index.insert(key.into(), to);
+                queue.push_back((next, next_runtime, to));
             }
         }
     }
-    coverage.unique_states = parents.len();
+    coverage.kinds = kinds.into_iter().collect();
+    coverage.unique_states = reached.len();
     coverage.seconds = started.elapsed().as_secs_f64();
     Ok(coverage)
 }

@@ -52,6 +52,18 @@ pub trait Binding {
     /// The runtime side of the projection.
     fn runtime_view(runtime: &Self::Runtime) -> Self::Projection;
 
+    /// [`Binding::model_view`] written over `out`, a projection built before: a binding
+    /// whose projection holds collections may refill them in place rather than allocate
+    /// new ones at every step. The result must equal `model_view(model, state)`.
+    fn model_view_into(model: &Self::Model, state: &Self::State, out: &mut Self::Projection) {
+        *out = Self::model_view(model, state);
+    }
+
+    /// [`Binding::runtime_view`] written over `out`, as [`Binding::model_view_into`].
+    fn runtime_view_into(runtime: &Self::Runtime, out: &mut Self::Projection) {
+        *out = Self::runtime_view(runtime);
+    }
+
     /// Drives the runtime through the events that realise `action`, taken by the model at
     /// `before`. `Err` carries the runtime's rejection (its typed error, as text).
     fn step(
@@ -143,12 +155,93 @@ pub fn compare<B: Binding>(
     state: &B::State,
     runtime: &B::Runtime,
 ) -> Result<(), Vec<String>> {
-    let want = B::model_view(model, state);
+    compare_to::<B>(&B::model_view(model, state), runtime)
+}
+
+/// Projections kept from step to step and filled in place
+/// ([`Binding::model_view_into`], [`Binding::runtime_view_into`]).
+pub(crate) struct Scratch<B: Binding> {
+    want: Option<B::Projection>,
+    got: Option<B::Projection>,
+}
+
+impl<B: Binding> Scratch<B> {
+    pub(crate) fn new() -> Self {
+        Scratch {
+            want: None,
+            got: None,
+        }
+    }
+
+    /// The model's projection of `state`, kept until the next call.
+    pub(crate) fn want(&mut self, model: &B::Model, state: &B::State) {
+        match &mut self.want {
+            Some(v) => B::model_view_into(model, state, v),
+            None => self.want = Some(B::model_view(model, state)),
+        }
+    }
+
+    /// Compares the runtime's projection with the one [`Scratch::want`] kept.
+    pub(crate) fn compare(&mut self, runtime: &B::Runtime) -> Result<(), Vec<String>> {
+        let got = match &mut self.got {
+            Some(v) => {
+                B::runtime_view_into(runtime, v);
+                v
+            }
+            None => self.got.insert(B::runtime_view(runtime)),
+        };
+        let want = self
+            .want
+            .as_ref()
+            .expect("a model projection is kept first");
+        if want == got {
+            Ok(())
+        } else {
+            Err(diff::fields(want, got))
+        }
+    }
+
+    /// [`checked_step`] with the projections built in place.
+    pub(crate) fn checked_step(
+        &mut self,
+        model: &B::Model,
+        runtime: &mut B::Runtime,
+        before: &B::State,
+        action: &B::Action,
+        after: &B::State,
+    ) -> Result<(), Problem> {
+        B::step(model, runtime, before, action).map_err(Problem::Rejected)?;
+        self.want(model, after);
+        self.compare(runtime).map_err(Problem::Projection)
+    }
+
+    /// [`checked_refusal`] against the projection [`Scratch::want`] kept for `state`.
+    pub(crate) fn checked_refusal(
+        &mut self,
+        model: &B::Model,
+        runtime: &B::Runtime,
+        state: &B::State,
+        action: &B::Action,
+    ) -> Result<(), Problem> {
+        let mut probe = runtime.clone();
+        match B::step(model, &mut probe, state, action) {
+            Ok(()) => Err(Problem::Accepted),
+            Err(_) => self.compare(&probe).map_err(Problem::RejectedButChanged),
+        }
+    }
+}
+
+/// Compares the model's projection `want` with the runtime's; the field diff when they
+/// differ.
+pub(crate) fn compare_to<B: Binding>(
+    want: &B::Projection,
+    runtime: &B::Runtime,
+) -> Result<(), Vec<String>> {
     let got = B::runtime_view(runtime);
-    if want == got {
+    if *want == got {
         Ok(())
     } else {
-        Err(diff::fields(&want, &got))
+        Err(diff::fields(want, &got))
     }
 }
 
@@ -171,9 +264,10 @@ pub(crate) fn checked_refusal<B: Binding>(
     state: &B::State,
     action: &B::Action,
 ) -> Result<(), Problem> {
+    let want = B::model_view(model, state);
     let mut probe = runtime.clone();
     match B::step(model, &mut probe, state, action) {
         Ok(()) => Err(Problem::Accepted),
-        Err(_) => compare::<B>(model, state, &probe).map_err(Problem::RejectedButChanged),
+        Err(_) => compare_to::<B>(&want, &probe).map_err(Problem::RejectedButChanged),
     }
 }

@@ -1,6 +1,6 @@
 //! Trace sets and trace files.
 //!
-//! [`trace_set`] enumerates, with stateright's `PathRecorder`, one path to every unique
+//! [`trace_set`] enumerates, with a stateright checker visitor, one path to every unique
 //! state and extends each by every enabled action: a set of traces that together take
 //! every transition of the reachable graph (as many traces as stateright generates states,
 //! less the initial ones).
@@ -14,12 +14,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path as FsPath;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use stateright::{Checker, Model, Path, PathRecorder};
+use stateright::{Checker, CheckerVisitor, Model, Path};
 use steadfast_model::{Settings, Spec};
 
+use crate::cover::FastMap;
 use crate::{checked_step, compare, itf, Binding, Divergence, Problem};
 
 /// The `format` field of our JSON trace files.
@@ -130,36 +132,88 @@ impl std::error::Error for TraceError {}
 /// One path to every unique state, each extended by every enabled action, as action
 /// lists from the given initial state index, sorted (shortest first) for a stable order.
 pub fn trace_set<M: Spec>(model: &M) -> Vec<(usize, Vec<M::Action>)> {
-    let (recorder, paths) = PathRecorder::<M>::new_with_accessor();
+    let traces = Arc::new(Mutex::new(Vec::new()));
     let full = model
         .focus(None)
         .expect("focusing on no property cannot fail");
-    full.checker().visitor(recorder).spawn_bfs().join();
-    let inits = model.init_states();
-    let mut traces = Vec::new();
-    for path in paths() {
+    let extend = Extend::<M> {
+        inits: model.init_states(),
+        traces: Arc::clone(&traces),
+    };
+    full.checker().visitor(extend).spawn_bfs().join();
+    let mut traces = std::mem::take(&mut *traces.lock().unwrap_or_else(|p| p.into_inner()));
+    // Ordered by length, initial state, then the text of the actions. When no action's
+    // text begins another's, comparing traces action by action (by each action's rank
+    // among the texts) orders them as their whole texts would, without writing them.
+    let mut text: FastMap<M::Action, String> = FastMap::default();
+    for (_, trace) in &traces {
+        for action in trace {
+            if !text.contains_key(action) {
+                text.insert(action.clone(), format!("{action:?}"));
+            }
+        }
+    }
+    let mut texts: Vec<&String> = text.values().collect();
+    texts.sort();
+    texts.dedup();
+    let prefix_free = texts.windows(2).all(|w| !w[1].starts_with(w[0].as_str()));
+    if prefix_free {
+        let rank: FastMap<&M::Action, u32> = text
+            .iter()
+            .map(|(a, t)| (a, texts.partition_point(|u| *u < t) as u32))
+            .collect();
+        traces.sort_by_cached_key(|(i, t)| {
+            let ranks: Vec<u32> = t.iter().map(|a| rank[a]).collect();
+            (t.len(), *i, ranks)
+        });
+    } else {
+        traces.sort_by_cached_key(|(i, t)| (t.len(), *i, format!("{t:?}")));
+    }
+    // The checker visits each state once; equal traces could only come from equal
+    // initial states.
+    traces.dedup();
+    traces
+}
+
+/// The visitor behind [`trace_set`]: the path to each state the checker visits, extended
+/// by every action enabled there whose next state lies within the model's boundary.
+struct Extend<M: Spec> {
+    inits: Vec<M::State>,
+    traces: Arc<Mutex<Traces<M>>>,
+}
+
+/// Traces as (initial state index, actions).
+type Traces<M> = Vec<(usize, Vec<<M as Model>::Action>)>;
+
+impl<M: Spec> CheckerVisitor<M> for Extend<M> {
+    fn visit(&self, model: &M, path: Path<M::State, M::Action>) {
         let pairs = path.into_vec();
-        let init = inits
+        let init = self
+            .inits
             .iter()
             .position(|s| *s == pairs[0].0)
-            .expect("recorded paths start at an initial state");
+            .expect("visited paths start at an initial state");
         let prefix: Vec<M::Action> = pairs.iter().filter_map(|(_, a)| a.clone()).collect();
         let last = &pairs[pairs.len() - 1].0;
         let mut actions = Vec::new();
         model.actions(last, &mut actions);
+        let mut found = Vec::new();
         for action in actions {
             match model.next_state(last, action.clone()) {
                 Some(next) if model.within_boundary(&next) => {
-                    let mut trace = prefix.clone();
+                    let mut trace = Vec::with_capacity(prefix.len() + 1);
+                    trace.extend_from_slice(&prefix);
                     trace.push(action);
-                    traces.push((init, trace));
+                    found.push((init, trace));
                 }
                 _ => {}
             }
         }
+        self.traces
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(found);
     }
-    traces.sort_by_cached_key(|(i, t)| (t.len(), *i, format!("{t:?}")));
-    traces
 }
 
 fn settings_map<M: Spec>(model: &M) -> BTreeMap<String, String> {

@@ -10,7 +10,9 @@
 //!
 //! The log is shared: clones see the same records, so a test can drop an operator
 //! (a crash) and restore a new one over the same "broker". [`MemoryLog::fork`] makes
-//! an independent copy instead (conformance runs branch at every state).
+//! an independent copy instead (conformance runs branch at every state). Landed records
+//! never change, so a fork shares them: each partition is copied on its first write
+//! after a fork, and then only as a list of shared records.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -44,9 +46,12 @@ struct Pending {
     fault: Option<SendFault>,
 }
 
+/// One partition's landed records, shared between forks until one of them writes.
+type Records = Arc<Vec<Arc<LogRecord>>>;
+
 #[derive(Clone, Default)]
 struct State {
-    partitions: Vec<Vec<LogRecord>>,
+    partitions: Vec<Records>,
     acks: HashMap<u64, AckPoll>,
     next_ack: u64,
     faults: VecDeque<SendFault>,
@@ -68,14 +73,14 @@ impl State {
             Some(SendFault::FailBeforeLanding) | Some(SendFault::Hang)
         );
         let offset = if lands {
-            let part = &mut self.partitions[p.partition as usize];
+            let part = Arc::make_mut(&mut self.partitions[p.partition as usize]);
             let offset = part.len() as Offset;
-            part.push(LogRecord {
+            part.push(Arc::new(LogRecord {
                 partition: p.partition,
                 offset,
                 key: p.key,
                 value: p.value,
-            });
+            }));
             Some(offset)
         } else {
             None
@@ -138,7 +143,7 @@ impl std::fmt::Debug for MemoryLog {
             .field("partitions", &state.partitions.len())
             .field(
                 "records",
-                &state.partitions.iter().map(Vec::len).sum::<usize>(),
+                &state.partitions.iter().map(|p| p.len()).sum::<usize>(),
             )
             .finish()
     }
@@ -149,7 +154,7 @@ impl MemoryLog {
     pub fn new(partitions: u32) -> Self {
         let partitions = partitions.max(1);
         let state = State {
-            partitions: vec![Vec::new(); partitions as usize],
+            partitions: vec![Records::default(); partitions as usize],
             ..State::default()
         };
         MemoryLog {
@@ -213,7 +218,7 @@ impl MemoryLog {
         state
             .partitions
             .get(partition as usize)
-            .cloned()
+            .map(|p| p.iter().map(|r| LogRecord::clone(r)).collect())
             .unwrap_or_default()
     }
 
@@ -221,7 +226,11 @@ impl MemoryLog {
     pub fn all_records(&self) -> Vec<Vec<LogRecord>> {
         let mut state = self.lock();
         state.land_expired();
-        state.partitions.clone()
+        state
+            .partitions
+            .iter()
+            .map(|p| p.iter().map(|r| LogRecord::clone(r)).collect())
+            .collect()
     }
 
     /// Number of sends ever started on this log.
@@ -419,7 +428,7 @@ impl Log for MemoryLog {
             .iter()
             .skip(from as usize)
             .take(max_records)
-            .cloned()
+            .map(|r| LogRecord::clone(r))
             .collect())
     }
 

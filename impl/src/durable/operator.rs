@@ -21,6 +21,10 @@
 //! put are each their own step, taken on [`Event::Continue`], so a checkpoint
 //! barrier or another key's work can come in between (the window in which a
 //! checkpoint sees an action queued after its first call was saved).
+//!
+//! The configured actions and every map of the operator's state sit behind `Arc`s and
+//! are copied on write: [`Operator::fork`] shares them until one side changes one, so a
+//! fork that then refuses an event has copied nothing.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -290,14 +294,14 @@ enum Progress {
 
 /// The action execution operator.
 pub struct Operator<L: Log> {
-    actions: Vec<ActionDef>,
+    actions: Arc<[ActionDef]>,
     store: ActionStateStore<L>,
-    keys: BTreeMap<String, KeyState>,
-    running: BTreeMap<String, Running>,
+    keys: Arc<BTreeMap<String, KeyState>>,
+    running: Arc<BTreeMap<String, Running>>,
     /// Per key, a finished action's completed state awaiting its put.
-    completing: BTreeMap<String, (StateKey, ActionState)>,
+    completing: Arc<BTreeMap<String, (StateKey, ActionState)>>,
     scheduling: Scheduling,
-    pending_checkpoints: BTreeMap<u64, BTreeMap<String, u64>>,
+    pending_checkpoints: Arc<BTreeMap<u64, BTreeMap<String, u64>>>,
     cancel: Cancellation,
     failed: Option<String>,
 }
@@ -349,13 +353,13 @@ impl<L: Log> Operator<L> {
             restored = false
         );
         Ok(Operator {
-            actions,
+            actions: actions.into(),
             store,
-            keys: BTreeMap::new(),
-            running: BTreeMap::new(),
-            completing: BTreeMap::new(),
+            keys: Arc::default(),
+            running: Arc::default(),
+            completing: Arc::default(),
             scheduling: Scheduling::default(),
-            pending_checkpoints: BTreeMap::new(),
+            pending_checkpoints: Arc::default(),
             cancel,
             failed: None,
         })
@@ -409,13 +413,13 @@ impl<L: Log> Operator<L> {
         );
         Ok((
             Operator {
-                actions,
+                actions: actions.into(),
                 store,
-                keys: checkpoint.keys.clone(),
-                running: BTreeMap::new(),
-                completing: BTreeMap::new(),
+                keys: Arc::new(checkpoint.keys.clone()),
+                running: Arc::default(),
+                completing: Arc::default(),
                 scheduling: Scheduling::default(),
-                pending_checkpoints: BTreeMap::new(),
+                pending_checkpoints: Arc::default(),
                 cancel,
                 failed: None,
             },
@@ -488,7 +492,9 @@ impl<L: Log> Operator<L> {
         value: Datum,
         effects: &mut Vec<Effect>,
     ) -> Result<(), OperatorError> {
-        let ks = self.keys.entry(key.clone()).or_default();
+        let ks = Arc::make_mut(&mut self.keys)
+            .entry(key.clone())
+            .or_default();
         let seq = ks.next_seq;
         ks.next_seq += 1;
         ks.pending_inputs
@@ -510,7 +516,7 @@ impl<L: Log> Operator<L> {
             Some(r) if r.call == call => {}
             _ => return Err(OperatorError::UnexpectedCall(call)),
         }
-        let Some(mut running) = self.running.remove(&call.key) else {
+        let Some(mut running) = Arc::make_mut(&mut self.running).remove(&call.key) else {
             return Err(OperatorError::UnexpectedCall(call));
         };
         running.state.call_results.push(CallResult {
@@ -545,19 +551,31 @@ impl<L: Log> Operator<L> {
     /// of the queue's head (starting the next pending input if the queue is empty).
     /// Returns whether the key has more to do without outside input.
     fn step(&mut self, key: &str, effects: &mut Vec<Effect>) -> Result<bool, OperatorError> {
-        if let Some((sk, state)) = self.completing.remove(key) {
+        // The shared maps are copied only where this step changes them.
+        let completing = if self.completing.contains_key(key) {
+            Arc::make_mut(&mut self.completing).remove(key)
+        } else {
+            None
+        };
+        if let Some((sk, state)) = completing {
             self.store.put(&sk, state)?;
             self.action_done(key, effects);
             return Ok(true);
         }
-        let Some(ks) = self.keys.get_mut(key) else {
+        let Some(ks) = self.keys.get(key) else {
             return Ok(false);
         };
         let Some(head) = ks.queue.front().cloned() else {
+            if ks.pending_inputs.is_empty() {
+                return Ok(false);
+            }
+            let Some(ks) = Arc::make_mut(&mut self.keys).get_mut(key) else {
+                return Ok(false);
+            };
             let Some(next) = ks.pending_inputs.pop_front() else {
                 return Ok(false);
             };
-            for a in &self.actions {
+            for a in self.actions.iter() {
                 ks.queue.push_back(QueuedAction {
                     seq: next.seq,
                     action: a.name.clone(),
@@ -590,7 +608,10 @@ impl<L: Log> Operator<L> {
     /// The queue's head action completed: drop it; the input's last action
     /// finishes the input.
     fn action_done(&mut self, key: &str, effects: &mut Vec<Effect>) {
-        let Some(ks) = self.keys.get_mut(key) else {
+        if self.keys.get(key).is_none_or(|ks| ks.queue.is_empty()) {
+            return;
+        }
+        let Some(ks) = Arc::make_mut(&mut self.keys).get_mut(key) else {
             return;
         };
         let Some(head) = ks.queue.pop_front() else {
@@ -609,8 +630,10 @@ impl<L: Log> Operator<L> {
     }
 
     fn finish_input(&mut self, key: &str, seq: u64, effects: &mut Vec<Effect>) {
-        if let Some(ks) = self.keys.get_mut(key) {
-            ks.last_completed = Some(seq);
+        if self.keys.contains_key(key) {
+            if let Some(ks) = Arc::make_mut(&mut self.keys).get_mut(key) {
+                ks.last_completed = Some(seq);
+            }
         }
         let outputs: Vec<Datum> = self
             .actions
@@ -718,7 +741,7 @@ impl<L: Log> Operator<L> {
                         function: function.clone(),
                         args,
                     });
-                    self.running.insert(
+                    Arc::make_mut(&mut self.running).insert(
                         key.to_string(),
                         Running {
                             call,
@@ -733,7 +756,7 @@ impl<L: Log> Operator<L> {
                     state.call_results.clear();
                     state.completed = true;
                     state.output = Some(output);
-                    self.completing.insert(key.to_string(), (sk, state));
+                    Arc::make_mut(&mut self.completing).insert(key.to_string(), (sk, state));
                     return Ok(Progress::Finishing);
                 }
             }
@@ -755,10 +778,10 @@ impl<L: Log> Operator<L> {
             marker = ?marker.offsets,
             keys = self.keys.len(),
         );
-        self.pending_checkpoints.insert(id, bounds);
+        Arc::make_mut(&mut self.pending_checkpoints).insert(id, bounds);
         Ok(Checkpoint {
             id,
-            keys: self.keys.clone(),
+            keys: BTreeMap::clone(&self.keys),
             marker,
         })
     }
@@ -766,8 +789,12 @@ impl<L: Log> Operator<L> {
     /// Checkpoint `id` completed: prune the states its boundaries mark finished.
     /// Earlier pending checkpoints are subsumed. Returns `None` for an unknown id.
     pub fn checkpoint_complete(&mut self, id: u64) -> Option<PruneReport> {
-        let bounds = self.pending_checkpoints.remove(&id)?;
-        self.pending_checkpoints.retain(|&other, _| other > id);
+        if !self.pending_checkpoints.contains_key(&id) {
+            return None;
+        }
+        let pending = Arc::make_mut(&mut self.pending_checkpoints);
+        let bounds = pending.remove(&id)?;
+        pending.retain(|&other, _| other > id);
         let report = self.store.prune(&bounds);
         tracing::info!(
             component = "durable.operator",
@@ -781,7 +808,10 @@ impl<L: Log> Operator<L> {
 
     /// Checkpoint `id` was aborted: forget it. Returns whether it was pending.
     pub fn checkpoint_aborted(&mut self, id: u64) -> bool {
-        let known = self.pending_checkpoints.remove(&id).is_some();
+        let known = self.pending_checkpoints.contains_key(&id)
+            && Arc::make_mut(&mut self.pending_checkpoints)
+                .remove(&id)
+                .is_some();
         tracing::info!(
             component = "durable.operator",
             event = "checkpoint_aborted",
@@ -835,13 +865,13 @@ impl<L: Log> Operator<L> {
             cancel.cancel();
         }
         Operator {
-            actions: self.actions.clone(),
+            actions: Arc::clone(&self.actions),
             store: self.store.fork(log, cancel.clone()),
-            keys: self.keys.clone(),
-            running: self.running.clone(),
-            completing: self.completing.clone(),
+            keys: Arc::clone(&self.keys),
+            running: Arc::clone(&self.running),
+            completing: Arc::clone(&self.completing),
             scheduling: self.scheduling,
-            pending_checkpoints: self.pending_checkpoints.clone(),
+            pending_checkpoints: Arc::clone(&self.pending_checkpoints),
             cancel,
             failed: self.failed.clone(),
         }

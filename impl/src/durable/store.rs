@@ -12,9 +12,13 @@
 //!   key, and skips states of finished inputs.
 //! - Prune, after a checkpoint completes, drops finished states and the per-key
 //!   tracking of every key left without live state.
+//!
+//! The cache and the per-key tracking sit behind `Arc`s and are copied on write, so a
+//! [`ActionStateStore::fork`] costs two reference counts until one side changes them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -116,8 +120,8 @@ pub struct ActionStateStore<L: Log> {
     log: L,
     partitions: u32,
     /// Cached state and latest acknowledged (partition, offset) per state key.
-    states: HashMap<StateKey, Tracked>,
-    by_key: BTreeMap<String, BTreeSet<(u64, String)>>,
+    states: Arc<HashMap<StateKey, Tracked>>,
+    by_key: Arc<BTreeMap<String, BTreeSet<(u64, String)>>>,
     cancel: Cancellation,
     order: PutOrder,
     key_buf: Vec<u8>,
@@ -157,8 +161,8 @@ impl<L: Log> ActionStateStore<L> {
         ActionStateStore {
             log,
             partitions,
-            states: HashMap::new(),
-            by_key: BTreeMap::new(),
+            states: Arc::default(),
+            by_key: Arc::default(),
             cancel,
             order: PutOrder::default(),
             key_buf: Vec::new(),
@@ -172,8 +176,8 @@ impl<L: Log> ActionStateStore<L> {
         ActionStateStore {
             log,
             partitions: self.partitions,
-            states: self.states.clone(),
-            by_key: self.by_key.clone(),
+            states: Arc::clone(&self.states),
+            by_key: Arc::clone(&self.by_key),
             cancel,
             order: self.order,
             key_buf: Vec::new(),
@@ -229,7 +233,7 @@ impl<L: Log> ActionStateStore<L> {
                     results = state.call_results.len(),
                     outcome = "acked",
                 );
-                if let Some(tracked) = self.states.get_mut(key) {
+                if let Some(tracked) = Arc::make_mut(&mut self.states).get_mut(key) {
                     *tracked = Tracked {
                         state,
                         partition,
@@ -272,11 +276,11 @@ impl<L: Log> ActionStateStore<L> {
     }
 
     fn track(&mut self, key: StateKey, state: ActionState, partition: Partition, offset: Offset) {
-        self.by_key
+        Arc::make_mut(&mut self.by_key)
             .entry(key.key.clone())
             .or_default()
             .insert((key.seq, key.action.clone()));
-        self.states.insert(
+        Arc::make_mut(&mut self.states).insert(
             key,
             Tracked {
                 state,
@@ -339,7 +343,14 @@ impl<L: Log> ActionStateStore<L> {
     pub fn prune(&mut self, last_completed: &BTreeMap<String, u64>) -> PruneReport {
         let mut report = PruneReport::default();
         for (key, &boundary) in last_completed {
-            let Some(states) = self.by_key.get_mut(key) else {
+            // Copy the shared tracking only where something is dropped.
+            let Some(states) = self.by_key.get(key) else {
+                continue;
+            };
+            if states.first().is_some_and(|(seq, _)| *seq > boundary) {
+                continue;
+            }
+            let Some(states) = Arc::make_mut(&mut self.by_key).get_mut(key) else {
                 continue;
             };
             let finished: Vec<(u64, String)> = states
@@ -354,11 +365,11 @@ impl<L: Log> ActionStateStore<L> {
                     seq,
                     action,
                 };
-                self.states.remove(&sk);
+                Arc::make_mut(&mut self.states).remove(&sk);
                 report.states_pruned += 1;
             }
             if states.is_empty() {
-                self.by_key.remove(key);
+                Arc::make_mut(&mut self.by_key).remove(key);
                 report.keys_dropped += 1;
             }
         }
@@ -385,7 +396,7 @@ impl<L: Log> ActionStateStore<L> {
                 self.partitions
             )));
         }
-        for (sk, t) in &self.states {
+        for (sk, t) in self.states.iter() {
             if input_unfinished(sk, last_completed) {
                 let slot = &mut offsets[t.partition as usize];
                 *slot = (*slot).min(t.offset);
@@ -421,8 +432,8 @@ impl<L: Log> ActionStateStore<L> {
                 )));
             }
         }
-        self.states.clear();
-        self.by_key.clear();
+        self.states = Arc::default();
+        self.by_key = Arc::default();
         let mut report = RebuildReport::default();
         for (p, (&from, &end)) in marker.offsets.iter().zip(&ends).enumerate() {
             let partition = p as Partition;
@@ -440,7 +451,7 @@ impl<L: Log> ActionStateStore<L> {
                         report.finished_skipped += 1;
                         continue;
                     }
-                    if let Some(tracked) = self.states.get_mut(&sk) {
+                    if let Some(tracked) = Arc::make_mut(&mut self.states).get_mut(&sk) {
                         tracked.state = state;
                         tracked.offset = record.offset;
                     } else {
