@@ -38,7 +38,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::json;
 use stateright::Model;
-use steadfast::durable::store::decode_record;
+use steadfast::durable::store::{decode_record, RebuildReport};
 use steadfast::durable::{
     partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Datum, Effect, Event,
     Log, MemoryLog, Operator, OperatorError, Scheduling, SendFault, StateKey as ImplKey,
@@ -208,6 +208,8 @@ pub struct Runtime<V: Variant> {
     names: Arc<Names>,
     /// The model renumbers offsets by rank: views compare offsets by rank too.
     ranked_offsets: bool,
+    /// The model's design tracks acknowledged offsets: views compare the store's.
+    tracks_offsets: bool,
     log: V::Log,
     op: Option<Operator<V::Log>>,
     /// Per model key, the call the operator asked for and the supplier has not run.
@@ -251,6 +253,7 @@ impl<V: Variant> Clone for Runtime<V> {
         Runtime {
             names: Arc::clone(&self.names),
             ranked_offsets: self.ranked_offsets,
+            tracks_offsets: self.tracks_offsets,
             op: self.op.as_ref().map(|op| op.fork(log.clone())),
             log,
             requested: Arc::clone(&self.requested),
@@ -269,7 +272,7 @@ impl<V: Variant> Clone for Runtime<V> {
 }
 
 impl<V: Variant> Runtime<V> {
-    fn new(names: Names, ranked_offsets: bool) -> Runtime<V> {
+    fn new(names: Names, ranked_offsets: bool, tracks_offsets: bool) -> Runtime<V> {
         let log = V::open(names.partitions);
         let mut op = Operator::new(names.defs(), log.clone()).expect("action names are distinct");
         op.set_scheduling(Scheduling::Stepwise);
@@ -277,6 +280,7 @@ impl<V: Variant> Runtime<V> {
             committed: Arc::new(vec![Vec::new(); names.keys.len()]),
             names: Arc::new(names),
             ranked_offsets,
+            tracks_offsets,
             log,
             op: Some(op),
             requested: Arc::default(),
@@ -383,6 +387,65 @@ impl<V: Variant> Runtime<V> {
         }
     }
 
+    /// Records from the completed checkpoint's marker to the log's end whose input the
+    /// model's checkpoint `c` counts finished.
+    fn finished_in_replay(&self, c: &model::Checkpoint) -> Result<u64, String> {
+        let marker = &self
+            .completed
+            .as_ref()
+            .ok_or_else(|| "no completed checkpoint".to_string())?
+            .marker
+            .offsets;
+        let mut log = self.log.clone();
+        let ends = log.end_offsets().map_err(|e| e.to_string())?;
+        let mut skipped = 0;
+        for (p, (&from, &end)) in marker.iter().zip(&ends).enumerate() {
+            let len = end.saturating_sub(from) as usize;
+            for record in log.read(p as u32, from, len).map_err(|e| e.to_string())? {
+                let (sk, _) = decode_record(&record).map_err(|e| e.to_string())?;
+                let v = self.names.view_of(&sk)?;
+                if v.seq < u64::from(c.finished[v.key as usize]) {
+                    skipped += 1;
+                }
+            }
+        }
+        Ok(skipped)
+    }
+
+    /// After a put whose wait was cancelled: the operator failed, and it and its store
+    /// see the one cancellation signal.
+    fn check_cancelled(&mut self) {
+        let Some(op) = &self.op else { return };
+        let seen = (
+            op.failure().is_some(),
+            op.is_cancelled(),
+            op.store().cancellation().is_cancelled(),
+        );
+        if seen != (true, true, true) {
+            self.reports.push(format!(
+                "after a cancelled put the operator reports (failed, cancelled, store cancelled) {seen:?}"
+            ));
+        }
+    }
+
+    /// The task fails: the coordinator aborts the pending checkpoint, which the operator
+    /// must know; with none pending, the last checkpoint taken (completed, or lost with
+    /// an earlier operator) must be unknown to it.
+    fn abort_checkpoint(&mut self) {
+        let (id, pending) = match &self.pending {
+            Some(p) => (p.id, true),
+            None if self.next_checkpoint > 1 => (self.next_checkpoint - 1, false),
+            None => return,
+        };
+        let Some(op) = self.op.as_mut() else { return };
+        if op.checkpoint_aborted(id) != pending {
+            self.reports.push(format!(
+                "aborting checkpoint {id}: the operator {} it",
+                if pending { "does not know" } else { "knows" }
+            ));
+        }
+    }
+
     fn crash(&mut self) {
         self.op = None;
         if !self.requested.is_empty() {
@@ -396,9 +459,8 @@ impl<V: Variant> Runtime<V> {
         self.uncommitted.clear();
     }
 
-    /// Restores; the rebuild's (records scanned, states loaded) when there was a
-    /// checkpoint to restore from.
-    fn restore(&mut self) -> Result<Option<(u64, u64)>, String> {
+    /// Restores; the rebuild's report when there was a checkpoint to restore from.
+    fn restore(&mut self) -> Result<Option<RebuildReport>, String> {
         if self.op.is_some() {
             return Err("restore while the operator runs".into());
         }
@@ -407,7 +469,7 @@ impl<V: Variant> Runtime<V> {
             Some(cp) => {
                 let (op, r) =
                     Operator::restore(defs, self.log.clone(), cp).map_err(|e| e.to_string())?;
-                (op, Some((r.records_scanned, r.states_loaded)))
+                (op, Some(r))
             }
             None => (
                 Operator::new(defs, self.log.clone()).map_err(|e| e.to_string())?,
@@ -466,6 +528,9 @@ pub struct CachedView {
     pub state_key: StateKeyView,
     /// The state.
     pub state: StateView,
+    /// The latest acknowledged offset the store tracks for it (the recovery marker's
+    /// input); left out (`None`) when the model's design tracks no offsets.
+    pub offset: Option<u64>,
 }
 
 /// What a replay of a state key reads last, and where.
@@ -530,6 +595,9 @@ pub struct View {
     pub cancelled: bool,
     /// Cached states (as the store counts them), the in-flight put's state key left out.
     pub cache_size: u64,
+    /// Keys with per-key tracking (as the store counts them): keys with a cached state,
+    /// the in-flight put's state key left out.
+    pub tracked_keys: u64,
     /// Per key (empty while down).
     pub keys: Vec<KeyView>,
     /// The store's cache, by state key, without the in-flight put's state key (empty
@@ -554,9 +622,18 @@ pub struct View {
 /// view (end, latest records, markers): what the model's `compact-offsets` keeps of
 /// them (order and equality). Used only when the model compacts.
 fn rank_offsets(view: &mut View) {
+    // Key k's states are in partition k mod partitions, the model's placement.
+    let partitions = view.log.len().max(1) as u64;
     for (p, part) in view.log.iter_mut().enumerate() {
         let mut seen: Vec<u64> = part.latest.iter().map(|l| l.offset).collect();
         seen.push(part.end);
+        let mine = |c: &CachedView| u64::from(c.state_key.key) % partitions == p as u64;
+        seen.extend(
+            view.cache
+                .iter()
+                .filter(|c| mine(c))
+                .filter_map(|c| c.offset),
+        );
         for c in view.pending.iter().chain(view.completed.iter()) {
             seen.extend(c.marker.get(p));
         }
@@ -565,6 +642,10 @@ fn rank_offsets(view: &mut View) {
         let rank = |v: &mut u64| *v = seen.partition_point(|u| u < v) as u64;
         part.latest.iter_mut().for_each(|l| rank(&mut l.offset));
         rank(&mut part.end);
+        view.cache
+            .iter_mut()
+            .filter(|c| mine(c))
+            .for_each(|c| c.offset.iter_mut().for_each(rank));
         for c in view.pending.iter_mut().chain(view.completed.iter_mut()) {
             if let Some(m) = c.marker.get_mut(p) {
                 rank(m);
@@ -720,10 +801,20 @@ impl<V: Variant> Conformant<V> {
                     s.cached(sk).map(|st| CachedView {
                         state_key: sk_view(sk),
                         state: state_view(st),
+                        offset: m
+                            .design
+                            .rewinds_marker()
+                            .then(|| u64::from(s.acked_offset[sk.slot()])),
                     })
                 }),
         );
         out.cache_size = out.cache.len() as u64;
+        out.tracked_keys = (0..b.keys)
+            .filter(|&k| {
+                Self::state_keys(m)
+                    .any(|sk| sk.key == k && Some(sk) != in_flight && s.cached(sk).is_some())
+            })
+            .count() as u64;
         resize(&mut out.log, b.partitions as usize);
         for (p, part) in out.log.iter_mut().enumerate() {
             let p = p as u8;
@@ -801,6 +892,19 @@ impl<V: Variant> Conformant<V> {
                 out.cache.clear();
             }
             Some(op) => {
+                if op.scheduling() != Scheduling::Stepwise {
+                    problems.push(format!(
+                        "the operator runs {:?} scheduling",
+                        op.scheduling()
+                    ));
+                }
+                if op.store().partition_count() != names.partitions {
+                    problems.push(format!(
+                        "the store spans {} partitions, the log has {}",
+                        op.store().partition_count(),
+                        names.partitions
+                    ));
+                }
                 let in_progress = op.keys_in_progress();
                 let ready = op.ready_keys();
                 let outstanding = op.outstanding_calls();
@@ -818,6 +922,18 @@ impl<V: Variant> Conformant<V> {
                 }
                 let in_flight = rt.in_flight.as_ref().map(|(_, sk)| &**sk);
                 let store = op.store();
+                let offsets = store.latest_offsets();
+                // Each cached state has its tracked offset, in its key's partition.
+                let offset_of = |sk: &ImplKey, problems: &mut Vec<String>| {
+                    let Some(&(partition, offset)) = offsets.get(sk) else {
+                        problems.push(format!("cache: {sk:?} has no tracked offset"));
+                        return None;
+                    };
+                    if partition != partition_for(&sk.key, names.partitions) {
+                        problems.push(format!("cache: {sk:?} tracked in partition {partition}"));
+                    }
+                    Some(rt.tracks_offsets.then_some(offset))
+                };
                 // Looked up by the state keys within the bounds; only a cache that
                 // holds others is copied whole, to name them.
                 let cache = &mut out.cache;
@@ -826,12 +942,17 @@ impl<V: Variant> Conformant<V> {
                 for (sk, v) in &names.state_keys {
                     let Some(st) = store.get(sk) else { continue };
                     found += 1;
-                    if Some(sk) != in_flight {
-                        cache.push(CachedView {
-                            state_key: *v,
-                            state: impl_state_view(st),
-                        });
+                    if Some(sk) == in_flight {
+                        continue;
                     }
+                    let Some(offset) = offset_of(sk, problems) else {
+                        continue;
+                    };
+                    cache.push(CachedView {
+                        state_key: *v,
+                        state: impl_state_view(st),
+                        offset,
+                    });
                 }
                 if found != store.cached_len() {
                     cache.clear();
@@ -839,15 +960,26 @@ impl<V: Variant> Conformant<V> {
                         if Some(&sk) == in_flight {
                             continue;
                         }
+                        let Some(offset) = offset_of(&sk, problems) else {
+                            continue;
+                        };
                         match names.view_of(&sk) {
                             Ok(v) => cache.push(CachedView {
                                 state_key: v,
                                 state: impl_state_view(&st),
+                                offset,
                             }),
                             Err(e) => problems.push(format!("cache: {e}")),
                         }
                     }
                     cache.sort_by_key(|c| c.state_key);
+                }
+                if offsets.len() != store.cached_len() {
+                    problems.push(format!(
+                        "the store tracks {} offsets for {} cached states",
+                        offsets.len(),
+                        store.cached_len()
+                    ));
                 }
             }
         }
@@ -936,6 +1068,18 @@ impl<V: Variant> Conformant<V> {
                 .as_ref()
                 .filter(|(_, sk)| store.get(sk).is_some());
             (store.cached_len() - usize::from(open.is_some())) as u64
+        });
+        out.tracked_keys = rt.op.as_ref().map_or(0, |op| {
+            let store = op.store();
+            // The in-flight put's key is left out when that state is its only one.
+            let alone = rt.in_flight.as_ref().is_some_and(|(_, open)| {
+                store.get(open).is_some()
+                    && store
+                        .cache()
+                        .keys()
+                        .all(|sk| sk == &**open || sk.key != open.key)
+            });
+            store.tracked_keys().saturating_sub(usize::from(alone)) as u64
         });
         if let Some(view) = present(&mut out.pending, rt.pending.is_some()) {
             checkpoint(&rt.pending.as_ref().expect("present").checkpoint, view);
@@ -1101,15 +1245,18 @@ impl<V: Variant> Conformant<V> {
             Action::Crash { landed } => {
                 if landed && rt.in_flight.is_some() {
                     rt.resolve(Some(SendFault::LandUnacked))?;
+                    rt.check_cancelled();
                 }
+                rt.abort_checkpoint();
                 rt.crash();
                 Ok(())
             }
             Action::Restore => {
                 let report = rt.restore()?;
-                if let (Some((scanned, loaded)), Some(c), Some(after)) =
+                if let (Some(r), Some(c), Some(after)) =
                     (report, s.completed, m.next_state(s, Action::Restore))
                 {
+                    let (scanned, loaded) = (r.records_scanned, r.states_loaded);
                     // Offsets are positions unless compacted: the replay reads every
                     // record from the marker to the end.
                     let want_scanned: u64 = (0..m.bounds.partitions as usize)
@@ -1121,6 +1268,15 @@ impl<V: Variant> Conformant<V> {
                         rt.reports.push(format!(
                             "rebuild reports {scanned} records scanned and {loaded} states loaded, \
                              the model replays {want_scanned} and loads {want_loaded}"
+                        ));
+                    }
+                    // The records it skips are those in the replayed range whose input the
+                    // checkpoint counts finished.
+                    let want_skipped = rt.finished_in_replay(&c)?;
+                    if r.finished_skipped != want_skipped {
+                        rt.reports.push(format!(
+                            "rebuild reports {} records of finished inputs skipped, the log holds {want_skipped}",
+                            r.finished_skipped
                         ));
                     }
                 }
@@ -1205,7 +1361,11 @@ impl<V: Variant> Binding for Conformant<V> {
     type Projection = View;
 
     fn start(model: &Durable, _init: &model::State) -> Runtime<V> {
-        Runtime::new(Names::new(&model.bounds), model.bounds.compact_offsets)
+        Runtime::new(
+            Names::new(&model.bounds),
+            model.bounds.compact_offsets,
+            model.design.rewinds_marker(),
+        )
     }
 
     fn model_view(model: &Durable, state: &model::State) -> View {

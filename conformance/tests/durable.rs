@@ -334,7 +334,8 @@ fn cache_before_ack_diverges_at_the_first_failed_send() {
             "failed",
             "keys[0].awaiting",
             "keys[0].in_progress",
-            "keys[0].ready"
+            "keys[0].ready",
+            "tracked_keys"
         ],
         "{fields:?}"
     );
