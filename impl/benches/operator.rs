@@ -1,0 +1,93 @@
+//! Events per second of the durable action operator (flink-agents issue 1158's fixed
+//! design), sans-IO on the in-memory log: an input that starts an action making one
+//! external call, and the call's return, which saves the result (a durable put),
+//! finishes the action (a second put) and emits the output. Eager scheduling, as a
+//! production driver runs it. One operator serves many samples and is replaced (outside
+//! the timed part) every `CHUNK` inputs, so its cache stays bounded.
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use serde_json::json;
+use steadfast::durable::{ActionDef, CallChain, CallOutcome, Effect, Event, MemoryLog, Operator};
+
+/// Inputs per operator.
+const CHUNK: u64 = 20_000;
+
+struct Bench {
+    op: Operator<MemoryLog>,
+    inputs: u64,
+    keys: u64,
+}
+
+impl Bench {
+    fn new(keys: u64) -> Self {
+        Bench {
+            op: Operator::new(
+                vec![ActionDef::new("enrich", CallChain::new(["lookup"]))],
+                MemoryLog::new(4),
+            )
+            .expect("one action"),
+            inputs: 0,
+            keys,
+        }
+    }
+
+    /// Runs `iters` inputs and times the input events, the return events, or both.
+    fn run(&mut self, iters: u64, time_input: bool, time_return: bool) -> Duration {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            if self.inputs == CHUNK {
+                *self = Bench::new(self.keys);
+            }
+            let i = self.inputs;
+            self.inputs += 1;
+            let event = Event::Input {
+                key: format!("user-{}", i % self.keys),
+                value: json!(i),
+            };
+            let start = Instant::now();
+            let effects = self.op.handle(event).expect("input accepted");
+            if time_input {
+                total += start.elapsed();
+            }
+            let Some(Effect::Call { call, .. }) = effects.into_iter().next() else {
+                panic!("the action asks for its call");
+            };
+            let back = Event::CallReturned {
+                call,
+                outcome: CallOutcome::Value(json!(i)),
+            };
+            let start = Instant::now();
+            let effects = self.op.handle(back).expect("return accepted");
+            if time_return {
+                total += start.elapsed();
+            }
+            assert!(matches!(effects.as_slice(), [Effect::Emit { .. }]));
+        }
+        total
+    }
+}
+
+fn events(c: &mut Criterion) {
+    let mut g = c.benchmark_group("operator");
+    for keys in [64, CHUNK] {
+        let bench = RefCell::new(Bench::new(keys));
+        g.throughput(Throughput::Elements(2));
+        g.bench_function(format!("{keys}_keys/input_and_return"), |b| {
+            b.iter_custom(|iters| bench.borrow_mut().run(iters, true, true))
+        });
+        g.throughput(Throughput::Elements(1));
+        g.bench_function(format!("{keys}_keys/input"), |b| {
+            b.iter_custom(|iters| bench.borrow_mut().run(iters, true, false))
+        });
+        g.bench_function(format!("{keys}_keys/return_with_two_puts"), |b| {
+            b.iter_custom(|iters| bench.borrow_mut().run(iters, false, true))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, events);
+criterion_main!(benches);
