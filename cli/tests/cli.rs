@@ -98,15 +98,21 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
 
 #[test]
 fn json_report_carries_counts_verdicts_and_traces() {
-    let o = steadfast(&[
-        "check",
-        "leadership",
-        "--design",
-        "runner-fix-only",
-        "--json",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    let v: Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    // `check leadership --design runner-fix-only --json` with `extra`, which fails.
+    let report = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "check",
+            "leadership",
+            "--design",
+            "runner-fix-only",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let o = steadfast(&args);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).expect("one JSON document")
+    };
+    let v = report(&[]);
     assert_eq!(v["model"], "leadership");
     assert_eq!(v["design"], "runner-fix-only");
     assert_eq!(v["unique_states"], 11418);
@@ -125,16 +131,7 @@ fn json_report_carries_counts_verdicts_and_traces() {
     assert!(masking["trace"].is_null());
 
     // Without traces: the same counts and verdicts, no trace anywhere.
-    let o = steadfast(&[
-        "check",
-        "leadership",
-        "--design",
-        "runner-fix-only",
-        "--json",
-        "--no-traces",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    let bare: Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    let bare = report(&["--no-traces"]);
     assert_eq!(bare["unique_states"], 11418);
     for (p, q) in bare["properties"].as_array().unwrap().iter().zip(props) {
         assert_eq!(p["name"], q["name"]);
