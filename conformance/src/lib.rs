@@ -155,7 +155,13 @@ pub fn compare<B: Binding>(
     state: &B::State,
     runtime: &B::Runtime,
 ) -> Result<(), Vec<String>> {
-    compare_to::<B>(&B::model_view(model, state), runtime)
+    let want = B::model_view(model, state);
+    let got = B::runtime_view(runtime);
+    if want == got {
+        Ok(())
+    } else {
+        Err(diff::fields(&want, &got))
+    }
 }
 
 /// Projections kept from step to step and filled in place
@@ -201,7 +207,8 @@ impl<B: Binding> Scratch<B> {
         }
     }
 
-    /// [`checked_step`] with the projections built in place.
+    /// Executes one model step on the runtime and checks the projections after it; the
+    /// model's projection of `after` is kept for the probes that follow.
     pub(crate) fn checked_step(
         &mut self,
         model: &B::Model,
@@ -215,7 +222,8 @@ impl<B: Binding> Scratch<B> {
         self.compare(runtime).map_err(Problem::Projection)
     }
 
-    /// [`checked_refusal`] against the projection [`Scratch::want`] kept for `state`.
+    /// Checks that the runtime refuses `action`, which the model does not enable at
+    /// `state`, and that its projection stays the one [`Scratch::want`] kept for `state`.
     pub(crate) fn checked_refusal(
         &mut self,
         model: &B::Model,
@@ -228,46 +236,5 @@ impl<B: Binding> Scratch<B> {
             Ok(()) => Err(Problem::Accepted),
             Err(_) => self.compare(&probe).map_err(Problem::RejectedButChanged),
         }
-    }
-}
-
-/// Compares the model's projection `want` with the runtime's; the field diff when they
-/// differ.
-pub(crate) fn compare_to<B: Binding>(
-    want: &B::Projection,
-    runtime: &B::Runtime,
-) -> Result<(), Vec<String>> {
-    let got = B::runtime_view(runtime);
-    if *want == got {
-        Ok(())
-    } else {
-        Err(diff::fields(want, &got))
-    }
-}
-
-/// Executes one model step on the runtime and checks the projections after it.
-pub(crate) fn checked_step<B: Binding>(
-    model: &B::Model,
-    runtime: &mut B::Runtime,
-    before: &B::State,
-    action: &B::Action,
-    after: &B::State,
-) -> Result<(), Problem> {
-    B::step(model, runtime, before, action).map_err(Problem::Rejected)?;
-    compare::<B>(model, after, runtime).map_err(Problem::Projection)
-}
-
-/// Checks that the runtime refuses `action`, which the model does not enable at `state`.
-pub(crate) fn checked_refusal<B: Binding>(
-    model: &B::Model,
-    runtime: &B::Runtime,
-    state: &B::State,
-    action: &B::Action,
-) -> Result<(), Problem> {
-    let want = B::model_view(model, state);
-    let mut probe = runtime.clone();
-    match B::step(model, &mut probe, state, action) {
-        Ok(()) => Err(Problem::Accepted),
-        Err(_) => compare_to::<B>(&want, &probe).map_err(Problem::RejectedButChanged),
     }
 }

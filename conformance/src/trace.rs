@@ -22,7 +22,7 @@ use stateright::{Checker, CheckerVisitor, Model, Path};
 use steadfast_model::{Settings, Spec};
 
 use crate::cover::FastMap;
-use crate::{checked_step, compare, itf, Binding, Divergence, Problem};
+use crate::{compare, itf, Binding, Divergence, Problem, Scratch};
 
 /// The `format` field of our JSON trace files.
 pub const FORMAT: &str = "steadfast-trace/1";
@@ -527,6 +527,7 @@ pub fn replay<B: Binding>(loaded: &Loaded) -> Result<Replay, TraceError> {
         divergence: None,
     };
     let mut path: Vec<String> = Vec::new();
+    let mut scratch = Scratch::<B>::new();
     if let Err(lines) = compare::<B>(&model, &state, &runtime) {
         report.divergence = Some(Divergence {
             trace: Vec::new(),
@@ -569,7 +570,7 @@ pub fn replay<B: Binding>(loaded: &Loaded) -> Result<Replay, TraceError> {
         }
         let description = model.describe_step(&state, &action);
         path.push(format!("{action:?}"));
-        match checked_step::<B>(&model, &mut runtime, &state, &action, &next) {
+        match scratch.checked_step(&model, &mut runtime, &state, &action, &next) {
             Ok(()) => report.steps.push(StepOutcome {
                 step: i,
                 description,

@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde::Serialize;
 use stateright::Model;
 
-use crate::{checked_refusal, checked_step, compare, Binding, Divergence, Problem};
+use crate::{Binding, Divergence, Problem, Scratch};
 
 /// SplitMix64: a small, well-known generator; enough to pick actions reproducibly.
 #[derive(Clone, Debug)]
@@ -84,13 +84,18 @@ pub fn walk<B: Binding>(
                 problem,
             })
         };
-        compare::<B>(model, &state, &runtime)
+        // The scratch keeps the model's projection of the current state for its probes.
+        let mut scratch = Scratch::<B>::new();
+        scratch.want(model, &state);
+        scratch
+            .compare(&runtime)
             .map_err(|l| fail(&path, "(initial state)".into(), Problem::Projection(l)))?;
         for _ in 0..max_len {
             let probes = B::probes(model, &state);
             if !probes.is_empty() {
                 let probe = &probes[rng.below(probes.len())];
-                checked_refusal::<B>(model, &runtime, &state, probe)
+                scratch
+                    .checked_refusal(model, &runtime, &state, probe)
                     .map_err(|p| fail(&path, format!("{probe:?}"), p))?;
                 report.probes += 1;
             }
@@ -105,7 +110,8 @@ pub fn walk<B: Binding>(
                 break;
             }
             let (action, next) = steps[rng.below(steps.len())].clone();
-            checked_step::<B>(model, &mut runtime, &state, &action, &next)
+            scratch
+                .checked_step(model, &mut runtime, &state, &action, &next)
                 .map_err(|p| fail(&path, format!("{action:?}"), p))?;
             path.push(format!("{action:?}"));
             state = next;
