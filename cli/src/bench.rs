@@ -303,16 +303,14 @@ fn scaling<M: Spec>(limit: f64, cap: Duration) -> Result<(), UsageError> {
         ]];
         let mut points = Vec::new();
         for value in min..=max {
-            let ended = child_capped(
-                &[
-                    M::NAME.to_string(),
-                    "--design".into(),
-                    "fixed".into(),
-                    format!("--{}", p.name),
-                    value.to_string(),
-                ],
-                Some(cap),
-            )?;
+            let args = [
+                M::NAME.to_string(),
+                "--design".into(),
+                "fixed".into(),
+                format!("--{}", p.name),
+                value.to_string(),
+            ];
+            let ended = child_capped(&args, Some(cap))?;
             let r = match ended {
                 Ended::Done(r) => r,
                 Ended::Stopped { unique_at_least } => {
@@ -339,18 +337,8 @@ fn scaling<M: Spec>(limit: f64, cap: Duration) -> Result<(), UsageError> {
             let reduced = match model.representative() {
                 None => ["-".to_string(), "-".to_string()],
                 Some(_) => {
-                    let ended = child_capped(
-                        &[
-                            M::NAME.to_string(),
-                            "--design".into(),
-                            "fixed".into(),
-                            format!("--{}", p.name),
-                            value.to_string(),
-                            "--dfs".into(),
-                            "--symmetry".into(),
-                        ],
-                        Some(cap),
-                    )?;
+                    let symmetric = [&args[..], &["--dfs".into(), "--symmetry".into()]].concat();
+                    let ended = child_capped(&symmetric, Some(cap))?;
                     match ended {
                         Ended::Done(s) => [s.unique.to_string(), factor(r.unique, s.unique)],
                         Ended::Stopped { unique_at_least } => {
