@@ -161,6 +161,7 @@ fn fail<A: std::fmt::Debug>(
     at: u32,
     action: &A,
     problem: Problem,
+    runtime: String,
 ) -> Box<Divergence> {
     let mut trace = path_to(reached, at);
     trace.push(format!("{action:?}"));
@@ -169,6 +170,7 @@ fn fail<A: std::fmt::Debug>(
         action: format!("{action:?}"),
         trace,
         problem,
+        runtime,
     })
 }
 
@@ -198,6 +200,7 @@ pub fn cover<B: Binding>(model: &B::Model) -> Result<Coverage, Box<Divergence>> 
                 step: 0,
                 action: "(initial state)".into(),
                 problem: Problem::Projection(lines),
+                runtime: B::describe(&runtime),
             })
         })?;
         let key = bytes.of(&init);
@@ -223,7 +226,7 @@ pub fn cover<B: Binding>(model: &B::Model) -> Result<Coverage, Box<Divergence>> 
             for probe in &probes {
                 views
                     .checked_refusal(model, &runtime, &state, probe)
-                    .map_err(|p| fail(&reached, at, probe, p))?;
+                    .map_err(|p| fail(&reached, at, probe, p, B::describe(&runtime)))?;
             }
             coverage.probes += probes.len();
             coverage.steps += probes.len();
@@ -247,7 +250,7 @@ pub fn cover<B: Binding>(model: &B::Model) -> Result<Coverage, Box<Divergence>> 
             };
             views
                 .checked_step(model, &mut next_runtime, &state, &action, &next)
-                .map_err(|p| fail(&reached, at, &action, p))?;
+                .map_err(|p| fail(&reached, at, &action, p, B::describe(&next_runtime)))?;
             coverage.transitions += 1;
             coverage.steps += 1;
             let kind = match kind_of.get(&action) {

@@ -1400,6 +1400,13 @@ impl<V: Variant> Binding for Conformant<V> {
     fn probes(model: &Durable, state: &model::State) -> Vec<Action> {
         Self::forbidden(model, state)
     }
+
+    fn describe(runtime: &Runtime<V>) -> String {
+        match &runtime.op {
+            Some(op) => format!("{op:?}"),
+            None => "no operator (crashed, not restored)".to_string(),
+        }
+    }
 }
 
 #[cfg(test)]

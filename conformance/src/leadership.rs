@@ -467,6 +467,10 @@ impl Binding for LeadershipBinding {
         }
         probes
     }
+
+    fn describe(runtime: &Runtime) -> String {
+        format!("{:?}", runtime.driver)
+    }
 }
 
 /// What [`replay_unpatched_counterexample`] found.

@@ -77,6 +77,13 @@ pub trait Binding {
     /// runtime must reject each with its typed error and leave its projection unchanged.
     fn probes(model: &Self::Model, state: &Self::State) -> Vec<Self::Action>;
 
+    /// The runtime's state in its own terms (its `Debug` text), printed with a
+    /// divergence so that a failing report shows what the production machines hold, not
+    /// only the projection. Empty when the binding has nothing to add.
+    fn describe(_runtime: &Self::Runtime) -> String {
+        String::new()
+    }
+
     /// The kind of an action, for coverage counts (e.g. `RevokeLeadership`).
     fn kind(action: &Self::Action) -> String {
         let text = format!("{action:?}");
@@ -98,6 +105,9 @@ pub struct Divergence {
     pub action: String,
     /// What went wrong.
     pub problem: Problem,
+    /// The runtime as [`Binding::describe`] gives it: after the failing step, or, when
+    /// the runtime accepted or mishandled a step the model forbids, at the state probed.
+    pub runtime: String,
 }
 
 /// The kinds of disagreement.
@@ -137,6 +147,9 @@ impl fmt::Display for Divergence {
                     writeln!(f, "    {l}")?;
                 }
             }
+        }
+        if !self.runtime.is_empty() {
+            writeln!(f, "  runtime: {}", self.runtime)?;
         }
         writeln!(f, "  trace:")?;
         for (i, a) in self.trace.iter().enumerate() {

@@ -534,6 +534,7 @@ pub fn replay<B: Binding>(loaded: &Loaded) -> Result<Replay, TraceError> {
             step: 0,
             action: "(initial state)".into(),
             problem: Problem::Projection(lines),
+            runtime: B::describe(&runtime),
         });
         return Ok(report);
     }
@@ -587,6 +588,7 @@ pub fn replay<B: Binding>(loaded: &Loaded) -> Result<Replay, TraceError> {
                     step: i,
                     action: format!("{action:?}"),
                     problem,
+                    runtime: B::describe(&runtime),
                 });
                 return Ok(report);
             }

@@ -74,7 +74,7 @@ pub fn walk<B: Binding>(
         let mut state = inits[rng.below(inits.len())].clone();
         let mut runtime = B::start(model, &state);
         let mut path: Vec<String> = Vec::new();
-        let fail = |path: &[String], action: String, problem: Problem| {
+        let fail = |path: &[String], action: String, problem: Problem, runtime: &B::Runtime| {
             let mut trace = path.to_vec();
             trace.push(action.clone());
             Box::new(Divergence {
@@ -82,21 +82,27 @@ pub fn walk<B: Binding>(
                 trace,
                 action,
                 problem,
+                runtime: B::describe(runtime),
             })
         };
         // The scratch keeps the model's projection of the current state for its probes.
         let mut scratch = Scratch::<B>::new();
         scratch.want(model, &state);
-        scratch
-            .compare(&runtime)
-            .map_err(|l| fail(&path, "(initial state)".into(), Problem::Projection(l)))?;
+        scratch.compare(&runtime).map_err(|l| {
+            fail(
+                &path,
+                "(initial state)".into(),
+                Problem::Projection(l),
+                &runtime,
+            )
+        })?;
         for _ in 0..max_len {
             let probes = B::probes(model, &state);
             if !probes.is_empty() {
                 let probe = &probes[rng.below(probes.len())];
                 scratch
                     .checked_refusal(model, &runtime, &state, probe)
-                    .map_err(|p| fail(&path, format!("{probe:?}"), p))?;
+                    .map_err(|p| fail(&path, format!("{probe:?}"), p, &runtime))?;
                 report.probes += 1;
             }
             let mut actions = Vec::new();
@@ -112,7 +118,7 @@ pub fn walk<B: Binding>(
             let (action, next) = steps[rng.below(steps.len())].clone();
             scratch
                 .checked_step(model, &mut runtime, &state, &action, &next)
-                .map_err(|p| fail(&path, format!("{action:?}"), p))?;
+                .map_err(|p| fail(&path, format!("{action:?}"), p, &runtime))?;
             path.push(format!("{action:?}"));
             state = next;
             report.steps += 1;

@@ -301,6 +301,23 @@ fn end_offset_marker_diverges_at_the_first_checkpoint_after_a_save() {
         d.problem,
         Problem::Projection(vec!["pending.marker[0]: 0 | 1".to_string()])
     );
+    // The report shows the operator as it is after the step, in its own terms: the
+    // action, the key's queue, the store's summary.
+    assert!(
+        d.runtime.starts_with(
+            r#"Operator { actions: [ActionDef { name: "action0" }], keys: {"key0.0": KeyState {"#
+        ),
+        "{}",
+        d.runtime
+    );
+    assert!(
+        d.runtime.ends_with(
+            "store: ActionStateStore { partitions: 1, cached_states: 1, tracked_keys: 1, \
+             order: FlushThenAwait }, failed: None }"
+        ),
+        "{}",
+        d.runtime
+    );
 }
 
 #[test]
@@ -342,6 +359,12 @@ fn cache_before_ack_diverges_at_the_first_failed_send() {
     // The buggy store reports the unsaved state as cached, and the action goes on to
     // call 1.
     assert!(fields.contains(&"keys[0].awaiting: null | 1".to_string()));
+    assert!(
+        d.runtime
+            .contains("ActionStateStore { partitions: 1, cached_states: 1,"),
+        "{}",
+        d.runtime
+    );
     // Without a failed send the swallowed errors are invisible: it conforms.
     let quiet = model("fixed", &[("keys", "1"), ("inputs", "2")]);
     assert!(cover::<Conformant<CacheBeforeAck>>(&quiet).is_ok());

@@ -457,6 +457,14 @@ fn the_unpatched_reanimation_departs_where_the_process_fix_acts() {
         ])
     );
     assert!(r.replay.steps[..5].iter().all(|s| s.agreed));
+    // The report shows the machines after the step: process 1 closing without a result.
+    assert!(
+        d.runtime.contains(
+            "Process { session: Session(1), state: Closing, result: None }, forward: Waiting"
+        ),
+        "{}",
+        d.runtime
+    );
     assert!(text.contains("[DEPARTS] the runner's chain runs the revoke: it closes process 1, its result becomes NotFinished at once"), "{text}");
 }
 
