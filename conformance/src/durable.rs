@@ -29,6 +29,9 @@
 //!   same log ([`Operator::new`] without one).
 //!
 //! The projection ([`View`]) is described field by field in `specs/conformance.md`.
+//!
+//! [`eager`] binds the operator's production scheduling at the grain of its events,
+//! over the same runtime, projection and probes.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -554,3 +554,42 @@ impl<D: Deliver> Binding for EagerConformant<D> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sends one record and waits for its acknowledgement under `cancel`.
+    fn sent_under(log: &mut PlannedLog, cancel: &Cancellation) -> Result<Offset, String> {
+        let mut ack = log.send(0, b"k", b"v").map_err(|e| e.to_string())?;
+        log.flush().map_err(|e| e.to_string())?;
+        steadfast::durable::PendingAck::wait(&mut ack, cancel).map_err(|e| e.to_string())
+    }
+
+    fn sent(log: &mut PlannedLog) -> Result<Offset, String> {
+        sent_under(log, &Cancellation::new())
+    }
+
+    /// A planned fault hits exactly the put after the skipped ones; a fork does not share
+    /// the plan; disarming tells whether the fault was used.
+    #[test]
+    fn a_planned_fault_hits_the_nth_put() {
+        let mut log = Planned::<Production>::open(1);
+        log.arm(1, SendFault::FailBeforeLanding, Cancellation::new());
+        let mut fork = Planned::<Production>::fork(&log);
+        assert_eq!(sent(&mut fork), Ok(0));
+        assert_eq!(sent(&mut log), Ok(0));
+        assert!(sent(&mut log).is_err());
+        assert_eq!(sent(&mut log), Ok(1));
+        assert!(!log.disarm());
+        log.arm(5, SendFault::FailBeforeLanding, Cancellation::new());
+        assert_eq!(sent(&mut log), Ok(2));
+        assert!(log.disarm(), "the fault was never met");
+        // A crash while the put waits: the record lands and the wait ends cancelled.
+        let cancel = Cancellation::new();
+        log.arm(0, SendFault::LandUnacked, cancel.clone());
+        assert!(sent_under(&mut log, &cancel).is_err());
+        assert!(cancel.is_cancelled());
+        assert_eq!(log.end_offsets().unwrap(), [4]);
+    }
+}
