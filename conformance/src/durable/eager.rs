@@ -14,8 +14,9 @@
 //! a put the run makes may fail (`FailPut`) or the task may die while it waits
 //! (`Crash`), each ending the run there. A checkpoint or another key's step inside a run
 //! has no eager counterpart: the run holds the task's thread. A crash between two
-//! internal steps leaves the state a crash at the run's next put (record lost) or at its
-//! end leaves, since only puts change what survives a crash.
+//! internal steps, with no put in flight, leaves the same state as a crash at the run's
+//! next put with its record lost, or at the run's end: only puts change what survives a
+//! crash.
 //!
 //! The runtime, its environment and the projection are the stepwise binding's
 //! ([`super::Runtime`], [`super::View`]); the log is wrapped ([`PlannedLog`]) so that a
