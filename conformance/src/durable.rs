@@ -29,6 +29,9 @@
 //!   same log ([`Operator::new`] without one).
 //!
 //! The projection ([`View`]) is described field by field in `specs/conformance.md`.
+//!
+//! [`eager`] binds the operator's production scheduling at the grain of its events,
+//! over the same runtime, projection and probes.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -48,6 +51,8 @@ use steadfast_model::durable::{
 };
 
 use crate::Binding;
+
+pub mod eager;
 
 /// The log behind the operator and the hooks that test variants use to re-introduce a
 /// bug around the production code (never inside it).
@@ -206,6 +211,8 @@ struct Pending {
 /// own maps.
 pub struct Runtime<V: Variant> {
     names: Arc<Names>,
+    /// How the operator schedules a key's work (stepwise here; eager in [`eager`]).
+    scheduling: Scheduling,
     /// The model renumbers offsets by rank: views compare offsets by rank too.
     ranked_offsets: bool,
     /// The model's design tracks acknowledged offsets: views compare the store's.
@@ -252,6 +259,7 @@ impl<V: Variant> Clone for Runtime<V> {
         let log = V::fork(&self.log);
         Runtime {
             names: Arc::clone(&self.names),
+            scheduling: self.scheduling,
             ranked_offsets: self.ranked_offsets,
             tracks_offsets: self.tracks_offsets,
             op: self.op.as_ref().map(|op| op.fork(log.clone())),
@@ -272,11 +280,17 @@ impl<V: Variant> Clone for Runtime<V> {
 }
 
 impl<V: Variant> Runtime<V> {
-    fn new(names: Names, ranked_offsets: bool, tracks_offsets: bool) -> Runtime<V> {
+    fn new(
+        names: Names,
+        ranked_offsets: bool,
+        tracks_offsets: bool,
+        scheduling: Scheduling,
+    ) -> Runtime<V> {
         let log = V::open(names.partitions);
         let mut op = Operator::new(names.defs(), log.clone()).expect("action names are distinct");
-        op.set_scheduling(Scheduling::Stepwise);
+        op.set_scheduling(scheduling);
         Runtime {
+            scheduling,
             committed: Arc::new(vec![Vec::new(); names.keys.len()]),
             names: Arc::new(names),
             ranked_offsets,
@@ -476,7 +490,7 @@ impl<V: Variant> Runtime<V> {
                 None,
             ),
         };
-        op.set_scheduling(Scheduling::Stepwise);
+        op.set_scheduling(self.scheduling);
         self.op = Some(op);
         Ok(report)
     }
@@ -892,7 +906,7 @@ impl<V: Variant> Conformant<V> {
                 out.cache.clear();
             }
             Some(op) => {
-                if op.scheduling() != Scheduling::Stepwise {
+                if op.scheduling() != rt.scheduling {
                     problems.push(format!(
                         "the operator runs {:?} scheduling",
                         op.scheduling()
@@ -1365,6 +1379,7 @@ impl<V: Variant> Binding for Conformant<V> {
             Names::new(&model.bounds),
             model.bounds.compact_offsets,
             model.design.rewinds_marker(),
+            Scheduling::Stepwise,
         )
     }
 

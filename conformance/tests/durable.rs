@@ -1,14 +1,20 @@
 //! Conformance of the durable-actions runtime (flink-agents issue 1158) to the model's
 //! `fixed` design: every transition at the conformance bounds, seeded walks beyond them,
 //! runtimes that re-introduce each half of the bug (reported at their first diverging
-//! step), and the unpatched counterexample replayed against the fixed runtime.
+//! step), the unpatched counterexample replayed against the fixed runtime, and the
+//! operator's production (eager) scheduling at the grain of its events.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use stateright::{Checker, Model};
 use steadfast::durable::{
-    AckError, AckPoll, Checkpoint, Log, LogError, LogRecord, MemoryAck, MemoryLog, Offset,
-    Partition, PendingAck, SendFault,
+    AckError, AckPoll, Checkpoint, Effect, Event, Log, LogError, LogRecord, MemoryAck, MemoryLog,
+    Offset, Operator, OperatorError, Partition, PendingAck, Scheduling, SendFault,
 };
 use steadfast_conformance::cover::{cover, Coverage};
+use steadfast_conformance::durable::eager::{
+    Deliver, EagerBinding, EagerConformant, EagerDurable, PlannedLog,
+};
 use steadfast_conformance::durable::{Conformant, DurableBinding, Production, Variant};
 use steadfast_conformance::trace;
 use steadfast_conformance::walk::walk;
@@ -427,4 +433,320 @@ fn unpatched_counterexample_departs_where_the_fix_acts() {
     let calls = DurableBinding::runtime_view(&rt).supplier_calls;
     assert_eq!(calls.len(), 1);
     assert_eq!((calls[0].call, calls[0].runs), (0, 1));
+}
+
+// Eager scheduling: one event per external step, compared at quiescent states.
+
+/// Model steps the eager events of `m` stand for, over its whole eager graph: per step
+/// kind (faults by kind and `landed`), and the most puts a faulted run made.
+fn eager_run_steps(m: &EagerDurable) -> (BTreeMap<String, usize>, usize) {
+    let mut seen = HashSet::new();
+    let mut queue: VecDeque<_> = m.init_states().into();
+    let mut kinds = BTreeMap::new();
+    let mut most_puts = 0;
+    while let Some(s) = queue.pop_front() {
+        if !seen.insert(s.clone()) {
+            continue;
+        }
+        for (e, next) in m.events(&s) {
+            for a in &e.steps {
+                let kind = match a {
+                    Action::FailPut { landed } | Action::Crash { landed } => {
+                        format!("{} landed={landed}", DurableBinding::kind(a))
+                    }
+                    _ => DurableBinding::kind(a),
+                };
+                *kinds.entry(kind).or_default() += 1;
+            }
+            if e.fault().is_some() {
+                most_puts = most_puts.max(e.puts());
+            }
+            queue.push_back(next);
+        }
+    }
+    (kinds, most_puts)
+}
+
+/// Covers the eager graph of `m` and checks it against stateright's own counts of that
+/// graph (every state quiescent, every transition replayed).
+fn full_eager_coverage(name: &str, m: &EagerDurable, kinds: &[&str]) -> Coverage {
+    let c = cover::<EagerBinding>(m).unwrap_or_else(|d| panic!("{d}"));
+    report(name, &c);
+    let checker = m.clone().checker().spawn_bfs().join();
+    assert!(
+        checker.discoveries().is_empty(),
+        "a run ends with a step left"
+    );
+    assert_eq!(c.unique_states, checker.unique_state_count());
+    assert_eq!(c.transitions, checker.state_count() - m.init_states().len());
+    let covered: Vec<&str> = c.kinds.keys().map(String::as_str).collect();
+    assert_eq!(covered, kinds, "event kinds covered");
+    assert_eq!(c.steps, c.transitions + c.probes);
+    assert!(c.probes > 0);
+    c
+}
+
+#[test]
+fn eager_events_out_of_the_first_states() {
+    let m = EagerDurable::new(model("fixed", &[]));
+    let init = &m.init_states()[0];
+    let shown = |s: &steadfast_model::durable::State| -> Vec<String> {
+        m.events(s).iter().map(|(e, _)| format!("{e:?}")).collect()
+    };
+    assert_eq!(
+        shown(init),
+        [
+            "DeliverInput(0) [StartAction(0)]",
+            "DeliverInput(1) [StartAction(1)]",
+            "TriggerCheckpoint"
+        ]
+    );
+    // Key 0 waits on call 0: its return saves the result and asks for call 1.
+    let waiting = m.events(init)[0].1.clone();
+    let after_call = m
+        .events(&waiting)
+        .into_iter()
+        .find(|(e, _)| e.steps[0] == Action::CallSupplier(0))
+        .unwrap()
+        .1;
+    let last: Vec<String> = shown(&after_call)
+        .into_iter()
+        .filter(|e| e.starts_with("CallSupplier(0)"))
+        .collect();
+    // The last call's return: save, complete, finish; a crash may come at either put
+    // (checkpoint 1 completed first makes crashes possible).
+    assert_eq!(
+        last,
+        ["CallSupplier(0) [SendPut(0), AckPut, CompleteAction(0), AckPut]"]
+    );
+    let trigger = m
+        .model
+        .next_state(&after_call, Action::TriggerCheckpoint)
+        .unwrap();
+    let done = m
+        .model
+        .next_state(&trigger, Action::CompleteCheckpoint)
+        .unwrap();
+    let last: Vec<String> = shown(&done)
+        .into_iter()
+        .filter(|e| e.starts_with("CallSupplier(0)"))
+        .collect();
+    assert_eq!(
+        last,
+        [
+            "CallSupplier(0) [SendPut(0), Crash { landed: false }]",
+            "CallSupplier(0) [SendPut(0), Crash { landed: true }]",
+            "CallSupplier(0) [SendPut(0), AckPut, CompleteAction(0), Crash { landed: false }]",
+            "CallSupplier(0) [SendPut(0), AckPut, CompleteAction(0), Crash { landed: true }]",
+            "CallSupplier(0) [SendPut(0), AckPut, CompleteAction(0), AckPut]",
+        ]
+    );
+}
+
+const EAGER_KINDS: [&str; 7] = [
+    "CallSupplier",
+    "CallSupplier + Crash",
+    "CompleteCheckpoint",
+    "Crash",
+    "DeliverInput",
+    "Restore",
+    "TriggerCheckpoint",
+];
+
+#[test]
+fn eager_every_event_of_fixed_at_conformance_bounds() {
+    let m = EagerDurable::new(model("fixed", &[]));
+    let c = full_eager_coverage("fixed, eager", &m, &EAGER_KINDS);
+    assert_eq!((c.unique_states, c.transitions), (2_481, 5_987));
+    // The runs take every internal step, and crashes at a run's first and second put.
+    let (steps, most_puts) = eager_run_steps(&m);
+    println!("fixed, eager: model steps in the runs: {steps:?}");
+    let kinds: Vec<&str> = steps.keys().map(String::as_str).collect();
+    assert_eq!(
+        kinds,
+        [
+            "AckPut",
+            "CallSupplier",
+            "CompleteAction",
+            "CompleteCheckpoint",
+            "Crash landed=false",
+            "Crash landed=true",
+            "DeliverInput",
+            "Restore",
+            "ReuseResult",
+            "SendPut",
+            "StartAction",
+            "TriggerCheckpoint",
+        ]
+    );
+    assert_eq!(most_puts, 2);
+}
+
+#[test]
+fn eager_every_event_with_failed_sends() {
+    let m = EagerDurable::new(model(
+        "fixed",
+        &[("send-failures", "1"), ("fail-after-landing", "true")],
+    ));
+    let c = full_eager_coverage(
+        "fixed, eager, fail-after-landing",
+        &m,
+        &[
+            "CallSupplier",
+            "CallSupplier + Crash",
+            "CallSupplier + FailPut",
+            "CompleteCheckpoint",
+            "Crash",
+            "DeliverInput",
+            "DeliverInput + FailPut",
+            "Restore",
+            "Restore + FailPut",
+            "TriggerCheckpoint",
+        ],
+    );
+    assert_eq!((c.unique_states, c.transitions), (8_311, 15_550));
+    let (steps, _) = eager_run_steps(&m);
+    assert!(steps["FailPut landed=false"] > 0 && steps["FailPut landed=true"] > 0);
+}
+
+#[test]
+fn eager_every_event_of_one_key_with_two_actions_and_three_inputs() {
+    let m = EagerDurable::new(model(
+        "fixed",
+        &[
+            ("keys", "1"),
+            ("inputs", "3"),
+            ("actions", "2"),
+            ("crashes", "2"),
+        ],
+    ));
+    let c = full_eager_coverage(
+        "fixed, eager, one key, 3 inputs x 2 actions",
+        &m,
+        &[
+            "CallSupplier",
+            "CallSupplier + Crash",
+            "CompleteCheckpoint",
+            "Crash",
+            "DeliverInput",
+            "DeliverInput + Crash",
+            "Restore",
+            "Restore + Crash",
+            "TriggerCheckpoint",
+        ],
+    );
+    assert_eq!((c.unique_states, c.transitions), (7_800, 26_522));
+    let (_, most_puts) = eager_run_steps(&m);
+    assert_eq!(most_puts, 2);
+}
+
+/// A scheduling bug put around the unchanged operator: each event takes one step of the
+/// key's work and stops (an input starts its action, a call's return saves the result
+/// and takes the action's next step), where eager scheduling runs on.
+struct OneStepPerEvent;
+
+impl Deliver for OneStepPerEvent {
+    fn deliver(op: &mut Operator<PlannedLog>, event: Event) -> Result<Vec<Effect>, OperatorError> {
+        op.set_scheduling(Scheduling::Stepwise);
+        let started = match &event {
+            Event::Input { key, .. } => vec![key.clone()],
+            Event::Resume => op.keys().keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        let mut effects = op.handle(event);
+        for key in started {
+            if let Ok(all) = &mut effects {
+                if op.ready_keys().contains(&key) {
+                    match op.handle(Event::Continue { key }) {
+                        Ok(more) => all.extend(more),
+                        Err(e) => effects = Err(e),
+                    }
+                }
+            }
+        }
+        op.set_scheduling(Scheduling::Eager);
+        effects
+    }
+}
+
+#[test]
+fn eager_one_step_per_event_diverges_when_an_action_should_complete() {
+    let m = EagerDurable::new(model("fixed", &[]));
+    let d = cover::<EagerConformant<OneStepPerEvent>>(&m).unwrap_err();
+    println!("{d}");
+    assert_eq!(d.step, 3);
+    assert_eq!(
+        d.trace,
+        [
+            "DeliverInput(0) [StartAction(0)]",
+            "CallSupplier(0) [SendPut(0), AckPut]",
+            "CallSupplier(0) [SendPut(0), AckPut, CompleteAction(0), AckPut]",
+        ]
+    );
+    let Problem::Projection(fields) = &d.problem else {
+        panic!("{d}")
+    };
+    // The completion put was never made: the input stays unfinished and queued.
+    for field in [
+        "keys[0].finished: 1 | 0",
+        "keys[0].in_progress: false | true",
+        "keys[0].ready: false | true",
+        "log[0].end: 3 | 2",
+    ] {
+        assert!(fields.contains(&field.to_string()), "{field} in {fields:?}");
+    }
+}
+
+#[test]
+fn eager_seeded_walks_at_larger_bounds() {
+    // The stepwise walks' bounds: runs with several puts, restores driving three keys.
+    let settings = Settings::parse(
+        Durable::params(),
+        &[
+            ("keys", "3"),
+            ("inputs", "3"),
+            ("actions", "2"),
+            ("calls", "3"),
+            ("partitions", "2"),
+            ("crashes", "2"),
+            ("checkpoints", "4"),
+            ("send-failures", "1"),
+            ("fail-after-landing", "true"),
+            ("restart-without-checkpoint", "true"),
+            ("compact-offsets", "false"),
+        ],
+    )
+    .unwrap();
+    let m = EagerDurable::new(Durable::build("fixed", &settings).unwrap());
+    let w = walk::<EagerBinding>(&m, 1158, 300, 200).unwrap_or_else(|d| panic!("{d}"));
+    println!(
+        "eager walks: {} walks, {} events, {} probes refused, longest {}, {:.2} s",
+        w.walks, w.steps, w.probes, w.longest, w.seconds
+    );
+    assert_eq!(w.walks, 300);
+    let again = walk::<EagerBinding>(&m, 1158, 300, 200).unwrap();
+    assert_eq!(
+        (w.steps, w.probes, w.longest),
+        (again.steps, again.probes, again.longest)
+    );
+}
+
+/// The model's default bounds (2 keys x 2 inputs), offsets compared by rank as the
+/// model compacts them, then as real positions: outside CI (`-- --ignored`).
+#[test]
+#[ignore]
+fn eager_every_event_at_default_bounds() {
+    for compact in ["true", "false"] {
+        let settings = Settings::parse(Durable::params(), &[("compact-offsets", compact)]).unwrap();
+        let m = EagerDurable::new(Durable::build("fixed", &settings).unwrap());
+        let c = cover::<EagerBinding>(&m).unwrap_or_else(|d| panic!("{d}"));
+        report(
+            &format!("fixed, eager, default bounds, compact-offsets {compact}"),
+            &c,
+        );
+        let checker = m.clone().checker().spawn_bfs().join();
+        assert!(checker.discoveries().is_empty());
+        assert_eq!(c.unique_states, checker.unique_state_count());
+        assert_eq!(c.transitions, checker.state_count() - 1);
+    }
 }

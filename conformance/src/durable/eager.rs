@@ -1,0 +1,596 @@
+//! The durable-actions model (flink-agents issue 1158) bound to the operator's production
+//! scheduling, [`Scheduling::Eager`]: one event runs a key's work until it waits on a
+//! call or has nothing left.
+//!
+//! One eager event stands for a run of the model's steps: an *external* step (an input
+//! delivered, a supplier call returning, a restore) followed by the key's *internal*
+//! steps (`StartAction`, `ReuseResult`, `SendPut`, `CompleteAction`, `AckPut` of its
+//! put) until none is enabled. [`EagerDurable`] is the model's graph seen at those
+//! quiescent points; which steps an event stands for is derived from the model's enabled
+//! actions alone ([`EagerDurable::events`]), never from the runtime.
+//!
+//! Environment steps the model interleaves are kept where an eager runtime can meet them:
+//! checkpoints, crashes and other keys' steps come between events (at quiescent states);
+//! a put the run makes may fail (`FailPut`) or the task may die while it waits
+//! (`Crash`), each ending the run there. A checkpoint or another key's step inside a run
+//! has no eager counterpart: the run holds the task's thread. A crash between two
+//! internal steps, with no put in flight, leaves the same state as a crash at the run's
+//! next put with its record lost, or at the run's end: only puts change what survives a
+//! crash.
+//!
+//! The runtime, its environment and the projection are the stepwise binding's
+//! ([`super::Runtime`], [`super::View`]); the log is wrapped ([`PlannedLog`]) so that a
+//! fault can hit the *n*-th put of one event.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use stateright::{Model, Property};
+use steadfast::durable::{
+    Cancellation, Effect, Event, Log, LogError, LogRecord, MemoryAck, MemoryLog, Offset, Operator,
+    OperatorError, Partition, Scheduling, SendFault,
+};
+use steadfast_model::durable::{self as model, Action, Durable};
+use steadfast_model::{Expectation, Param, Settings, SettingsError, Spec};
+
+use super::{Conformant, Names, Runtime, Variant, View};
+use crate::Binding;
+
+/// One eager event, as the model steps it stands for: the external step first, then the
+/// internal steps of the run, the last one possibly a fault at the run's last put.
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EagerStep {
+    /// The model's steps, in order.
+    pub steps: Vec<Action>,
+}
+
+impl fmt::Debug for EagerStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some((first, rest)) = self.steps.split_first() else {
+            return write!(f, "(no step)");
+        };
+        write!(f, "{first:?}")?;
+        if !rest.is_empty() {
+            write!(f, " [")?;
+            for (i, a) in rest.iter().enumerate() {
+                let sep = if i == 0 { "" } else { ", " };
+                write!(f, "{sep}{a:?}")?;
+            }
+            write!(f, "]")?;
+        }
+        Ok(())
+    }
+}
+
+impl EagerStep {
+    /// The fault that ends the run, if it ends at a failed put or a crash during one.
+    pub fn fault(&self) -> Option<Action> {
+        match self.steps.as_slice() {
+            [_, .., last @ (Action::FailPut { .. } | Action::Crash { .. })] => Some(*last),
+            _ => None,
+        }
+    }
+
+    /// Puts the run sends (result saves and completions), the faulted one included.
+    pub fn puts(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|a| matches!(a, Action::SendPut(_) | Action::CompleteAction(_)))
+            .count()
+    }
+}
+
+/// The eager graph's one property: no key has an internal step enabled.
+pub const QUIESCENT: &str = "every key is idle or waits on a call";
+
+/// The durable model at eager scheduling's grain: its states are the model's states
+/// where no key has an internal step enabled, its steps [`EagerStep`]s.
+#[derive(Clone, Debug)]
+pub struct EagerDurable {
+    /// The step-by-step model.
+    pub model: Durable,
+}
+
+impl EagerDurable {
+    /// The eager view of `model`.
+    pub fn new(model: Durable) -> EagerDurable {
+        EagerDurable { model }
+    }
+
+    /// A step of key `k` the eager operator takes on its own within a run.
+    fn internal(s: &model::State, k: u8, a: &Action) -> bool {
+        match *a {
+            Action::StartAction(j)
+            | Action::ReuseResult(j)
+            | Action::SendPut(j)
+            | Action::CompleteAction(j) => j == k,
+            Action::AckPut => s.put_key == k,
+            _ => false,
+        }
+    }
+
+    /// The keys an external step sets running, in the order the operator drives them
+    /// (`Event::Resume` drives every key in name order, which is key order); `None` for
+    /// a step that is not external.
+    fn driven_keys(&self, a: &Action) -> Option<Vec<u8>> {
+        match *a {
+            Action::DeliverInput(k) | Action::CallSupplier(k) => Some(vec![k]),
+            Action::Restore => Some((0..self.model.bounds.keys).collect()),
+            Action::TriggerCheckpoint | Action::CompleteCheckpoint | Action::Crash { .. } => {
+                Some(Vec::new())
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether no key has an internal step enabled at `s`.
+    pub fn quiescent(&self, s: &model::State) -> bool {
+        let mut enabled = Vec::new();
+        self.model.actions(s, &mut enabled);
+        !(0..self.model.bounds.keys).any(|k| enabled.iter().any(|a| Self::internal(s, k, a)))
+    }
+
+    /// Every eager event out of `s` with the state it ends in: each external step the
+    /// model enables, followed by the internal steps of the keys it drives until none is
+    /// enabled; at each put the run makes, each fault the model enables there ends a
+    /// separate event.
+    pub fn events(&self, s: &model::State) -> Vec<(EagerStep, model::State)> {
+        let mut out = Vec::new();
+        let mut enabled = Vec::new();
+        self.model.actions(s, &mut enabled);
+        for e in enabled {
+            let Some(keys) = self.driven_keys(&e) else {
+                continue;
+            };
+            let Some(next) = self.model.next_state(s, e) else {
+                continue;
+            };
+            self.run(vec![e], next, &keys, &mut out);
+        }
+        out
+    }
+
+    fn run(
+        &self,
+        mut path: Vec<Action>,
+        mut s: model::State,
+        keys: &[u8],
+        out: &mut Vec<(EagerStep, model::State)>,
+    ) {
+        let mut enabled = Vec::new();
+        for &k in keys {
+            loop {
+                enabled.clear();
+                self.model.actions(&s, &mut enabled);
+                if s.put_key == k {
+                    for f in enabled
+                        .iter()
+                        .filter(|a| matches!(a, Action::FailPut { .. } | Action::Crash { .. }))
+                    {
+                        if let Some(end) = self.model.next_state(&s, *f) {
+                            let mut steps = path.clone();
+                            steps.push(*f);
+                            out.push((EagerStep { steps }, end));
+                        }
+                    }
+                }
+                let mut own = enabled.iter().filter(|a| Self::internal(&s, k, a));
+                let Some(&a) = own.next() else { break };
+                // Per key the model enables at most one internal step: the run is a path.
+                assert!(
+                    own.next().is_none(),
+                    "key {k} has two internal steps at {s:?}"
+                );
+                let Some(next) = self.model.next_state(&s, a) else {
+                    break;
+                };
+                path.push(a);
+                s = next;
+            }
+        }
+        out.push((EagerStep { steps: path }, s));
+    }
+}
+
+impl Model for EagerDurable {
+    type State = model::State;
+    type Action = EagerStep;
+
+    fn init_states(&self) -> Vec<model::State> {
+        self.model.init_states()
+    }
+
+    fn actions(&self, s: &model::State, actions: &mut Vec<EagerStep>) {
+        actions.extend(self.events(s).into_iter().map(|(e, _)| e));
+    }
+
+    /// Every state of the eager graph is quiescent: a run ends only where its keys have
+    /// no internal step left, and it leaves the other keys as they were.
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![Property::always(QUIESCENT, |m: &EagerDurable, s| {
+            m.quiescent(s)
+        })]
+    }
+
+    /// Replays the event's steps on the model; `None` if one of them is not enabled.
+    fn next_state(&self, s: &model::State, e: EagerStep) -> Option<model::State> {
+        let mut s = s.clone();
+        let mut enabled = Vec::new();
+        for a in e.steps {
+            enabled.clear();
+            self.model.actions(&s, &mut enabled);
+            if !enabled.contains(&a) {
+                return None;
+            }
+            s = self.model.next_state(&s, a)?;
+        }
+        Some(s)
+    }
+}
+
+impl Spec for EagerDurable {
+    const NAME: &'static str = "durable-eager";
+    const SUMMARY: &'static str =
+        "durable actions (flink-agents issue 1158) at the eager operator's grain";
+
+    fn designs() -> &'static [&'static str] {
+        Durable::designs()
+    }
+
+    fn design_name(&self) -> &'static str {
+        self.model.design_name()
+    }
+
+    fn settings(&self) -> &Settings {
+        self.model.settings()
+    }
+
+    fn params() -> &'static [Param] {
+        Durable::params()
+    }
+
+    fn build(design: &str, settings: &Settings) -> Result<Self, SettingsError> {
+        Durable::build(design, settings).map(EagerDurable::new)
+    }
+
+    fn focus(&self, property: Option<&str>) -> Result<Self, SettingsError> {
+        match property {
+            None | Some(QUIESCENT) => Ok(self.clone()),
+            Some(name) => Err(SettingsError(format!(
+                "unknown property `{name}` of durable-eager (known: {QUIESCENT})"
+            ))),
+        }
+    }
+
+    fn describe_step(&self, before: &model::State, e: &EagerStep) -> String {
+        let mut s = before.clone();
+        let mut parts = Vec::new();
+        for &a in &e.steps {
+            parts.push(self.model.describe_step(&s, &a));
+            match self.model.next_state(&s, a) {
+                Some(next) => s = next,
+                None => break,
+            }
+        }
+        parts.join("; ")
+    }
+
+    /// The eager graph checks no property of its own: it is the model's, coarser.
+    fn expectations() -> Vec<Expectation> {
+        Vec::new()
+    }
+}
+
+/// What the next event's puts meet: the `skip` first succeed, the next one gets `fault`
+/// (a `LandUnacked` one with `cancel` set as it is sent: the task dies while it waits).
+#[derive(Default)]
+struct Plan {
+    skip: usize,
+    fault: Option<SendFault>,
+    cancel: Option<Cancellation>,
+}
+
+/// The memory log with a fault planned for one put of an event. Clones share the plan
+/// (the runtime's handle and the operator's); a fork has its own.
+#[derive(Clone)]
+pub struct PlannedLog {
+    inner: MemoryLog,
+    plan: Arc<Mutex<Plan>>,
+}
+
+impl PlannedLog {
+    fn plan(&self) -> MutexGuard<'_, Plan> {
+        self.plan.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The records and faults underneath.
+    pub fn memory(&self) -> &MemoryLog {
+        &self.inner
+    }
+
+    /// Plans `fault` for the put after the next `skip` ones.
+    fn arm(&self, skip: usize, fault: SendFault, cancel: Cancellation) {
+        *self.plan() = Plan {
+            skip,
+            fault: Some(fault),
+            cancel: Some(cancel),
+        };
+    }
+
+    /// Clears the plan; whether a planned fault was never applied.
+    fn disarm(&self) -> bool {
+        std::mem::take(&mut *self.plan()).fault.is_some()
+    }
+}
+
+impl Log for PlannedLog {
+    type Ack = MemoryAck;
+
+    fn partition_count(&self) -> u32 {
+        self.inner.partition_count()
+    }
+
+    fn send(&mut self, p: Partition, key: &[u8], value: &[u8]) -> Result<MemoryAck, LogError> {
+        {
+            let mut plan = self.plan();
+            if let Some(fault) = plan.fault {
+                if plan.skip == 0 {
+                    plan.fault = None;
+                    self.inner.inject_send_fault(fault);
+                    if fault == SendFault::LandUnacked {
+                        if let Some(c) = plan.cancel.take() {
+                            c.cancel();
+                        }
+                    }
+                } else {
+                    plan.skip -= 1;
+                }
+            }
+        }
+        self.inner.send(p, key, value)
+    }
+
+    fn flush(&mut self) -> Result<(), LogError> {
+        self.inner.flush()
+    }
+
+    fn read(&mut self, p: Partition, from: Offset, max: usize) -> Result<Vec<LogRecord>, LogError> {
+        self.inner.read(p, from, max)
+    }
+
+    fn end_offsets(&mut self) -> Result<Vec<Offset>, LogError> {
+        self.inner.end_offsets()
+    }
+}
+
+/// How an eager event reaches the operator: production hands it over as is; a test
+/// variant may re-introduce a scheduling bug around the unchanged operator.
+pub trait Deliver: 'static {
+    /// Hands `event` to `op`.
+    fn deliver(op: &mut Operator<PlannedLog>, event: Event) -> Result<Vec<Effect>, OperatorError> {
+        op.handle(event)
+    }
+}
+
+/// The production operator, events handed over unchanged.
+pub struct Production;
+
+impl Deliver for Production {}
+
+/// The runtime variant of the eager binding: the planned log and delivery `D`.
+pub struct Planned<D>(PhantomData<D>);
+
+impl<D: Deliver> Variant for Planned<D> {
+    type Log = PlannedLog;
+    fn open(partitions: u32) -> PlannedLog {
+        PlannedLog {
+            inner: MemoryLog::new(partitions),
+            plan: Arc::default(),
+        }
+    }
+    fn fork(log: &PlannedLog) -> PlannedLog {
+        PlannedLog {
+            inner: log.inner.fork(),
+            plan: Arc::default(),
+        }
+    }
+    fn inject(log: &PlannedLog, fault: SendFault) {
+        log.inner.inject_send_fault(fault);
+    }
+}
+
+/// The eager binding, generic over how events are delivered.
+pub struct EagerConformant<D>(PhantomData<D>);
+
+/// The durable model at eager grain bound to the production operator's default
+/// scheduling.
+pub type EagerBinding = EagerConformant<Production>;
+
+type Stepwise<D> = Conformant<Planned<D>>;
+
+impl<D: Deliver> EagerConformant<D> {
+    /// Drives the runtime through the one event that realises `e`.
+    fn drive(
+        m: &EagerDurable,
+        rt: &mut Runtime<Planned<D>>,
+        before: &model::State,
+        e: &EagerStep,
+    ) -> Result<(), String> {
+        let Some((&first, rest)) = e.steps.split_first() else {
+            return Err("an eager step with no model step".into());
+        };
+        let event = match first {
+            Action::DeliverInput(k) => Event::Input {
+                key: rt.names.keys[k as usize].clone(),
+                value: json!(before.next_seq[k as usize]),
+            },
+            Action::CallSupplier(k) => {
+                // Checks the operator asked for the model's call, runs the supplier and
+                // holds its outcome, as the stepwise binding does.
+                Stepwise::<D>::drive(&m.model, rt, before, &first)?;
+                let (call, outcome) = Arc::make_mut(&mut rt.returned)
+                    .remove(&k)
+                    .ok_or_else(|| format!("no call outcome of key {k} to deliver"))?;
+                Event::CallReturned { call, outcome }
+            }
+            Action::Restore => {
+                Stepwise::<D>::drive(&m.model, rt, before, &first)?;
+                Event::Resume
+            }
+            // Steps between events (checkpoints, crashes) and probes: one runtime call
+            // each, as in the stepwise binding.
+            _ if rest.is_empty() => return Stepwise::<D>::drive(&m.model, rt, before, &first),
+            _ => return Err(format!("{first:?} starts no eager run")),
+        };
+        let fault = e.fault();
+        let planned = match fault {
+            Some(Action::FailPut { landed: true }) => Some(SendFault::FailAfterLanding),
+            // A crash while the put waits loses the record, or lands it unacknowledged.
+            Some(Action::Crash { landed: true }) => Some(SendFault::LandUnacked),
+            Some(_) => Some(SendFault::FailBeforeLanding),
+            None => None,
+        };
+        let puts = e.puts();
+        if let Some(f) = planned {
+            let cancel = rt.op()?.cancellation();
+            rt.log.arm(puts.saturating_sub(1), f, cancel);
+        }
+        let result = D::deliver(rt.op()?, event);
+        if rt.log.disarm() {
+            rt.reports.push(format!(
+                "the model's run makes {puts} puts; the event ended before the last one"
+            ));
+        }
+        match (fault, result) {
+            (None, Ok(effects)) => rt.apply(effects),
+            (None, Err(err)) => Err(err.to_string()),
+            // A failed put fails the task: the projection shows it.
+            (Some(Action::FailPut { .. }), Err(_)) => Ok(()),
+            (Some(Action::Crash { landed }), result) => {
+                match result {
+                    Ok(_) => rt
+                        .reports
+                        .push("a put failed under the run, yet the event succeeded".into()),
+                    Err(OperatorError::Cancelled) if landed => rt.check_cancelled(),
+                    Err(err) if landed => {
+                        rt.reports.push(format!(
+                            "the put's wait was cancelled; the event failed with {err}"
+                        ));
+                    }
+                    Err(_) => {}
+                }
+                rt.abort_checkpoint();
+                rt.crash();
+                Ok(())
+            }
+            // A put that succeeds despite its fault: the projection shows that too.
+            (Some(_), Ok(effects)) => rt.apply(effects),
+            (Some(_), Err(err)) => Err(err.to_string()),
+        }
+    }
+}
+
+impl<D: Deliver> Binding for EagerConformant<D> {
+    type Model = EagerDurable;
+    type State = model::State;
+    type Action = EagerStep;
+    type Runtime = Runtime<Planned<D>>;
+    type Projection = View;
+
+    fn start(m: &EagerDurable, _init: &model::State) -> Runtime<Planned<D>> {
+        let b = &m.model.bounds;
+        Runtime::new(
+            Names::new(b),
+            b.compact_offsets,
+            m.model.design.rewinds_marker(),
+            Scheduling::Eager,
+        )
+    }
+
+    fn model_view(m: &EagerDurable, s: &model::State) -> View {
+        Stepwise::<D>::model_view(&m.model, s)
+    }
+
+    fn runtime_view(rt: &Runtime<Planned<D>>) -> View {
+        Stepwise::<D>::runtime_view(rt)
+    }
+
+    fn model_view_into(m: &EagerDurable, s: &model::State, out: &mut View) {
+        Stepwise::<D>::model_view_into(&m.model, s, out);
+    }
+
+    fn runtime_view_into(rt: &Runtime<Planned<D>>, out: &mut View) {
+        Stepwise::<D>::runtime_view_into(rt, out);
+    }
+
+    fn step(
+        m: &EagerDurable,
+        rt: &mut Runtime<Planned<D>>,
+        before: &model::State,
+        e: &EagerStep,
+    ) -> Result<(), String> {
+        Self::drive(m, rt, before, e)
+    }
+
+    /// The stepwise binding's probes: at a quiescent state every key is idle or waits
+    /// on a call, so `Event::Continue` must be refused for each; stale call outcomes,
+    /// completing an unknown checkpoint and events after a failed put likewise.
+    fn probes(m: &EagerDurable, s: &model::State) -> Vec<EagerStep> {
+        Stepwise::<D>::forbidden(&m.model, s)
+            .into_iter()
+            .map(|a| EagerStep { steps: vec![a] })
+            .collect()
+    }
+
+    /// The external step's kind, and the fault's when the run ends at one.
+    fn kind(e: &EagerStep) -> String {
+        let name = |a: &Action| Stepwise::<D>::kind(a);
+        match (e.steps.first(), e.fault()) {
+            (Some(first), Some(f)) => format!("{} + {}", name(first), name(&f)),
+            (Some(first), None) => name(first),
+            (None, _) => String::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sends one record and waits for its acknowledgement under `cancel`.
+    fn sent_under(log: &mut PlannedLog, cancel: &Cancellation) -> Result<Offset, String> {
+        let mut ack = log.send(0, b"k", b"v").map_err(|e| e.to_string())?;
+        log.flush().map_err(|e| e.to_string())?;
+        steadfast::durable::PendingAck::wait(&mut ack, cancel).map_err(|e| e.to_string())
+    }
+
+    fn sent(log: &mut PlannedLog) -> Result<Offset, String> {
+        sent_under(log, &Cancellation::new())
+    }
+
+    /// A planned fault hits exactly the put after the skipped ones; a fork does not share
+    /// the plan; disarming tells whether the fault was used.
+    #[test]
+    fn a_planned_fault_hits_the_nth_put() {
+        let mut log = Planned::<Production>::open(1);
+        log.arm(1, SendFault::FailBeforeLanding, Cancellation::new());
+        let mut fork = Planned::<Production>::fork(&log);
+        assert_eq!(sent(&mut fork), Ok(0));
+        assert_eq!(sent(&mut log), Ok(0));
+        assert!(sent(&mut log).is_err());
+        assert_eq!(sent(&mut log), Ok(1));
+        assert!(!log.disarm());
+        log.arm(5, SendFault::FailBeforeLanding, Cancellation::new());
+        assert_eq!(sent(&mut log), Ok(2));
+        assert!(log.disarm(), "the fault was never met");
+        // A crash while the put waits: the record lands and the wait ends cancelled.
+        let cancel = Cancellation::new();
+        log.arm(0, SendFault::LandUnacked, cancel.clone());
+        assert!(sent_under(&mut log, &cancel).is_err());
+        assert!(cancel.is_cancelled());
+        assert_eq!(log.end_offsets().unwrap(), [4]);
+    }
+}
