@@ -545,6 +545,10 @@ impl<D: Deliver> Binding for EagerConformant<D> {
             .collect()
     }
 
+    fn describe(runtime: &Self::Runtime) -> String {
+        Stepwise::<D>::describe(runtime)
+    }
+
     /// The external step's kind, and the fault's when the run ends at one.
     fn kind(e: &EagerStep) -> String {
         let name = |a: &Action| Stepwise::<D>::kind(a);
