@@ -18,6 +18,10 @@
 //!   therefore taken after those steps ([`settle`]), and the model's own copies of them
 //!   are steps without a runtime event.
 //!
+//! Every step also checks the runtime's structured `tracing` log: the events the runtime
+//! emitted while it took the step must be exactly those the model's step implies
+//! ([`expected_log`], [`check_log`]); a difference shows in [`Observation::log`].
+//!
 //! [`replay_unpatched_counterexample`] replays the unpatched design's shortest
 //! reanimation counterexample against the fixed runtime and says where the two part.
 

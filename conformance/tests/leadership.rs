@@ -3,7 +3,8 @@
 //! state graph replayed against the runtime, seeded random walks, seeded faults that
 //! re-introduce each half of the bug (each reported at its first step), the unpatched
 //! design's shortest reanimation counterexample replayed against the fixed runtime,
-//! and trace files of the leadership model.
+//! trace files of the leadership model, and the runtime's structured log with faults
+//! seeded in it.
 
 use std::collections::BTreeSet;
 
@@ -864,4 +865,69 @@ fn a_refusal_not_logged_as_rejected_is_caught_at_the_first_probe() {
             "log: \"\" | \"log[0].outcome: rejected | ignored\"".into()
         ])
     );
+}
+
+/// The production binding with the log check switched off.
+struct WithoutLogCheck;
+
+impl Binding for WithoutLogCheck {
+    type Model = Leadership;
+    type State = State;
+    type Action = Action;
+    type Runtime = Runtime;
+    type Projection = Observation;
+
+    fn start(m: &Leadership, s: &State) -> Runtime {
+        let mut rt = LeadershipBinding::start(m, s);
+        rt.check_log = false;
+        rt
+    }
+
+    fn model_view(m: &Leadership, s: &State) -> Observation {
+        LeadershipBinding::model_view(m, s)
+    }
+
+    fn runtime_view(rt: &Runtime) -> Observation {
+        LeadershipBinding::runtime_view(rt)
+    }
+
+    fn step(m: &Leadership, rt: &mut Runtime, before: &State, a: &Action) -> Result<(), String> {
+        LeadershipBinding::step(m, rt, before, a)
+    }
+
+    fn probes(m: &Leadership, s: &State) -> Vec<Action> {
+        LeadershipBinding::probes(m, s)
+    }
+}
+
+#[test]
+fn the_log_check_can_be_switched_off_and_then_misses_a_log_fault_only() {
+    let mut late = LARGEST.to_vec();
+    late.push(("late-signal", "true"));
+    let m = fixed(&late);
+    // The same cover with and without the check, one after the other (the printed
+    // rates compare the two under the same load).
+    let without = cover::<WithoutLogCheck>(&m).unwrap_or_else(|d| panic!("{d}"));
+    let with = cover::<LeadershipBinding>(&m).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(
+        (without.unique_states, without.transitions),
+        (49_896, 87_239)
+    );
+    assert_eq!(
+        (without.steps, without.probes),
+        (with.steps, with.probes),
+        "the check changes nothing that is covered"
+    );
+    report(
+        "largest bounds, late-signal, without the log check",
+        &without,
+    );
+    report("largest bounds, late-signal, with the log check", &with);
+    // Without the check a runtime whose log lies is not noticed.
+    let mut rt = WithoutLogCheck::start(&m, &initial(&m));
+    let init = initial(&m);
+    let (result, seen) = collect(|| WithoutLogCheck::step(&m, &mut rt, &init, &Action::RunRevoke));
+    assert!(result.is_err());
+    assert_eq!(seen.len(), 1, "the runtime still logs the refusal");
+    assert_eq!(rt.log, "");
 }
