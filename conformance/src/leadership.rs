@@ -600,11 +600,14 @@ impl Subscriber for Collector {
 }
 
 /// Runs `f` with a collector as this thread's subscriber and leaves in `out` (cleared
-/// first) every event emitted meanwhile, in order.
+/// first) every event emitted meanwhile, in order. The events go to `out`'s own room,
+/// and a collection around this one gets its records back afterwards, so collections
+/// nest (an event belongs to the innermost one).
 fn collect_into<T>(out: &mut Vec<LogRecord>, f: impl FnOnce() -> T) -> T {
-    RECORDS.with_borrow_mut(|records| records.clear());
+    out.clear();
+    let outer = RECORDS.replace(std::mem::take(out));
     let value = COLLECTOR.with(|dispatch| tracing::dispatcher::with_default(dispatch, f));
-    RECORDS.with_borrow_mut(|records| std::mem::swap(records, out));
+    *out = RECORDS.replace(outer);
     value
 }
 
