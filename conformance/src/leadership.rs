@@ -151,18 +151,23 @@ const OWN_STEPS: [Action; 4] = [
 /// the dispatcher's handling of the runner result, global cleanup) whenever the model
 /// enables it. Each of those steps is one-way, so this ends.
 pub fn settle(model: &Leadership, state: &State) -> State {
-    let mut state = *state;
-    let mut enabled = Vec::new();
-    loop {
-        enabled.clear();
-        model.actions(&state, &mut enabled);
-        let Some(own) = OWN_STEPS.iter().find(|a| enabled.contains(a)) else {
-            return state;
-        };
-        state = model
-            .next_state(&state, *own)
-            .expect("the model's enabled actions always have a next state");
+    thread_local! {
+        // The enabled actions' room, reused: settling runs several times per step.
+        static ENABLED: RefCell<Vec<Action>> = const { RefCell::new(Vec::new()) };
     }
+    ENABLED.with_borrow_mut(|enabled| {
+        let mut state = *state;
+        loop {
+            enabled.clear();
+            model.actions(&state, enabled);
+            let Some(own) = OWN_STEPS.iter().find(|a| enabled.contains(a)) else {
+                return state;
+            };
+            state = model
+                .next_state(&state, *own)
+                .expect("the model's enabled actions always have a next state");
+        }
+    })
 }
 
 fn status(s: Status) -> JobStatus {
@@ -360,9 +365,14 @@ fn owns(rt: &Runtime, session: Session) -> bool {
 
 /// Whether the model enables `action` at `before`.
 fn enables(model: &Leadership, before: &State, action: &Action) -> bool {
-    let mut enabled = Vec::new();
-    model.actions(before, &mut enabled);
-    enabled.contains(action)
+    thread_local! {
+        static ENABLED: RefCell<Vec<Action>> = const { RefCell::new(Vec::new()) };
+    }
+    ENABLED.with_borrow_mut(|enabled| {
+        enabled.clear();
+        model.actions(before, enabled);
+        enabled.contains(action)
+    })
 }
 
 /// Drives the runtime through the events that realise `action` (enabled or not by the
@@ -1049,6 +1059,8 @@ fn step_log(model: &Leadership, before: &State, action: &Action, out: &mut Vec<L
     let close_requested =
         b.runner != model::RunnerState::Stopped && a.runner == model::RunnerState::Stopped;
     let terminated = !b.runner_terminated && a.runner_terminated;
+    // Logged only when the result is set; the log names the event and the job, not the
+    // value, so an unset one never matters here.
     let completed = DispatcherEvent::RunnerCompleted {
         job: JOB,
         result: runner_result(a.runner_result).unwrap_or(RunnerResult::Suspended),
