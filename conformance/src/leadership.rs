@@ -18,22 +18,31 @@
 //!   therefore taken after those steps ([`settle`]), and the model's own copies of them
 //!   are steps without a runtime event.
 //!
+//! Every step also checks the runtime's structured `tracing` log: the events the runtime
+//! emitted while it took the step must be exactly those the model's step implies
+//! ([`expected_log`], [`check_log`]); a difference shows in [`Observation::log`].
+//!
 //! [`replay_unpatched_counterexample`] replays the unpatched design's shortest
 //! reanimation counterexample against the fixed runtime and says where the two part.
 
-use std::fmt;
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::fmt::{self, Write as _};
 
 use serde::Serialize;
 use stateright::Model;
 use steadfast::leadership::{
-    Driver, Event, JobId, JobResultEntry, JobResultStore, JobStatus, ProcessResult, ProcessState,
-    Query, RunnerResult, RunnerState, Session,
+    DispatcherEvent, Driver, Event, JobId, JobResultEntry, JobResultStore, JobStatus, ProcessEvent,
+    ProcessResult, ProcessState, Query, RunnerResult, RunnerState, Session,
 };
 use steadfast_model::check;
 use steadfast_model::leadership::{
     self as model, property, Action, DispatcherState, Leadership, Outcome, State, Status,
 };
 use steadfast_model::Spec;
+use tracing::field::{Field, Visit};
+use tracing::span;
+use tracing::{Dispatch, Metadata, Subscriber};
 
 use crate::trace::{self, Replay, TraceError};
 use crate::Binding;
@@ -91,6 +100,10 @@ pub struct Observation {
     pub live_runner: bool,
     /// Runners the dispatcher started, over all epochs.
     pub runners_started: u32,
+    /// Where the structured log the runtime emitted in the step that led here disagrees
+    /// with the log the model's step implies, one `; `-separated item per difference;
+    /// empty when they agree, and always empty on the model side ([`check_log`]).
+    pub log: String,
 }
 
 /// The runtime: the production driver for [`JOB`], queries held for the step to answer.
@@ -98,6 +111,11 @@ pub struct Observation {
 pub struct Runtime {
     /// The driver of runner, dispatcher, election and stores.
     pub driver: Driver,
+    /// Whether each step collects the runtime's structured log and checks it against the
+    /// model ([`check_log`]); on from [`Runtime::started`].
+    pub check_log: bool,
+    /// The disagreements the log check found in the last step (see [`Observation::log`]).
+    pub log: String,
 }
 
 impl Runtime {
@@ -110,7 +128,11 @@ impl Runtime {
         driver
             .submit_job()
             .expect("a fresh dispatcher accepts the job");
-        Runtime { driver }
+        Runtime {
+            driver,
+            check_log: true,
+            log: String::new(),
+        }
     }
 }
 
@@ -129,18 +151,23 @@ const OWN_STEPS: [Action; 4] = [
 /// the dispatcher's handling of the runner result, global cleanup) whenever the model
 /// enables it. Each of those steps is one-way, so this ends.
 pub fn settle(model: &Leadership, state: &State) -> State {
-    let mut state = *state;
-    let mut enabled = Vec::new();
-    loop {
-        enabled.clear();
-        model.actions(&state, &mut enabled);
-        let Some(own) = OWN_STEPS.iter().find(|a| enabled.contains(a)) else {
-            return state;
-        };
-        state = model
-            .next_state(&state, *own)
-            .expect("the model's enabled actions always have a next state");
+    thread_local! {
+        // The enabled actions' room, reused: settling runs several times per step.
+        static ENABLED: RefCell<Vec<Action>> = const { RefCell::new(Vec::new()) };
     }
+    ENABLED.with_borrow_mut(|enabled| {
+        let mut state = *state;
+        loop {
+            enabled.clear();
+            model.actions(&state, enabled);
+            let Some(own) = OWN_STEPS.iter().find(|a| enabled.contains(a)) else {
+                return state;
+            };
+            state = model
+                .next_state(&state, *own)
+                .expect("the model's enabled actions always have a next state");
+        }
+    })
 }
 
 fn status(s: Status) -> JobStatus {
@@ -229,10 +256,19 @@ fn observe_model(s: &State) -> Observation {
         dispatcher_epoch: u32::from(s.epoch),
         dispatcher_leader: s.dispatcher == DispatcherState::Leading,
         live_runner: live,
-        // Recovery only ever stops (the JobGraph never comes back, an entry never
-        // goes), so the runners started are one per epoch up to the one that wrote the
-        // entry, or up to now.
-        runners_started: u32::from(if s.has_runner { s.epoch } else { s.entry_epoch }),
+        runners_started: u32::from(latest_runner_epoch(s)),
+        log: String::new(),
+    }
+}
+
+/// The epoch of the latest runner the dispatcher started. Recovery only ever stops (the
+/// JobGraph never comes back, an entry never goes), so runners were started in every
+/// epoch up to the one that wrote the entry, or up to now.
+fn latest_runner_epoch(s: &State) -> u8 {
+    if s.has_runner {
+        s.epoch
+    } else {
+        s.entry_epoch
     }
 }
 
@@ -268,6 +304,7 @@ pub fn observe_runtime(rt: &Runtime) -> Observation {
         dispatcher_leader: d.dispatcher().is_leader(),
         live_runner: d.dispatcher().live_runners() == [JOB],
         runners_started: p.runners_started,
+        log: rt.log.clone(),
     }
 }
 
@@ -326,6 +363,748 @@ fn owns(rt: &Runtime, session: Session) -> bool {
         .is_some_and(|r| r.processes().any(|p| p.session() == session))
 }
 
+/// Whether the model enables `action` at `before`.
+fn enables(model: &Leadership, before: &State, action: &Action) -> bool {
+    thread_local! {
+        static ENABLED: RefCell<Vec<Action>> = const { RefCell::new(Vec::new()) };
+    }
+    ENABLED.with_borrow_mut(|enabled| {
+        enabled.clear();
+        model.actions(before, enabled);
+        enabled.contains(action)
+    })
+}
+
+/// Drives the runtime through the events that realise `action` (enabled or not by the
+/// model at `before`), without looking at its log.
+fn apply(rt: &mut Runtime, before: &State, action: &Action, enabled: bool) -> Result<(), String> {
+    match *action {
+        Action::GrantLeadership(s) => {
+            let got = rt.driver.elect().map_err(text)?;
+            if got != Session(u32::from(s)) {
+                return Err(format!("the election issued {got}, the model s{s}"));
+            }
+        }
+        Action::RevokeLeadership(s) => {
+            let got = rt.driver.unelect().map_err(text)?;
+            if got != Session(u32::from(s)) {
+                return Err(format!("the election revoked {got}, the model s{s}"));
+            }
+        }
+        Action::RunGrant(s) => {
+            let session = Session(u32::from(s));
+            deliver(rt, Event::LeadershipGranted { session }, enabled)?;
+            answer_queries(rt, before)?;
+        }
+        Action::RunRevoke => {
+            deliver(rt, Event::LeadershipRevoked, enabled)?;
+            answer_queries(rt, before)?;
+        }
+        // The scheduler decided; its signal is in flight and reaches nothing yet.
+        Action::DecideTerminal(_) => {}
+        Action::DeliverTerminalSignal(id) => {
+            let session = process_session(before, id);
+            let status = status(before.decided.ok_or("a signal without a decision")?);
+            // A process whose runner is gone receives nothing.
+            if owns(rt, session) {
+                rt.driver
+                    .runner_event(Event::TerminalSignalDelivered { session, status })
+                    .map_err(text)?;
+            }
+        }
+        Action::CheckLeadershipInForward(id) => {
+            let session = process_session(before, id);
+            rt.driver
+                .runner_event(Event::ForwardCallback { session })
+                .map_err(text)?;
+            answer_queries(rt, before)?;
+        }
+        Action::TerminateService(id) => {
+            let session = process_session(before, id);
+            rt.driver
+                .runner_event(Event::ProcessServiceTerminated { session })
+                .map_err(text)?;
+            answer_queries(rt, before)?;
+        }
+        Action::DispatcherFailover => {
+            rt.driver.dispatcher_lose_leadership().map_err(text)?;
+            answer_queries(rt, before)?;
+        }
+        Action::RecoverJob => {
+            rt.driver.dispatcher_gain_leadership().map_err(text)?;
+        }
+        // Taken by the runtime already, as soon as they became possible.
+        Action::CloseRunner
+        | Action::HandleRunnerResult
+        | Action::RemoveJobGraph
+        | Action::MarkResultClean => {}
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------
+// The structured log. Every transition of the runner, a process and the dispatcher,
+// and every election notice, emits one `tracing` event naming its component, the event,
+// the session or job where one applies, and the outcome; FLINK-39704 was diagnosed from
+// such logs, so they are an output the model's steps must explain too.
+
+/// One structured event of the leadership runtime, with the fields conformance reads
+/// (strings are empty and numbers `None` when the event lacks the field).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LogRecord {
+    /// `runner`, `process`, `dispatcher` or `election`.
+    pub component: Cow<'static, str>,
+    /// The event the component handled.
+    pub event: Cow<'static, str>,
+    /// The session the event names.
+    pub session: Option<u64>,
+    /// The job (runner and dispatcher events).
+    pub job: Option<u64>,
+    /// The dispatcher's epoch after the event (dispatcher events).
+    pub epoch: Option<u64>,
+    /// What the component did; `rejected` when it refused the event.
+    pub outcome: Cow<'static, str>,
+}
+
+impl fmt::Display for LogRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.component, self.event)?;
+        for (name, value) in [
+            ("session", self.session),
+            ("job", self.job),
+            ("epoch", self.epoch),
+        ] {
+            if let Some(v) = value {
+                write!(f, " {name}={v}")?;
+            }
+        }
+        write!(f, " -> {}", self.outcome)
+    }
+}
+
+/// The outcome of an event a component refused.
+const REJECTED: &str = "rejected";
+
+/// The log's words, so that a record of them borrows instead of allocating; a word
+/// outside this list is kept as an owned string.
+fn word(text: &str) -> Cow<'static, str> {
+    const WORDS: [&str; 48] = [
+        REJECTED,
+        "applied",
+        "runner",
+        "process",
+        "dispatcher",
+        "election",
+        "leadership_granted",
+        "leadership_revoked",
+        "terminal_signal_delivered",
+        "process_service_terminated",
+        "forward_callback",
+        "close_requested",
+        "job_result_store_answered",
+        "leadership_confirmed",
+        "process_result_completed",
+        "terminal_signal",
+        "service_terminated",
+        "close",
+        "completed",
+        "leadership_gained",
+        "leadership_lost",
+        "job_submitted",
+        "runner_completed",
+        "runner_terminated",
+        "issue",
+        "revoke",
+        "issued",
+        "revoked",
+        "queued",
+        "checking_leadership",
+        "grant_skipped_not_running",
+        "grant_skipped_not_leader",
+        "job_already_done",
+        "flushed_on_grant",
+        "process_started",
+        "forwarded",
+        "dropped_not_leader",
+        "forward_scheduled",
+        "process_terminated",
+        "ignored",
+        "cached",
+        "cached_checking_leadership",
+        "dropped_not_running",
+        "stopping",
+        "terminated",
+        "terminated_not_finished",
+        "already_completed",
+        "closing",
+    ];
+    match WORDS.iter().find(|w| **w == text) {
+        Some(w) => Cow::Borrowed(w),
+        None => Cow::Owned(text.to_owned()),
+    }
+}
+
+impl Visit for LogRecord {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        match field.name() {
+            "component" => self.component = word(value),
+            "event" => self.event = word(value),
+            "outcome" => self.outcome = word(value),
+            _ => {}
+        }
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        match field.name() {
+            "session" => self.session = Some(value),
+            "job" => self.job = Some(value),
+            "epoch" => self.epoch = Some(value),
+            _ => {}
+        }
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        // Numbers are unsigned in the log; a negative one is kept as a value no model
+        // expects.
+        self.record_u64(field, u64::try_from(value).unwrap_or(u64::MAX));
+    }
+
+    // State, effects and errors are recorded with `Debug`; they are not compared, so
+    // they are not formatted either.
+    fn record_debug(&mut self, _: &Field, _: &dyn fmt::Debug) {}
+}
+
+/// The subscriber that keeps every event of the thread's current collection.
+struct Collector;
+
+thread_local! {
+    static RECORDS: RefCell<Vec<LogRecord>> = const { RefCell::new(Vec::new()) };
+    static COLLECTOR: Dispatch = Dispatch::new(Collector);
+    static BUFFERS: RefCell<Buffers> = RefCell::new(Buffers::default());
+}
+
+/// The expected and the collected log of the binding's current step, kept from step to
+/// step so that their room is reused.
+#[derive(Default)]
+struct Buffers {
+    want: Vec<LogRecord>,
+    seen: Vec<LogRecord>,
+}
+
+impl Subscriber for Collector {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        metadata.is_event()
+    }
+    fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
+        span::Id::from_u64(1)
+    }
+    fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
+    fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut record = LogRecord::default();
+        event.record(&mut record);
+        RECORDS.with_borrow_mut(|records| records.push(record));
+    }
+    fn enter(&self, _: &span::Id) {}
+    fn exit(&self, _: &span::Id) {}
+}
+
+/// Runs `f` with a collector as this thread's subscriber and leaves in `out` (cleared
+/// first) every event emitted meanwhile, in order. The events go to `out`'s own room,
+/// and a collection around this one gets its records back afterwards, so collections
+/// nest (an event belongs to the innermost one).
+fn collect_into<T>(out: &mut Vec<LogRecord>, f: impl FnOnce() -> T) -> T {
+    out.clear();
+    let outer = RECORDS.replace(std::mem::take(out));
+    let value = COLLECTOR.with(|dispatch| tracing::dispatcher::with_default(dispatch, f));
+    *out = RECORDS.replace(outer);
+    value
+}
+
+/// Runs `f` and returns its value with the structured events emitted meanwhile, in
+/// order.
+pub fn collect<T>(f: impl FnOnce() -> T) -> (T, Vec<LogRecord>) {
+    let mut out = Vec::new();
+    let value = collect_into(&mut out, f);
+    (value, out)
+}
+
+/// Realises `action` at `before` on the runtime as the binding's step does, without the
+/// log check.
+pub fn realise(
+    model: &Leadership,
+    rt: &mut Runtime,
+    before: &State,
+    action: &Action,
+) -> Result<(), String> {
+    apply(rt, before, action, enables(model, before, action))
+}
+
+/// [`realise`], returning as well the structured events the runtime emitted meanwhile.
+pub fn logged_step(
+    model: &Leadership,
+    rt: &mut Runtime,
+    before: &State,
+    action: &Action,
+) -> (Result<(), String>, Vec<LogRecord>) {
+    collect(|| realise(model, rt, before, action))
+}
+
+/// The log check of one step: where `seen`, the structured events the runtime emitted
+/// while it realised `action` at `before` and answered `result`, differs from what the
+/// model's step implies ([`expected_log`]); empty when they agree. A refusal of an
+/// enabled action, or the acceptance of a forbidden one, is a disagreement of its own and
+/// is not checked here.
+pub fn check_log(
+    model: &Leadership,
+    before: &State,
+    action: &Action,
+    result: &Result<(), String>,
+    seen: &[LogRecord],
+) -> String {
+    let enabled = enables(model, before, action);
+    if enabled != result.is_ok() {
+        return String::new();
+    }
+    let want = expected_log(model, before, action, !enabled);
+    if want == seen {
+        String::new()
+    } else {
+        disagreements(&want, seen)
+    }
+}
+
+/// One item per difference, by position: the differing fields of records both logs have
+/// (`model | runtime`), then records only one of them has.
+fn disagreements(want: &[LogRecord], seen: &[LogRecord]) -> String {
+    let mut out = String::new();
+    let item = |out: &mut String, text: fmt::Arguments<'_>| {
+        if !out.is_empty() {
+            out.push_str("; ");
+        }
+        let _ = out.write_fmt(text);
+    };
+    for (i, (w, s)) in want.iter().zip(seen).enumerate() {
+        let strings = [
+            ("component", &w.component, &s.component),
+            ("event", &w.event, &s.event),
+            ("outcome", &w.outcome, &s.outcome),
+        ];
+        for (name, a, b) in strings {
+            if a != b {
+                item(&mut out, format_args!("log[{i}].{name}: {a} | {b}"));
+            }
+        }
+        let numbers = [
+            ("session", w.session, s.session),
+            ("job", w.job, s.job),
+            ("epoch", w.epoch, s.epoch),
+        ];
+        for (name, a, b) in numbers {
+            if a != b {
+                let show = |v: Option<u64>| v.map_or("none".to_string(), |v| v.to_string());
+                item(
+                    &mut out,
+                    format_args!("log[{i}].{name}: {} | {}", show(a), show(b)),
+                );
+            }
+        }
+    }
+    for (i, w) in want.iter().enumerate().skip(seen.len()) {
+        item(&mut out, format_args!("log[{i}] missing: {w}"));
+    }
+    for (i, s) in seen.iter().enumerate().skip(want.len()) {
+        item(&mut out, format_args!("log[{i}] unexpected: {s}"));
+    }
+    out
+}
+
+// The names below are the log's vocabulary as conformance states it, from the event
+// values the binding builds; the runtime's own naming helpers are what they check.
+
+fn runner_event(event: &Event) -> &'static str {
+    match event {
+        Event::LeadershipGranted { .. } => "leadership_granted",
+        Event::LeadershipRevoked => "leadership_revoked",
+        Event::ProcessResultCompleted { .. } => "process_result_completed",
+        Event::TerminalSignalDelivered { .. } => "terminal_signal_delivered",
+        Event::ProcessServiceTerminated { .. } => "process_service_terminated",
+        Event::ForwardCallback { .. } => "forward_callback",
+        Event::CloseRequested => "close_requested",
+        Event::JobResultStoreAnswered { .. } => "job_result_store_answered",
+        Event::LeadershipConfirmed { .. } => "leadership_confirmed",
+    }
+}
+
+fn runner_event_session(event: &Event) -> Option<Session> {
+    match *event {
+        Event::LeadershipGranted { session }
+        | Event::ProcessResultCompleted { session, .. }
+        | Event::TerminalSignalDelivered { session, .. }
+        | Event::ProcessServiceTerminated { session }
+        | Event::ForwardCallback { session }
+        | Event::LeadershipConfirmed { session, .. } => Some(session),
+        Event::LeadershipRevoked | Event::CloseRequested | Event::JobResultStoreAnswered { .. } => {
+            None
+        }
+    }
+}
+
+fn process_event(event: ProcessEvent) -> &'static str {
+    match event {
+        ProcessEvent::TerminalSignal(_) => "terminal_signal",
+        ProcessEvent::Completed(_) => "completed",
+        ProcessEvent::Close => "close",
+        ProcessEvent::ServiceTerminated => "service_terminated",
+    }
+}
+
+fn dispatcher_event(event: DispatcherEvent) -> (&'static str, Option<JobId>) {
+    match event {
+        DispatcherEvent::LeadershipGained => ("leadership_gained", None),
+        DispatcherEvent::LeadershipLost => ("leadership_lost", None),
+        DispatcherEvent::JobSubmitted { job } => ("job_submitted", Some(job)),
+        DispatcherEvent::RunnerCompleted { job, .. } => ("runner_completed", Some(job)),
+        DispatcherEvent::RunnerTerminated { job } => ("runner_terminated", Some(job)),
+    }
+}
+
+fn runner_record(event: Event, outcome: &'static str) -> LogRecord {
+    LogRecord {
+        component: Cow::Borrowed("runner"),
+        event: Cow::Borrowed(runner_event(&event)),
+        session: runner_event_session(&event).map(|s| u64::from(s.0)),
+        job: Some(u64::from(JOB.0)),
+        epoch: None,
+        outcome: Cow::Borrowed(outcome),
+    }
+}
+
+fn process_record(event: ProcessEvent, session: Session, outcome: &'static str) -> LogRecord {
+    LogRecord {
+        component: Cow::Borrowed("process"),
+        event: Cow::Borrowed(process_event(event)),
+        session: Some(u64::from(session.0)),
+        job: None,
+        epoch: None,
+        outcome: Cow::Borrowed(outcome),
+    }
+}
+
+fn dispatcher_record(event: DispatcherEvent, epoch: u8, outcome: &'static str) -> LogRecord {
+    let (name, job) = dispatcher_event(event);
+    LogRecord {
+        component: Cow::Borrowed("dispatcher"),
+        event: Cow::Borrowed(name),
+        session: None,
+        job: job.map(|j| u64::from(j.0)),
+        epoch: Some(u64::from(epoch)),
+        outcome: Cow::Borrowed(outcome),
+    }
+}
+
+fn election_record(event: &'static str, session: u8, outcome: &'static str) -> LogRecord {
+    LogRecord {
+        component: Cow::Borrowed("election"),
+        event: Cow::Borrowed(event),
+        session: Some(u64::from(session)),
+        job: None,
+        epoch: None,
+        outcome: Cow::Borrowed(outcome),
+    }
+}
+
+/// Whether process `id` belongs to the runner the driver holds (the latest one), which
+/// is the one the binding's events reach.
+fn of_latest_runner(s: &State, id: u8) -> bool {
+    s.processes[usize::from(id) - 1].epoch == latest_runner_epoch(s)
+}
+
+/// The structured events the runtime must emit when the binding realises `action` at
+/// `before`: the model takes it, or (`refused`) the model forbids it and the runtime
+/// refuses it. Every expectation reads the model: its state before (settled, as the
+/// runtime is), the action, and its settled state after.
+pub fn expected_log(
+    model: &Leadership,
+    before: &State,
+    action: &Action,
+    refused: bool,
+) -> Vec<LogRecord> {
+    let mut out = Vec::new();
+    expected_log_into(model, before, action, refused, &mut out);
+    out
+}
+
+fn expected_log_into(
+    model: &Leadership,
+    before: &State,
+    action: &Action,
+    refused: bool,
+    out: &mut Vec<LogRecord>,
+) {
+    out.clear();
+    if refused {
+        refusal_log(before, action, out);
+        return;
+    }
+    match *action {
+        // The election notices the issue or revoke at once; the runner sees it later.
+        Action::GrantLeadership(s) => out.push(election_record("issue", s, "issued")),
+        Action::RevokeLeadership(s) => out.push(election_record("revoke", s, "revoked")),
+        // No runtime event.
+        Action::DecideTerminal(_)
+        | Action::CloseRunner
+        | Action::HandleRunnerResult
+        | Action::RemoveJobGraph
+        | Action::MarkResultClean => {}
+        Action::RecoverJob => out.push(dispatcher_record(
+            DispatcherEvent::LeadershipGained,
+            before.epoch + 1,
+            "applied",
+        )),
+        _ => step_log(model, before, action, out),
+    }
+}
+
+/// The events a forbidden step produces when the runtime refuses it: the refusal of the
+/// event the binding delivered, and nothing else.
+fn refusal_log(before: &State, action: &Action, out: &mut Vec<LogRecord>) {
+    match *action {
+        Action::RunGrant(s) => out.push(runner_record(
+            Event::LeadershipGranted {
+                session: Session(u32::from(s)),
+            },
+            REJECTED,
+        )),
+        Action::RunRevoke => out.push(runner_record(Event::LeadershipRevoked, REJECTED)),
+        Action::TerminateService(id) => {
+            let session = process_session(before, id);
+            // A process of the driver's runner refuses it itself first; a process of a
+            // replaced runner is unknown to the runner.
+            if of_latest_runner(before, id) {
+                out.push(process_record(
+                    ProcessEvent::ServiceTerminated,
+                    session,
+                    REJECTED,
+                ));
+            }
+            out.push(runner_record(
+                Event::ProcessServiceTerminated { session },
+                REJECTED,
+            ));
+        }
+        Action::CheckLeadershipInForward(id) => out.push(runner_record(
+            Event::ForwardCallback {
+                session: process_session(before, id),
+            },
+            REJECTED,
+        )),
+        Action::DispatcherFailover => out.push(dispatcher_record(
+            DispatcherEvent::LeadershipLost,
+            before.epoch,
+            REJECTED,
+        )),
+        Action::RecoverJob => out.push(dispatcher_record(
+            DispatcherEvent::LeadershipGained,
+            before.epoch,
+            REJECTED,
+        )),
+        // The election refuses before it notices anything; the other actions are never
+        // offered as probes.
+        _ => {}
+    }
+}
+
+/// Processes the step closed: Running before, Closing after.
+fn closes(b: &State, a: &State, out: &mut Vec<LogRecord>) {
+    for (p, q) in b.processes[..usize::from(b.process_count)]
+        .iter()
+        .zip(&a.processes)
+    {
+        if p.state == model::ProcessState::Running && q.state == model::ProcessState::Closing {
+            out.push(process_record(
+                ProcessEvent::Close,
+                Session(u32::from(p.session)),
+                "closing",
+            ));
+        }
+    }
+}
+
+/// The runner and process events of an enabled step, then what the runtime does by
+/// itself in the same call: the dispatcher handling a runner result that became set,
+/// the runner's close it requests, the runner's close completing.
+fn step_log(model: &Leadership, before: &State, action: &Action, out: &mut Vec<LogRecord>) {
+    let b = settle(model, before);
+    let next = model
+        .next_state(before, *action)
+        .expect("the model's enabled actions always have a next state");
+    let a = settle(model, &next);
+    let running = b.runner == model::RunnerState::Running;
+    match *action {
+        Action::RunGrant(s) => {
+            let session = Session(u32::from(s));
+            out.push(runner_record(
+                Event::LeadershipGranted { session },
+                "queued",
+            ));
+            // A runner that is not running drops the grant without asking anything.
+            if running {
+                let has_entry = b.job_result != model::JobResultEntry::Absent;
+                out.push(runner_record(
+                    Event::JobResultStoreAnswered { has_entry },
+                    "checking_leadership",
+                ));
+                let held = b.issued == s;
+                let outcome = if !held {
+                    "grant_skipped_not_leader"
+                } else if b.pending_terminal.is_some() && model.design.runner_fix() {
+                    "flushed_on_grant"
+                } else if has_entry {
+                    "job_already_done"
+                } else {
+                    "process_started"
+                };
+                out.push(runner_record(
+                    Event::LeadershipConfirmed { session, held },
+                    outcome,
+                ));
+            }
+        }
+        Action::RunRevoke => {
+            closes(&b, &a, out);
+            out.push(runner_record(Event::LeadershipRevoked, "queued"));
+        }
+        // A process whose runner is gone receives nothing.
+        Action::DeliverTerminalSignal(id) if of_latest_runner(&b, id) => {
+            let session = process_session(&b, id);
+            let status = status(b.decided.expect("a signal follows a decision"));
+            let completes = b.processes[usize::from(id) - 1].result == Outcome::Unset;
+            out.push(process_record(
+                ProcessEvent::TerminalSignal(status),
+                session,
+                if completes {
+                    "completed"
+                } else {
+                    "already_completed"
+                },
+            ));
+            out.push(runner_record(
+                Event::TerminalSignalDelivered { session, status },
+                if completes {
+                    "forward_scheduled"
+                } else {
+                    "ignored"
+                },
+            ));
+        }
+        Action::CheckLeadershipInForward(id) => {
+            let session = process_session(&b, id);
+            // The forward caches exactly when the runner's cached result goes from unset
+            // to set.
+            let cached = b.pending_terminal.is_none() && a.pending_terminal.is_some();
+            let outcome = match (cached, running) {
+                (true, true) => "cached_checking_leadership",
+                (false, true) => "checking_leadership",
+                (true, false) => "cached",
+                (false, false) => "dropped_not_running",
+            };
+            out.push(runner_record(Event::ForwardCallback { session }, outcome));
+            // A running runner asks whether the session is the issued one.
+            if running {
+                let held = b.issued == b.processes[usize::from(id) - 1].session;
+                out.push(runner_record(
+                    Event::LeadershipConfirmed { session, held },
+                    if held {
+                        "forwarded"
+                    } else {
+                        "dropped_not_leader"
+                    },
+                ));
+            }
+        }
+        Action::TerminateService(id) => {
+            let session = process_session(&b, id);
+            // Without a result yet, the process completes it NotFinished as it ends.
+            let completes = b.processes[usize::from(id) - 1].result == Outcome::Unset;
+            out.push(process_record(
+                ProcessEvent::ServiceTerminated,
+                session,
+                if completes {
+                    "terminated_not_finished"
+                } else {
+                    "terminated"
+                },
+            ));
+            out.push(runner_record(
+                Event::ProcessServiceTerminated { session },
+                if completes {
+                    "forward_scheduled"
+                } else {
+                    "process_terminated"
+                },
+            ));
+        }
+        Action::DispatcherFailover => out.push(dispatcher_record(
+            DispatcherEvent::LeadershipLost,
+            b.epoch,
+            "applied",
+        )),
+        _ => {}
+    }
+    if !b.has_runner || a.epoch != b.epoch {
+        return;
+    }
+    let result_set = !b.runner_result.is_set() && a.runner_result.is_set();
+    let close_requested =
+        b.runner != model::RunnerState::Stopped && a.runner == model::RunnerState::Stopped;
+    let terminated = !b.runner_terminated && a.runner_terminated;
+    // Logged only when the result is set; the log names the event and the job, not the
+    // value, so an unset one never matters here.
+    let completed = DispatcherEvent::RunnerCompleted {
+        job: JOB,
+        result: runner_result(a.runner_result).unwrap_or(RunnerResult::Suspended),
+    };
+    let close = runner_record(
+        Event::CloseRequested,
+        if terminated { "terminated" } else { "stopping" },
+    );
+    if *action == Action::DispatcherFailover {
+        // The lost leadership closes the runner; a close that completes at once sets
+        // the result the dispatcher then handles.
+        if close_requested {
+            closes(&b, &a, out);
+            out.push(close);
+            if terminated {
+                if result_set {
+                    out.push(dispatcher_record(completed, b.epoch, "applied"));
+                }
+                out.push(dispatcher_record(
+                    DispatcherEvent::RunnerTerminated { job: JOB },
+                    b.epoch,
+                    "applied",
+                ));
+            }
+        }
+        return;
+    }
+    if result_set {
+        out.push(dispatcher_record(completed, b.epoch, "applied"));
+    }
+    // The dispatcher closes a runner whose result it handled.
+    if close_requested {
+        closes(&b, &a, out);
+        out.push(close);
+    }
+    if terminated {
+        out.push(dispatcher_record(
+            DispatcherEvent::RunnerTerminated { job: JOB },
+            b.epoch,
+            "applied",
+        ));
+    }
+}
+
 impl Binding for LeadershipBinding {
     type Model = Leadership;
     type State = State;
@@ -351,71 +1130,23 @@ impl Binding for LeadershipBinding {
         before: &State,
         action: &Action,
     ) -> Result<(), String> {
-        let mut enabled = Vec::new();
-        model.actions(before, &mut enabled);
-        let enabled = enabled.contains(action);
-        match *action {
-            Action::GrantLeadership(s) => {
-                let got = rt.driver.elect().map_err(text)?;
-                if got != Session(u32::from(s)) {
-                    return Err(format!("the election issued {got}, the model s{s}"));
-                }
-            }
-            Action::RevokeLeadership(s) => {
-                let got = rt.driver.unelect().map_err(text)?;
-                if got != Session(u32::from(s)) {
-                    return Err(format!("the election revoked {got}, the model s{s}"));
-                }
-            }
-            Action::RunGrant(s) => {
-                let session = Session(u32::from(s));
-                deliver(rt, Event::LeadershipGranted { session }, enabled)?;
-                answer_queries(rt, before)?;
-            }
-            Action::RunRevoke => {
-                deliver(rt, Event::LeadershipRevoked, enabled)?;
-                answer_queries(rt, before)?;
-            }
-            // The scheduler decided; its signal is in flight and reaches nothing yet.
-            Action::DecideTerminal(_) => {}
-            Action::DeliverTerminalSignal(id) => {
-                let session = process_session(before, id);
-                let status = status(before.decided.ok_or("a signal without a decision")?);
-                // A process whose runner is gone receives nothing.
-                if owns(rt, session) {
-                    rt.driver
-                        .runner_event(Event::TerminalSignalDelivered { session, status })
-                        .map_err(text)?;
-                }
-            }
-            Action::CheckLeadershipInForward(id) => {
-                let session = process_session(before, id);
-                rt.driver
-                    .runner_event(Event::ForwardCallback { session })
-                    .map_err(text)?;
-                answer_queries(rt, before)?;
-            }
-            Action::TerminateService(id) => {
-                let session = process_session(before, id);
-                rt.driver
-                    .runner_event(Event::ProcessServiceTerminated { session })
-                    .map_err(text)?;
-                answer_queries(rt, before)?;
-            }
-            Action::DispatcherFailover => {
-                rt.driver.dispatcher_lose_leadership().map_err(text)?;
-                answer_queries(rt, before)?;
-            }
-            Action::RecoverJob => {
-                rt.driver.dispatcher_gain_leadership().map_err(text)?;
-            }
-            // Taken by the runtime already, as soon as they became possible.
-            Action::CloseRunner
-            | Action::HandleRunnerResult
-            | Action::RemoveJobGraph
-            | Action::MarkResultClean => {}
+        let enabled = enables(model, before, action);
+        rt.log.clear();
+        if !rt.check_log {
+            return apply(rt, before, action, enabled);
         }
-        Ok(())
+        BUFFERS.with_borrow_mut(|buffers| {
+            let result = collect_into(&mut buffers.seen, || apply(rt, before, action, enabled));
+            // A step the runtime refuses although the model takes it, or takes although
+            // the model forbids it, is a disagreement reported as such already.
+            if enabled == result.is_ok() {
+                expected_log_into(model, before, action, !enabled, &mut buffers.want);
+                if buffers.want != buffers.seen {
+                    rt.log = disagreements(&buffers.want, &buffers.seen);
+                }
+            }
+            result
+        })
     }
 
     fn probes(model: &Leadership, state: &State) -> Vec<Action> {

@@ -3,14 +3,16 @@
 //! state graph replayed against the runtime, seeded random walks, seeded faults that
 //! re-introduce each half of the bug (each reported at its first step), the unpatched
 //! design's shortest reanimation counterexample replayed against the fixed runtime,
-//! and trace files of the leadership model.
+//! trace files of the leadership model, and the runtime's structured log with faults
+//! seeded in it.
 
 use std::collections::BTreeSet;
 
 use steadfast::leadership::{JobStatus, ProcessResult, ProcessState, RunnerResult, Session};
 use steadfast_conformance::cover::{cover, Coverage};
 use steadfast_conformance::leadership::{
-    observe_runtime, replay_unpatched_counterexample, LeadershipBinding, Observation, Runtime,
+    check_log, collect, expected_log, logged_step, observe_runtime, realise,
+    replay_unpatched_counterexample, LeadershipBinding, LogRecord, Observation, Runtime,
 };
 use steadfast_conformance::trace::{self, TraceError};
 use steadfast_conformance::walk::walk;
@@ -527,4 +529,413 @@ fn initial(m: &Leadership) -> State {
     let inits = m.init_states();
     assert_eq!(inits.len(), 1);
     inits[0]
+}
+
+// ---------------------------------------------------------------------------------
+// The structured log.
+
+/// Every step of `actions` from the initial state through the binding's parts, with
+/// the structured events each emitted; each step's log check must agree.
+fn logged(m: &Leadership, actions: &[Action]) -> Vec<Vec<String>> {
+    let states = trace::states_of(m, 0, actions).unwrap();
+    let mut rt = LeadershipBinding::start(m, &states[0].0);
+    let mut logs = Vec::new();
+    for (state, action) in &states {
+        if let Some(a) = action {
+            let (result, seen) = logged_step(m, &mut rt, state, a);
+            assert_eq!(result, Ok(()), "{a:?}");
+            assert_eq!(check_log(m, state, a, &result, &seen), "", "{a:?}");
+            assert_eq!(expected_log(m, state, a, false), seen, "{a:?}");
+            logs.push(seen.iter().map(ToString::to_string).collect());
+        }
+    }
+    logs
+}
+
+#[test]
+fn each_step_logs_exactly_the_structured_events_the_model_implies() {
+    use Action::*;
+    let m = fixed(&[]);
+    let logs = logged(
+        &m,
+        &[
+            GrantLeadership(1),
+            RunGrant(1),
+            DecideTerminal(Status::Finished),
+            DeliverTerminalSignal(1),
+            CheckLeadershipInForward(1),
+            HandleRunnerResult,
+            TerminateService(1),
+        ],
+    );
+    assert_eq!(
+        logs,
+        [
+            vec!["election issue session=1 -> issued"],
+            vec![
+                "runner leadership_granted session=1 job=1 -> queued",
+                "runner job_result_store_answered job=1 -> checking_leadership",
+                "runner leadership_confirmed session=1 job=1 -> process_started",
+            ],
+            vec![],
+            vec![
+                "process terminal_signal session=1 -> completed",
+                "runner terminal_signal_delivered session=1 job=1 -> forward_scheduled",
+            ],
+            // The forward caches the terminal result and forwards it; the dispatcher
+            // handles it and closes the runner, which closes the process.
+            vec![
+                "runner forward_callback session=1 job=1 -> cached_checking_leadership",
+                "runner leadership_confirmed session=1 job=1 -> forwarded",
+                "dispatcher runner_completed job=1 epoch=1 -> applied",
+                "process close session=1 -> closing",
+                "runner close_requested job=1 -> stopping",
+            ],
+            // The model's copy of a step the runtime took already.
+            vec![],
+            // The process ends with its result already set; the runner's close
+            // completes in the same call.
+            vec![
+                "process service_terminated session=1 -> terminated",
+                "runner process_service_terminated session=1 job=1 -> process_terminated",
+                "dispatcher runner_terminated job=1 epoch=1 -> applied",
+            ],
+        ]
+    );
+    // A revoke that lands in ordering A's window: the forward caches, the leadership
+    // check drops it, the runner's close flushes it on failover.
+    let logs = logged(
+        &m,
+        &[
+            GrantLeadership(1),
+            RunGrant(1),
+            DecideTerminal(Status::Failed),
+            DeliverTerminalSignal(1),
+            RevokeLeadership(1),
+            CheckLeadershipInForward(1),
+            RunRevoke,
+            DispatcherFailover,
+            TerminateService(1),
+            CloseRunner,
+            HandleRunnerResult,
+            RemoveJobGraph,
+            MarkResultClean,
+            RecoverJob,
+        ],
+    );
+    assert_eq!(
+        logs[5],
+        [
+            "runner forward_callback session=1 job=1 -> cached_checking_leadership",
+            "runner leadership_confirmed session=1 job=1 -> dropped_not_leader",
+        ]
+    );
+    assert_eq!(
+        logs[6],
+        [
+            "process close session=1 -> closing",
+            "runner leadership_revoked job=1 -> queued",
+        ]
+    );
+    assert_eq!(
+        logs[7],
+        [
+            "dispatcher leadership_lost epoch=1 -> applied",
+            "runner close_requested job=1 -> stopping",
+        ]
+    );
+    assert_eq!(
+        logs[8],
+        [
+            "process service_terminated session=1 -> terminated",
+            "runner process_service_terminated session=1 job=1 -> process_terminated",
+            "dispatcher runner_completed job=1 epoch=1 -> applied",
+            "dispatcher runner_terminated job=1 epoch=1 -> applied",
+        ]
+    );
+    assert!(logs[9..13].iter().all(Vec::is_empty));
+    // The JobResultStore holds the entry: the next leader starts no runner.
+    assert_eq!(
+        logs[13],
+        ["dispatcher leadership_gained epoch=2 -> applied"]
+    );
+}
+
+#[test]
+fn a_refused_probe_logs_one_rejected_event_for_what_the_binding_delivered() {
+    let m = fixed(&[]);
+    let init = initial(&m);
+    let rt = LeadershipBinding::start(&m, &init);
+    let mut refusals = Vec::new();
+    for probe in LeadershipBinding::probes(&m, &init) {
+        let mut probed = rt.clone();
+        let (result, seen) = logged_step(&m, &mut probed, &init, &probe);
+        assert!(result.is_err(), "{probe:?}");
+        assert_eq!(
+            check_log(&m, &init, &probe, &result, &seen),
+            "",
+            "{probe:?}"
+        );
+        refusals.push(seen.iter().map(ToString::to_string).collect::<Vec<_>>());
+    }
+    assert_eq!(
+        refusals,
+        [
+            // The election refuses before it notices anything.
+            vec![],
+            vec!["runner leadership_revoked job=1 -> rejected"],
+            vec!["dispatcher leadership_gained epoch=1 -> rejected"],
+        ]
+    );
+}
+
+// Faults in the log only. Each wraps the runtime and changes what its structured log
+// says, the way a mutation of the runtime's naming or outcome code would, and leaves
+// everything else alone; the log check must name the step and the field.
+
+/// Applies log fault `F` to the events of one step.
+fn tamper<const F: u8>(seen: &mut [LogRecord]) {
+    for r in seen.iter_mut() {
+        match F {
+            // The runner names every event `xyzzy`.
+            0 if r.component == "runner" => r.event = "xyzzy".into(),
+            // The runner's events lose their session.
+            1 if r.component == "runner" => r.session = None,
+            // The forward callback's caching outcomes swap.
+            2 if r.outcome == "cached_checking_leadership" => {
+                r.outcome = "checking_leadership".into()
+            }
+            2 if r.outcome == "checking_leadership" && r.event == "forward_callback" => {
+                r.outcome = "cached_checking_leadership".into()
+            }
+            // A service termination that completes no result reads "ignored".
+            3 if r.outcome == "process_terminated" => r.outcome = "ignored".into(),
+            // A refusal reads as accepted.
+            5 if r.outcome == "rejected" => r.outcome = "ignored".into(),
+            _ => {}
+        }
+    }
+}
+
+struct LogFaultBinding<const F: u8>;
+
+impl<const F: u8> Binding for LogFaultBinding<F> {
+    type Model = Leadership;
+    type State = State;
+    type Action = Action;
+    type Runtime = Runtime;
+    type Projection = Observation;
+
+    fn start(m: &Leadership, s: &State) -> Runtime {
+        LeadershipBinding::start(m, s)
+    }
+
+    fn model_view(m: &Leadership, s: &State) -> Observation {
+        LeadershipBinding::model_view(m, s)
+    }
+
+    fn runtime_view(rt: &Runtime) -> Observation {
+        LeadershipBinding::runtime_view(rt)
+    }
+
+    fn step(m: &Leadership, rt: &mut Runtime, before: &State, a: &Action) -> Result<(), String> {
+        let (result, mut seen) = if F == 4 {
+            // The dispatcher reports a lost leadership twice: a real second event.
+            collect(|| {
+                let result = realise(m, rt, before, a);
+                if *a == Action::DispatcherFailover {
+                    tracing::debug!(
+                        component = "dispatcher",
+                        event = "leadership_lost",
+                        epoch = u32::from(before.epoch),
+                        outcome = "applied"
+                    );
+                }
+                result
+            })
+        } else {
+            logged_step(m, rt, before, a)
+        };
+        tamper::<F>(&mut seen);
+        rt.log = check_log(m, before, a, &result, &seen);
+        result
+    }
+
+    fn probes(m: &Leadership, s: &State) -> Vec<Action> {
+        LeadershipBinding::probes(m, s)
+    }
+}
+
+fn log_fault<const F: u8>() -> steadfast_conformance::Divergence {
+    *cover::<LogFaultBinding<F>>(&fixed(&[])).unwrap_err()
+}
+
+#[test]
+fn a_runner_event_logged_under_another_name_is_caught_at_the_first_refusal() {
+    // What `Event::name` returning a constant does; the first runner event of the
+    // breadth-first cover is the refused revoke probed at the initial state.
+    let d = log_fault::<0>();
+    assert_eq!(
+        (d.step, d.trace.as_slice()),
+        (1, &["RunRevoke".to_string()][..])
+    );
+    assert_eq!(
+        d.problem,
+        Problem::RejectedButChanged(vec![
+            "log: \"\" | \"log[0].event: leadership_revoked | xyzzy\"".into()
+        ])
+    );
+}
+
+#[test]
+fn runner_events_without_their_session_are_caught_at_the_first_grant() {
+    // What `Event::session` returning `None` does.
+    let d = log_fault::<1>();
+    assert_eq!(d.trace, ["GrantLeadership(1)", "RunGrant(1)"]);
+    assert_eq!(
+        d.problem,
+        Problem::Projection(vec![
+            "log: \"\" | \"log[0].session: 1 | none; log[2].session: 1 | none\"".into()
+        ])
+    );
+}
+
+#[test]
+fn a_forward_that_hides_its_caching_is_caught_at_the_first_cached_forward() {
+    // What `outcome != "cached"` turned into `==` in `Runner::on_forward` does.
+    let d = log_fault::<2>();
+    assert_eq!(
+        d.trace,
+        [
+            "GrantLeadership(1)",
+            "RunGrant(1)",
+            "DecideTerminal(Finished)",
+            "DeliverTerminalSignal(1)",
+            "CheckLeadershipInForward(1)"
+        ]
+    );
+    assert_eq!(d.step, 5);
+    assert_eq!(
+        d.problem,
+        Problem::Projection(vec![
+            "log: \"\" | \"log[0].outcome: cached_checking_leadership | checking_leadership\""
+                .into()
+        ])
+    );
+}
+
+#[test]
+fn a_service_termination_logged_as_ignored_is_caught_where_a_set_result_ends() {
+    // What `outcome == "ignored"` turned into `!=` in `Runner::on_process` does to a
+    // process whose result was set before its service terminated.
+    let d = log_fault::<3>();
+    assert_eq!(d.step, 6);
+    assert_eq!(d.action, "TerminateService(1)");
+    assert_eq!(
+        d.trace[..5],
+        [
+            "GrantLeadership(1)",
+            "RunGrant(1)",
+            "DecideTerminal(Finished)",
+            "DeliverTerminalSignal(1)",
+            "DispatcherFailover"
+        ]
+    );
+    assert_eq!(
+        d.problem,
+        Problem::Projection(vec![
+            "log: \"\" | \"log[1].outcome: process_terminated | ignored\"".into()
+        ])
+    );
+}
+
+#[test]
+fn a_second_structured_event_for_one_delivered_event_is_caught() {
+    // A real `tracing` event, emitted inside the step: one event delivered, two logged.
+    let d = log_fault::<4>();
+    assert_eq!((d.step, d.action.as_str()), (1, "DispatcherFailover"));
+    assert_eq!(
+        d.problem,
+        Problem::Projection(vec![
+            "log: \"\" | \"log[4] unexpected: dispatcher leadership_lost epoch=1 -> applied\""
+                .into()
+        ])
+    );
+}
+
+#[test]
+fn a_refusal_not_logged_as_rejected_is_caught_at_the_first_probe() {
+    let d = log_fault::<5>();
+    assert_eq!(d.trace, ["RunRevoke"]);
+    assert_eq!(
+        d.problem,
+        Problem::RejectedButChanged(vec![
+            "log: \"\" | \"log[0].outcome: rejected | ignored\"".into()
+        ])
+    );
+}
+
+/// The production binding with the log check switched off.
+struct WithoutLogCheck;
+
+impl Binding for WithoutLogCheck {
+    type Model = Leadership;
+    type State = State;
+    type Action = Action;
+    type Runtime = Runtime;
+    type Projection = Observation;
+
+    fn start(m: &Leadership, s: &State) -> Runtime {
+        let mut rt = LeadershipBinding::start(m, s);
+        rt.check_log = false;
+        rt
+    }
+
+    fn model_view(m: &Leadership, s: &State) -> Observation {
+        LeadershipBinding::model_view(m, s)
+    }
+
+    fn runtime_view(rt: &Runtime) -> Observation {
+        LeadershipBinding::runtime_view(rt)
+    }
+
+    fn step(m: &Leadership, rt: &mut Runtime, before: &State, a: &Action) -> Result<(), String> {
+        LeadershipBinding::step(m, rt, before, a)
+    }
+
+    fn probes(m: &Leadership, s: &State) -> Vec<Action> {
+        LeadershipBinding::probes(m, s)
+    }
+}
+
+#[test]
+fn the_log_check_can_be_switched_off_and_then_misses_a_log_fault_only() {
+    let mut late = LARGEST.to_vec();
+    late.push(("late-signal", "true"));
+    let m = fixed(&late);
+    // The same cover with and without the check, one after the other (the printed
+    // rates compare the two under the same load).
+    let without = cover::<WithoutLogCheck>(&m).unwrap_or_else(|d| panic!("{d}"));
+    let with = cover::<LeadershipBinding>(&m).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(
+        (without.unique_states, without.transitions),
+        (49_896, 87_239)
+    );
+    assert_eq!(
+        (without.steps, without.probes),
+        (with.steps, with.probes),
+        "the check changes nothing that is covered"
+    );
+    report(
+        "largest bounds, late-signal, without the log check",
+        &without,
+    );
+    report("largest bounds, late-signal, with the log check", &with);
+    // Without the check a runtime whose log lies is not noticed.
+    let mut rt = WithoutLogCheck::start(&m, &initial(&m));
+    let init = initial(&m);
+    let (result, seen) = collect(|| WithoutLogCheck::step(&m, &mut rt, &init, &Action::RunRevoke));
+    assert!(result.is_err());
+    assert_eq!(seen.len(), 1, "the runtime still logs the refusal");
+    assert_eq!(rt.log, "");
 }
