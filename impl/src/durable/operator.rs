@@ -524,20 +524,26 @@ impl<L: Log> Operator<L> {
             args_digest: running.digest,
             outcome,
         });
-        let sk = call.state_key();
+        let CallRef {
+            key,
+            seq,
+            action,
+            index,
+        } = call;
+        let sk = StateKey { key, seq, action };
         self.store.put(&sk, running.state)?;
         tracing::debug!(
             component = "durable.operator",
             event = "call_saved",
-            key = %call.key,
-            seq = call.seq,
-            action = %call.action,
-            index = call.index,
+            key = %sk.key,
+            seq,
+            action = %sk.action,
+            index,
         );
         match self.scheduling {
-            Scheduling::Eager => self.drive(&call.key, effects),
+            Scheduling::Eager => self.drive(&sk.key, effects),
             // The action goes on to its next call, or to its completion step.
-            Scheduling::Stepwise => self.step(&call.key, effects).map(|_| ()),
+            Scheduling::Stepwise => self.step(&sk.key, effects).map(|_| ()),
         }
     }
 
@@ -639,13 +645,8 @@ impl<L: Log> Operator<L> {
             .actions
             .iter()
             .map(|a| {
-                let sk = StateKey {
-                    key: key.to_string(),
-                    seq,
-                    action: a.name.clone(),
-                };
                 self.store
-                    .get(&sk)
+                    .state_of(key, seq, &a.name)
                     .and_then(|s| s.output.clone())
                     .unwrap_or(Datum::Null)
             })
@@ -664,13 +665,9 @@ impl<L: Log> Operator<L> {
         head: &QueuedAction,
         effects: &mut Vec<Effect>,
     ) -> Result<Progress, OperatorError> {
-        let sk = StateKey {
-            key: key.to_string(),
-            seq: head.seq,
-            action: head.action.clone(),
-        };
-        let mut state = self.store.get(&sk).cloned().unwrap_or_default();
-        if state.completed {
+        // The saved state is read in place: only the results a call keeps are copied.
+        let saved = self.store.state_of(key, head.seq, &head.action);
+        if saved.is_some_and(|s| s.completed) {
             tracing::debug!(
                 component = "durable.operator",
                 event = "action_reused_completed",
@@ -680,23 +677,21 @@ impl<L: Log> Operator<L> {
             );
             return Ok(Progress::Completed);
         }
-        let body = match self.actions.iter().find(|a| a.name == head.action) {
-            Some(a) => Arc::clone(&a.body),
-            None => {
-                return Err(OperatorError::InvalidCheckpoint(format!(
-                    "queued action {:?} is not configured",
-                    head.action
-                )))
-            }
+        let Some(action) = self.actions.iter().find(|a| a.name == head.action) else {
+            return Err(OperatorError::InvalidCheckpoint(format!(
+                "queued action {:?} is not configured",
+                head.action
+            )));
         };
-        let mut outcomes: Vec<CallOutcome> = Vec::with_capacity(state.call_results.len());
+        let results = saved.map_or(&[][..], |s| s.call_results.as_slice());
+        let mut outcomes: Vec<CallOutcome> = Vec::with_capacity(results.len());
         loop {
-            match body.step(&head.input, &outcomes) {
+            match action.body.step(&head.input, &outcomes) {
                 ActionStep::Call { function, args } => {
                     let index = outcomes.len();
                     let digest = args_digest(&args);
-                    if let Some(saved) = state.call_results.get(index) {
-                        if saved.function == function && saved.args_digest == digest {
+                    if let Some(earlier) = results.get(index) {
+                        if earlier.function == function && earlier.args_digest == digest {
                             tracing::debug!(
                                 component = "durable.operator",
                                 event = "call_reused",
@@ -705,7 +700,7 @@ impl<L: Log> Operator<L> {
                                 action = %head.action,
                                 index,
                             );
-                            outcomes.push(saved.outcome.clone());
+                            outcomes.push(earlier.outcome.clone());
                             continue;
                         }
                         tracing::warn!(
@@ -715,12 +710,17 @@ impl<L: Log> Operator<L> {
                             seq = head.seq,
                             action = %head.action,
                             index,
-                            saved_function = %saved.function,
+                            saved_function = %earlier.function,
                             function = %function,
-                            dropped = state.call_results.len() - index,
+                            dropped = results.len() - index,
                         );
-                        state.call_results.truncate(index);
                     }
+                    // The saved results before this call stay; a mismatched rest is dropped.
+                    let state = ActionState {
+                        call_results: results.iter().take(index).cloned().collect(),
+                        completed: false,
+                        output: saved.and_then(|s| s.output.clone()),
+                    };
                     let call = CallRef {
                         key: key.to_string(),
                         seq: head.seq,
@@ -753,9 +753,16 @@ impl<L: Log> Operator<L> {
                     return Ok(Progress::Waiting);
                 }
                 ActionStep::Finish { output } => {
-                    state.call_results.clear();
-                    state.completed = true;
-                    state.output = Some(output);
+                    let sk = StateKey {
+                        key: key.to_string(),
+                        seq: head.seq,
+                        action: head.action.clone(),
+                    };
+                    let state = ActionState {
+                        call_results: Vec::new(),
+                        completed: true,
+                        output: Some(output),
+                    };
                     Arc::make_mut(&mut self.completing).insert(key.to_string(), (sk, state));
                     return Ok(Progress::Finishing);
                 }
