@@ -568,13 +568,18 @@ impl<L: Log> Operator<L> {
             self.action_done(key, effects);
             return Ok(true);
         }
-        let Some(ks) = self.keys.get(key) else {
+        // A second handle on the keyed state lets the action read its queue entry in
+        // place (running an action does not change the keyed state). It is dropped
+        // before the keyed state changes: while it lives, a change would copy the map.
+        let keys = Arc::clone(&self.keys);
+        let Some(ks) = keys.get(key) else {
             return Ok(false);
         };
-        let Some(head) = ks.queue.front().cloned() else {
+        let Some(head) = ks.queue.front() else {
             if ks.pending_inputs.is_empty() {
                 return Ok(false);
             }
+            drop(keys);
             let Some(ks) = Arc::make_mut(&mut self.keys).get_mut(key) else {
                 return Ok(false);
             };
@@ -596,12 +601,15 @@ impl<L: Log> Operator<L> {
                 actions = self.actions.len(),
             );
             if self.actions.is_empty() {
-                self.finish_input(key, next.seq, effects);
+                ks.last_completed = Some(next.seq);
+                self.emit(key, next.seq, effects);
                 return Ok(true);
             }
             return self.step(key, effects);
         };
-        match self.run_action(key, &head, effects)? {
+        let progress = self.run_action(key, head, effects);
+        drop(keys);
+        match progress? {
             Progress::Waiting => Ok(false),
             Progress::Finishing => Ok(true),
             Progress::Completed => {
@@ -613,10 +621,9 @@ impl<L: Log> Operator<L> {
 
     /// The queue's head action completed: drop it; the input's last action
     /// finishes the input.
+    /// Only called with the head in the queue, so the keyed state is changed (and,
+    /// if shared, copied) only when it must be.
     fn action_done(&mut self, key: &str, effects: &mut Vec<Effect>) {
-        if self.keys.get(key).is_none_or(|ks| ks.queue.is_empty()) {
-            return;
-        }
         let Some(ks) = Arc::make_mut(&mut self.keys).get_mut(key) else {
             return;
         };
@@ -631,16 +638,14 @@ impl<L: Log> Operator<L> {
             action = %head.action,
         );
         if ks.queue.is_empty() {
-            self.finish_input(key, head.seq, effects);
+            ks.last_completed = Some(head.seq);
+            self.emit(key, head.seq, effects);
         }
     }
 
-    fn finish_input(&mut self, key: &str, seq: u64, effects: &mut Vec<Effect>) {
-        if self.keys.contains_key(key) {
-            if let Some(ks) = Arc::make_mut(&mut self.keys).get_mut(key) {
-                ks.last_completed = Some(seq);
-            }
-        }
+    /// Input `seq` of `key` finished (its caller records that in the keyed state):
+    /// emit its actions' outputs.
+    fn emit(&self, key: &str, seq: u64, effects: &mut Vec<Effect>) {
         let outputs: Vec<Datum> = self
             .actions
             .iter()
