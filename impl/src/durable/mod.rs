@@ -116,17 +116,37 @@ pub fn partition_for(key: &str, partitions: u32) -> Partition {
     (fnv1a(key.as_bytes()) % u64::from(partitions.max(1))) as Partition
 }
 
-/// Digest of a call's arguments: FNV-1a over their JSON text (serde_json writes
-/// object fields in sorted order, so equal arguments give equal digests).
+/// Digest of a call's arguments: FNV-1a over their compact JSON text (serde_json
+/// writes object fields in sorted order, so equal arguments give equal digests). The
+/// text is hashed as serde_json writes it, without building it.
 pub fn args_digest(args: &Datum) -> u64 {
-    fnv1a(args.to_string().as_bytes())
+    let mut hash = Fnv1a(FNV_OFFSET);
+    // Writing a `Value` to an infallible writer cannot fail (its map keys are strings).
+    let _ = serde_json::to_writer(&mut hash, args);
+    hash.0
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a as a byte sink.
+struct Fnv1a(u64);
+
+impl std::io::Write for Fnv1a {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        hash ^= u64::from(*b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
+    let mut hash = Fnv1a(FNV_OFFSET);
+    let _ = std::io::Write::write(&mut hash, bytes);
+    hash.0
 }

@@ -524,20 +524,26 @@ impl<L: Log> Operator<L> {
             args_digest: running.digest,
             outcome,
         });
-        let sk = call.state_key();
+        let CallRef {
+            key,
+            seq,
+            action,
+            index,
+        } = call;
+        let sk = StateKey { key, seq, action };
         self.store.put(&sk, running.state)?;
         tracing::debug!(
             component = "durable.operator",
             event = "call_saved",
-            key = %call.key,
-            seq = call.seq,
-            action = %call.action,
-            index = call.index,
+            key = %sk.key,
+            seq,
+            action = %sk.action,
+            index,
         );
         match self.scheduling {
-            Scheduling::Eager => self.drive(&call.key, effects),
+            Scheduling::Eager => self.drive(&sk.key, effects),
             // The action goes on to its next call, or to its completion step.
-            Scheduling::Stepwise => self.step(&call.key, effects).map(|_| ()),
+            Scheduling::Stepwise => self.step(&sk.key, effects).map(|_| ()),
         }
     }
 
@@ -562,13 +568,18 @@ impl<L: Log> Operator<L> {
             self.action_done(key, effects);
             return Ok(true);
         }
-        let Some(ks) = self.keys.get(key) else {
+        // A second handle on the keyed state lets the action read its queue entry in
+        // place (running an action does not change the keyed state). It is dropped
+        // before the keyed state changes: while it lives, a change would copy the map.
+        let keys = Arc::clone(&self.keys);
+        let Some(ks) = keys.get(key) else {
             return Ok(false);
         };
-        let Some(head) = ks.queue.front().cloned() else {
+        let Some(head) = ks.queue.front() else {
             if ks.pending_inputs.is_empty() {
                 return Ok(false);
             }
+            drop(keys);
             let Some(ks) = Arc::make_mut(&mut self.keys).get_mut(key) else {
                 return Ok(false);
             };
@@ -590,12 +601,15 @@ impl<L: Log> Operator<L> {
                 actions = self.actions.len(),
             );
             if self.actions.is_empty() {
-                self.finish_input(key, next.seq, effects);
+                ks.last_completed = Some(next.seq);
+                self.emit(key, next.seq, effects);
                 return Ok(true);
             }
             return self.step(key, effects);
         };
-        match self.run_action(key, &head, effects)? {
+        let progress = self.run_action(key, head, effects);
+        drop(keys);
+        match progress? {
             Progress::Waiting => Ok(false),
             Progress::Finishing => Ok(true),
             Progress::Completed => {
@@ -607,10 +621,9 @@ impl<L: Log> Operator<L> {
 
     /// The queue's head action completed: drop it; the input's last action
     /// finishes the input.
+    /// Only called with the head in the queue, so the keyed state is changed (and,
+    /// if shared, copied) only when it must be.
     fn action_done(&mut self, key: &str, effects: &mut Vec<Effect>) {
-        if self.keys.get(key).is_none_or(|ks| ks.queue.is_empty()) {
-            return;
-        }
         let Some(ks) = Arc::make_mut(&mut self.keys).get_mut(key) else {
             return;
         };
@@ -625,27 +638,20 @@ impl<L: Log> Operator<L> {
             action = %head.action,
         );
         if ks.queue.is_empty() {
-            self.finish_input(key, head.seq, effects);
+            ks.last_completed = Some(head.seq);
+            self.emit(key, head.seq, effects);
         }
     }
 
-    fn finish_input(&mut self, key: &str, seq: u64, effects: &mut Vec<Effect>) {
-        if self.keys.contains_key(key) {
-            if let Some(ks) = Arc::make_mut(&mut self.keys).get_mut(key) {
-                ks.last_completed = Some(seq);
-            }
-        }
+    /// Input `seq` of `key` finished (its caller records that in the keyed state):
+    /// emit its actions' outputs.
+    fn emit(&self, key: &str, seq: u64, effects: &mut Vec<Effect>) {
         let outputs: Vec<Datum> = self
             .actions
             .iter()
             .map(|a| {
-                let sk = StateKey {
-                    key: key.to_string(),
-                    seq,
-                    action: a.name.clone(),
-                };
                 self.store
-                    .get(&sk)
+                    .state_of(key, seq, &a.name)
                     .and_then(|s| s.output.clone())
                     .unwrap_or(Datum::Null)
             })
@@ -664,13 +670,9 @@ impl<L: Log> Operator<L> {
         head: &QueuedAction,
         effects: &mut Vec<Effect>,
     ) -> Result<Progress, OperatorError> {
-        let sk = StateKey {
-            key: key.to_string(),
-            seq: head.seq,
-            action: head.action.clone(),
-        };
-        let mut state = self.store.get(&sk).cloned().unwrap_or_default();
-        if state.completed {
+        // The saved state is read in place: only the results a call keeps are copied.
+        let saved = self.store.state_of(key, head.seq, &head.action);
+        if saved.is_some_and(|s| s.completed) {
             tracing::debug!(
                 component = "durable.operator",
                 event = "action_reused_completed",
@@ -680,23 +682,21 @@ impl<L: Log> Operator<L> {
             );
             return Ok(Progress::Completed);
         }
-        let body = match self.actions.iter().find(|a| a.name == head.action) {
-            Some(a) => Arc::clone(&a.body),
-            None => {
-                return Err(OperatorError::InvalidCheckpoint(format!(
-                    "queued action {:?} is not configured",
-                    head.action
-                )))
-            }
+        let Some(action) = self.actions.iter().find(|a| a.name == head.action) else {
+            return Err(OperatorError::InvalidCheckpoint(format!(
+                "queued action {:?} is not configured",
+                head.action
+            )));
         };
-        let mut outcomes: Vec<CallOutcome> = Vec::with_capacity(state.call_results.len());
+        let results = saved.map_or(&[][..], |s| s.call_results.as_slice());
+        let mut outcomes: Vec<CallOutcome> = Vec::with_capacity(results.len());
         loop {
-            match body.step(&head.input, &outcomes) {
+            match action.body.step(&head.input, &outcomes) {
                 ActionStep::Call { function, args } => {
                     let index = outcomes.len();
                     let digest = args_digest(&args);
-                    if let Some(saved) = state.call_results.get(index) {
-                        if saved.function == function && saved.args_digest == digest {
+                    if let Some(earlier) = results.get(index) {
+                        if earlier.function == function && earlier.args_digest == digest {
                             tracing::debug!(
                                 component = "durable.operator",
                                 event = "call_reused",
@@ -705,7 +705,7 @@ impl<L: Log> Operator<L> {
                                 action = %head.action,
                                 index,
                             );
-                            outcomes.push(saved.outcome.clone());
+                            outcomes.push(earlier.outcome.clone());
                             continue;
                         }
                         tracing::warn!(
@@ -715,12 +715,17 @@ impl<L: Log> Operator<L> {
                             seq = head.seq,
                             action = %head.action,
                             index,
-                            saved_function = %saved.function,
+                            saved_function = %earlier.function,
                             function = %function,
-                            dropped = state.call_results.len() - index,
+                            dropped = results.len() - index,
                         );
-                        state.call_results.truncate(index);
                     }
+                    // The saved results before this call stay; a mismatched rest is dropped.
+                    let state = ActionState {
+                        call_results: results.iter().take(index).cloned().collect(),
+                        completed: false,
+                        output: saved.and_then(|s| s.output.clone()),
+                    };
                     let call = CallRef {
                         key: key.to_string(),
                         seq: head.seq,
@@ -753,9 +758,16 @@ impl<L: Log> Operator<L> {
                     return Ok(Progress::Waiting);
                 }
                 ActionStep::Finish { output } => {
-                    state.call_results.clear();
-                    state.completed = true;
-                    state.output = Some(output);
+                    let sk = StateKey {
+                        key: key.to_string(),
+                        seq: head.seq,
+                        action: head.action.clone(),
+                    };
+                    let state = ActionState {
+                        call_results: Vec::new(),
+                        completed: true,
+                        output: Some(output),
+                    };
                     Arc::make_mut(&mut self.completing).insert(key.to_string(), (sk, state));
                     return Ok(Progress::Finishing);
                 }

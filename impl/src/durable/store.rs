@@ -13,10 +13,15 @@
 //! - Prune, after a checkpoint completes, drops finished states and the per-key
 //!   tracking of every key left without live state.
 //!
-//! The cache and the per-key tracking sit behind `Arc`s and are copied on write, so a
-//! [`ActionStateStore::fork`] costs two reference counts until one side changes them.
+//! The cache and the per-key tracking are one map from input key to that key's states
+//! (sorted by sequence number and action), behind an `Arc` and copied on write, so a
+//! [`ActionStateStore::fork`] costs a reference count until one side changes it. A put
+//! hashes the input key once and searches the key's few states; no key is copied.
+//!
+//! Records use a compact binary format of ours (see [`encode_record`]); decoding is
+//! strict and names what is wrong with a damaged record.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -24,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use super::file_log::{FileLog, FileLogOptions};
 use super::log::{AckError, Cancellation, Log, LogError, LogRecord, Offset, Partition, PendingAck};
-use super::{partition_for, ActionState, StateKey};
+use super::{partition_for, ActionState, CallOutcome, CallResult, Datum, StateKey};
 
 /// Errors of the store.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -108,20 +113,27 @@ pub struct PruneReport {
 /// Records fetched per read during a rebuild.
 const REBUILD_BATCH: usize = 512;
 
+/// One cached state of a key, with its latest acknowledged (partition, offset).
 #[derive(Clone)]
 struct Tracked {
+    seq: u64,
+    action: String,
     state: ActionState,
     partition: Partition,
     offset: Offset,
+}
+
+/// Where a key's state `(seq, action)` is (`Ok`) or would go (`Err`) in its sorted list.
+fn search(states: &[Tracked], seq: u64, action: &str) -> Result<usize, usize> {
+    states.binary_search_by(|t| (t.seq, t.action.as_str()).cmp(&(seq, action)))
 }
 
 /// The action state store.
 pub struct ActionStateStore<L: Log> {
     log: L,
     partitions: u32,
-    /// Cached state and latest acknowledged (partition, offset) per state key.
-    states: Arc<HashMap<StateKey, Tracked>>,
-    by_key: Arc<BTreeMap<String, BTreeSet<(u64, String)>>>,
+    /// Per input key with live state, its cached states sorted by (seq, action).
+    states: Arc<HashMap<String, Vec<Tracked>>>,
     cancel: Cancellation,
     order: PutOrder,
     key_buf: Vec<u8>,
@@ -132,8 +144,8 @@ impl<L: Log> std::fmt::Debug for ActionStateStore<L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ActionStateStore")
             .field("partitions", &self.partitions)
-            .field("cached_states", &self.states.len())
-            .field("tracked_keys", &self.by_key.len())
+            .field("cached_states", &self.cached_len())
+            .field("tracked_keys", &self.states.len())
             .field("order", &self.order)
             .finish()
     }
@@ -162,7 +174,6 @@ impl<L: Log> ActionStateStore<L> {
             log,
             partitions,
             states: Arc::default(),
-            by_key: Arc::default(),
             cancel,
             order: PutOrder::default(),
             key_buf: Vec::new(),
@@ -177,7 +188,6 @@ impl<L: Log> ActionStateStore<L> {
             log,
             partitions: self.partitions,
             states: Arc::clone(&self.states),
-            by_key: Arc::clone(&self.by_key),
             cancel,
             order: self.order,
             key_buf: Vec::new(),
@@ -210,14 +220,12 @@ impl<L: Log> ActionStateStore<L> {
     /// (the log can fail a send after appending it), and a rebuild would read it.
     pub fn put(&mut self, key: &StateKey, state: ActionState) -> Result<Offset, StoreError> {
         let partition = self.partition_of(&key.key);
-        self.key_buf.clear();
-        self.value_buf.clear();
-        serde_json::to_writer(&mut self.key_buf, key)
-            .and_then(|_| serde_json::to_writer(&mut self.value_buf, &state))
-            .map_err(|e| StoreError::Encode {
+        encode_record(key, &state, &mut self.key_buf, &mut self.value_buf).map_err(|reason| {
+            StoreError::Encode {
                 key: key.clone(),
-                reason: e.to_string(),
-            })?;
+                reason,
+            }
+        })?;
         let result = self.send_and_confirm(partition);
         match result {
             Ok(offset) => {
@@ -233,15 +241,7 @@ impl<L: Log> ActionStateStore<L> {
                     results = state.call_results.len(),
                     outcome = "acked",
                 );
-                if let Some(tracked) = Arc::make_mut(&mut self.states).get_mut(key) {
-                    *tracked = Tracked {
-                        state,
-                        partition,
-                        offset,
-                    };
-                } else {
-                    self.track(key.clone(), state, partition, offset);
-                }
+                self.remember(key, state, partition, offset);
                 Ok(offset)
             }
             Err(err) => {
@@ -275,51 +275,87 @@ impl<L: Log> ActionStateStore<L> {
         }
     }
 
-    fn track(&mut self, key: StateKey, state: ActionState, partition: Partition, offset: Offset) {
-        Arc::make_mut(&mut self.by_key)
-            .entry(key.key.clone())
-            .or_default()
-            .insert((key.seq, key.action.clone()));
-        Arc::make_mut(&mut self.states).insert(
-            key,
-            Tracked {
-                state,
-                partition,
-                offset,
+    /// Cache `state` as the latest of `key`, acknowledged at (partition, offset).
+    fn remember(
+        &mut self,
+        key: &StateKey,
+        state: ActionState,
+        partition: Partition,
+        offset: Offset,
+    ) {
+        let states = Arc::make_mut(&mut self.states);
+        let tracked = |state| Tracked {
+            seq: key.seq,
+            action: key.action.clone(),
+            state,
+            partition,
+            offset,
+        };
+        match states.get_mut(key.key.as_str()) {
+            Some(list) => match search(list, key.seq, &key.action) {
+                Ok(i) => {
+                    let t = &mut list[i];
+                    t.state = state;
+                    t.partition = partition;
+                    t.offset = offset;
+                }
+                Err(i) => list.insert(i, tracked(state)),
             },
-        );
+            None => {
+                states.insert(key.key.clone(), vec![tracked(state)]);
+            }
+        }
     }
 
     /// The cached state of `key`, if any.
     pub fn get(&self, key: &StateKey) -> Option<&ActionState> {
-        self.states.get(key).map(|t| &t.state)
+        self.state_of(&key.key, key.seq, &key.action)
+    }
+
+    /// The cached state of input `seq` of `key` for `action`, if any (a lookup that
+    /// needs no [`StateKey`]).
+    pub(crate) fn state_of(&self, key: &str, seq: u64, action: &str) -> Option<&ActionState> {
+        let list = self.states.get(key)?;
+        search(list, seq, action).ok().map(|i| &list[i].state)
     }
 
     /// Number of cached states.
     pub fn cached_len(&self) -> usize {
-        self.states.len()
+        self.states.values().map(Vec::len).sum()
+    }
+
+    /// Every cached state with its key, in no particular order.
+    fn tracked(&self) -> impl Iterator<Item = (StateKey, &Tracked)> {
+        self.states.iter().flat_map(|(key, list)| {
+            list.iter().map(|t| {
+                let sk = StateKey {
+                    key: key.clone(),
+                    seq: t.seq,
+                    action: t.action.clone(),
+                };
+                (sk, t)
+            })
+        })
     }
 
     /// A copy of every cached state, ordered by state key.
     pub fn cache(&self) -> BTreeMap<StateKey, ActionState> {
-        self.states
-            .iter()
-            .map(|(k, t)| (k.clone(), t.state.clone()))
+        self.tracked()
+            .map(|(sk, t)| (sk, t.state.clone()))
             .collect()
     }
 
     /// Latest acknowledged (partition, offset) of every cached state, ordered by
     /// state key.
     pub fn latest_offsets(&self) -> BTreeMap<StateKey, (Partition, Offset)> {
-        self.states
-            .iter()
-            .map(|(k, t)| (k.clone(), (t.partition, t.offset)))
+        self.tracked()
+            .map(|(sk, t)| (sk, (t.partition, t.offset)))
             .collect()
     }
 
     /// Number of keys with per-key tracking (keys with live state).
     pub fn tracked_keys(&self) -> usize {
-        self.by_key.len()
+        self.states.len()
     }
 
     /// The underlying log.
@@ -343,33 +379,22 @@ impl<L: Log> ActionStateStore<L> {
     pub fn prune(&mut self, last_completed: &BTreeMap<String, u64>) -> PruneReport {
         let mut report = PruneReport::default();
         for (key, &boundary) in last_completed {
-            // Copy the shared tracking only where something is dropped.
-            let Some(states) = self.by_key.get(key) else {
+            // Copy the shared map only where something is dropped.
+            let Some(list) = self.states.get(key) else {
                 continue;
             };
-            if states.first().is_some_and(|(seq, _)| *seq > boundary) {
+            if list.first().is_some_and(|t| t.seq > boundary) {
                 continue;
             }
-            let Some(states) = Arc::make_mut(&mut self.by_key).get_mut(key) else {
+            let states = Arc::make_mut(&mut self.states);
+            let Some(list) = states.get_mut(key) else {
                 continue;
             };
-            let finished: Vec<(u64, String)> = states
-                .iter()
-                .take_while(|(seq, _)| *seq <= boundary)
-                .cloned()
-                .collect();
-            for (seq, action) in finished {
-                states.remove(&(seq, action.clone()));
-                let sk = StateKey {
-                    key: key.clone(),
-                    seq,
-                    action,
-                };
-                Arc::make_mut(&mut self.states).remove(&sk);
-                report.states_pruned += 1;
-            }
-            if states.is_empty() {
-                Arc::make_mut(&mut self.by_key).remove(key);
+            let finished = list.partition_point(|t| t.seq <= boundary);
+            list.drain(..finished);
+            report.states_pruned += finished as u64;
+            if list.is_empty() {
+                states.remove(key);
                 report.keys_dropped += 1;
             }
         }
@@ -378,7 +403,7 @@ impl<L: Log> ActionStateStore<L> {
             event = "prune",
             states_pruned = report.states_pruned,
             keys_dropped = report.keys_dropped,
-            tracked_keys = self.by_key.len(),
+            tracked_keys = self.states.len(),
         );
         report
     }
@@ -396,10 +421,12 @@ impl<L: Log> ActionStateStore<L> {
                 self.partitions
             )));
         }
-        for (sk, t) in self.states.iter() {
-            if input_unfinished(sk, last_completed) {
-                let slot = &mut offsets[t.partition as usize];
-                *slot = (*slot).min(t.offset);
+        for (key, list) in self.states.iter() {
+            for t in list {
+                if input_unfinished(key, t.seq, last_completed) {
+                    let slot = &mut offsets[t.partition as usize];
+                    *slot = (*slot).min(t.offset);
+                }
             }
         }
         tracing::debug!(
@@ -433,7 +460,6 @@ impl<L: Log> ActionStateStore<L> {
             }
         }
         self.states = Arc::default();
-        self.by_key = Arc::default();
         let mut report = RebuildReport::default();
         for (p, (&from, &end)) in marker.offsets.iter().zip(&ends).enumerate() {
             let partition = p as Partition;
@@ -447,20 +473,15 @@ impl<L: Log> ActionStateStore<L> {
                     next = record.offset + 1;
                     report.records_scanned += 1;
                     let (sk, state) = decode_record(&record)?;
-                    if !input_unfinished(&sk, last_completed) {
+                    if !input_unfinished(&sk.key, sk.seq, last_completed) {
                         report.finished_skipped += 1;
                         continue;
                     }
-                    if let Some(tracked) = Arc::make_mut(&mut self.states).get_mut(&sk) {
-                        tracked.state = state;
-                        tracked.offset = record.offset;
-                    } else {
-                        self.track(sk, state, partition, record.offset);
-                    }
+                    self.remember(&sk, state, partition, record.offset);
                 }
             }
         }
-        report.states_loaded = self.states.len() as u64;
+        report.states_loaded = self.cached_len() as u64;
         tracing::info!(
             component = "durable.store",
             event = "rebuild",
@@ -473,20 +494,208 @@ impl<L: Log> ActionStateStore<L> {
     }
 }
 
-/// Decode one action state record (key: the state key, value: the whole state).
-pub fn decode_record(record: &LogRecord) -> Result<(StateKey, ActionState), StoreError> {
-    let decode = |reason: String| StoreError::Decode {
-        partition: record.partition,
-        offset: record.offset,
-        reason,
-    };
-    let sk: StateKey =
-        serde_json::from_slice(&record.key).map_err(|e| decode(format!("key: {e}")))?;
-    let state: ActionState =
-        serde_json::from_slice(&record.value).map_err(|e| decode(format!("value: {e}")))?;
-    Ok((sk, state))
+fn input_unfinished(key: &str, seq: u64, last_completed: &BTreeMap<String, u64>) -> bool {
+    !matches!(last_completed.get(key), Some(&done) if seq <= done)
 }
 
-fn input_unfinished(sk: &StateKey, last_completed: &BTreeMap<String, u64>) -> bool {
-    !matches!(last_completed.get(&sk.key), Some(&done) if sk.seq <= done)
+/// First byte of every key and value this store writes: the record format's version.
+/// (Records of the earlier JSON format start with `{` and are refused by name.)
+pub const RECORD_FORMAT: u8 = 1;
+
+/// Encode one action state record into `key_buf` and `value_buf` (both cleared
+/// first; reused so that a put allocates nothing once they have grown).
+///
+/// Little-endian, lengths as `u32` before their bytes:
+/// - key: format byte, input key, `seq` (`u64`), action name;
+/// - value: format byte, flags (bit 0: completed, bit 1: an output follows), the
+///   number of call results (`u32`), each as function id, argument digest (`u64`),
+///   outcome tag (0: value, 1: error) and the value's JSON text or the error
+///   message; then the output's JSON text if flagged.
+///
+/// Values ([`super::Datum`]) are JSON text, so a value decodes to what serde_json
+/// makes of it, as before. Fails only for a field longer than `u32::MAX` bytes.
+pub fn encode_record(
+    key: &StateKey,
+    state: &ActionState,
+    key_buf: &mut Vec<u8>,
+    value_buf: &mut Vec<u8>,
+) -> Result<(), String> {
+    key_buf.clear();
+    key_buf.push(RECORD_FORMAT);
+    put_bytes(key_buf, key.key.as_bytes())?;
+    key_buf.extend_from_slice(&key.seq.to_le_bytes());
+    put_bytes(key_buf, key.action.as_bytes())?;
+
+    value_buf.clear();
+    value_buf.push(RECORD_FORMAT);
+    value_buf.push(u8::from(state.completed) | u8::from(state.output.is_some()) << 1);
+    put_len(value_buf, state.call_results.len())?;
+    for r in &state.call_results {
+        put_bytes(value_buf, r.function.as_bytes())?;
+        value_buf.extend_from_slice(&r.args_digest.to_le_bytes());
+        match &r.outcome {
+            CallOutcome::Value(v) => {
+                value_buf.push(0);
+                put_datum(value_buf, v)?;
+            }
+            CallOutcome::Error(m) => {
+                value_buf.push(1);
+                put_bytes(value_buf, m.as_bytes())?;
+            }
+        }
+    }
+    if let Some(output) = &state.output {
+        put_datum(value_buf, output)?;
+    }
+    Ok(())
+}
+
+fn put_len(buf: &mut Vec<u8>, len: usize) -> Result<(), String> {
+    let len = u32::try_from(len).map_err(|_| format!("a field of {len} bytes is too long"))?;
+    buf.extend_from_slice(&len.to_le_bytes());
+    Ok(())
+}
+
+fn put_bytes(buf: &mut Vec<u8>, bytes: &[u8]) -> Result<(), String> {
+    put_len(buf, bytes.len())?;
+    buf.extend_from_slice(bytes);
+    Ok(())
+}
+
+/// A value's JSON text behind its length, written in place (no temporary string).
+fn put_datum(buf: &mut Vec<u8>, value: &Datum) -> Result<(), String> {
+    let at = buf.len();
+    buf.extend_from_slice(&[0; 4]);
+    serde_json::to_writer(&mut *buf, value).map_err(|e| e.to_string())?;
+    let len = buf.len() - at - 4;
+    let len = u32::try_from(len).map_err(|_| format!("a value of {len} bytes is too long"))?;
+    buf[at..at + 4].copy_from_slice(&len.to_le_bytes());
+    Ok(())
+}
+
+/// A cursor over one record part; every read checks what is left.
+struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+        if self.rest.len() < n {
+            return Err(format!(
+                "truncated: {what} needs {n} bytes, {} left",
+                self.rest.len()
+            ));
+        }
+        let (head, rest) = self.rest.split_at(n);
+        self.rest = rest;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], String> {
+        let mut a = [0; N];
+        a.copy_from_slice(self.take(N, what)?);
+        Ok(a)
+    }
+
+    fn byte(&mut self, what: &str) -> Result<u8, String> {
+        Ok(self.array::<1>(what)?[0])
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.array(what)?))
+    }
+
+    fn len(&mut self, what: &str) -> Result<usize, String> {
+        Ok(u32::from_le_bytes(self.array(what)?) as usize)
+    }
+
+    fn bytes(&mut self, what: &str) -> Result<&'a [u8], String> {
+        let n = self.len(what)?;
+        self.take(n, what)
+    }
+
+    fn string(&mut self, what: &str) -> Result<String, String> {
+        let bytes = self.bytes(what)?;
+        std::str::from_utf8(bytes)
+            .map(str::to_owned)
+            .map_err(|e| format!("{what} is not UTF-8: {e}"))
+    }
+
+    fn datum(&mut self, what: &str) -> Result<Datum, String> {
+        serde_json::from_slice(self.bytes(what)?).map_err(|e| format!("{what}: {e}"))
+    }
+
+    fn format(&mut self) -> Result<(), String> {
+        match self.byte("format")? {
+            RECORD_FORMAT => Ok(()),
+            other => Err(format!("unknown record format {other}")),
+        }
+    }
+
+    fn end(self) -> Result<(), String> {
+        match self.rest.len() {
+            0 => Ok(()),
+            n => Err(format!("{n} bytes after the end")),
+        }
+    }
+}
+
+fn decode_key(bytes: &[u8]) -> Result<StateKey, String> {
+    let mut r = Reader { rest: bytes };
+    r.format()?;
+    let key = r.string("input key")?;
+    let seq = r.u64("sequence number")?;
+    let action = r.string("action name")?;
+    r.end()?;
+    Ok(StateKey { key, seq, action })
+}
+
+fn decode_state(bytes: &[u8]) -> Result<ActionState, String> {
+    let mut r = Reader { rest: bytes };
+    r.format()?;
+    let flags = r.byte("flags")?;
+    if flags > 0b11 {
+        return Err(format!("unknown flags {flags:#04b}"));
+    }
+    let count = r.len("call result count")?;
+    // Grown as results decode: a damaged count must not reserve memory.
+    let mut call_results = Vec::new();
+    for _ in 0..count {
+        let function = r.string("function id")?;
+        let args_digest = r.u64("argument digest")?;
+        let outcome = match r.byte("outcome tag")? {
+            0 => CallOutcome::Value(r.datum("call value")?),
+            1 => CallOutcome::Error(r.string("call error")?),
+            tag => return Err(format!("unknown outcome tag {tag}")),
+        };
+        call_results.push(CallResult {
+            function,
+            args_digest,
+            outcome,
+        });
+    }
+    let output = match flags & 0b10 {
+        0 => None,
+        _ => Some(r.datum("output")?),
+    };
+    r.end()?;
+    Ok(ActionState {
+        call_results,
+        completed: flags & 1 == 1,
+        output,
+    })
+}
+
+/// Decode one action state record (key: the state key, value: the whole state; the
+/// format of [`encode_record`]). A damaged record gives [`StoreError::Decode`] naming
+/// the part and what is wrong.
+pub fn decode_record(record: &LogRecord) -> Result<(StateKey, ActionState), StoreError> {
+    let decode = |part: &str, reason: String| StoreError::Decode {
+        partition: record.partition,
+        offset: record.offset,
+        reason: format!("{part}: {reason}"),
+    };
+    let sk = decode_key(&record.key).map_err(|e| decode("key", e))?;
+    let state = decode_state(&record.value).map_err(|e| decode("value", e))?;
+    Ok((sk, state))
 }

@@ -1,0 +1,64 @@
+//! The operator bench's event pattern without the timing harness, for instruction
+//! counts (flink-agents issue 1158's fixed operator, eager scheduling, in-memory log):
+//! 20,000 inputs over `KEYS` keys (first argument, default 64), each starting one
+//! action that makes one call, then that call's return (two durable puts and the
+//! output). Each event kind goes through its own function that is never inlined, so
+//! that callgrind can count one kind alone:
+//!
+//! ```text
+//! cargo build --release -p steadfast --example operator_events
+//! valgrind --tool=callgrind --toggle-collect='operator_events::on_return' \
+//!     target/release/examples/operator_events 64
+//! ```
+//!
+//! (`on_input` counts the input events.) The total divided by 20,000 is the cost of
+//! one event.
+
+use serde_json::json;
+use steadfast::durable::{ActionDef, CallChain, CallOutcome, Effect, Event, MemoryLog, Operator};
+
+/// Input and return pairs run.
+const INPUTS: u64 = 20_000;
+
+#[inline(never)]
+fn on_input(op: &mut Operator<MemoryLog>, event: Event) -> Vec<Effect> {
+    op.handle(event).expect("input accepted")
+}
+
+#[inline(never)]
+fn on_return(op: &mut Operator<MemoryLog>, event: Event) -> Vec<Effect> {
+    op.handle(event).expect("return accepted")
+}
+
+fn main() {
+    let keys: u64 = match std::env::args().nth(1) {
+        None => 64,
+        Some(arg) => match arg.parse() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                eprintln!("usage: operator_events [KEYS > 0], got {arg:?}");
+                std::process::exit(2);
+            }
+        },
+    };
+    let mut op = Operator::new(
+        vec![ActionDef::new("enrich", CallChain::new(["lookup"]))],
+        MemoryLog::new(4),
+    )
+    .expect("one action");
+    for i in 0..INPUTS {
+        let input = Event::Input {
+            key: format!("user-{}", i % keys),
+            value: json!(i),
+        };
+        let Some(Effect::Call { call, .. }) = on_input(&mut op, input).into_iter().next() else {
+            panic!("the action asks for its call");
+        };
+        let back = Event::CallReturned {
+            call,
+            outcome: CallOutcome::Value(json!(i)),
+        };
+        let effects = on_return(&mut op, back);
+        assert!(matches!(effects.as_slice(), [Effect::Emit { .. }]));
+    }
+}
