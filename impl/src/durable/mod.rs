@@ -8,6 +8,7 @@
 //! - [`memory_log`]: an in-memory log with fault injection;
 //! - [`file_log`]: the embedded default, append-only checksummed segment files;
 //! - [`store`]: the action state store (put, get, prune, recovery marker, rebuild);
+//! - [`record`]: the store's record format (encode, strict decode);
 //! - [`operator`]: the sans-IO action execution operator;
 //! - [`driver`]: a small driver that executes the operator's effects, crashes and
 //!   restores it, and counts supplier calls;
@@ -19,6 +20,7 @@ pub mod log;
 pub mod memory_log;
 pub mod operator;
 pub mod projection;
+pub mod record;
 pub mod store;
 
 use serde::{Deserialize, Serialize};
