@@ -29,7 +29,9 @@
 //!   records what a replay or a property can observe: the latest one and its offset, and
 //!   the set of states that ever landed for it;
 //! - *checkpoints* capture keyed state and the recovery marker, complete (prune, commit
-//!   outputs), and are restored after a crash.
+//!   outputs), and are restored after a crash. Up to `concurrent-checkpoints` may be
+//!   pending at once (Flink's `max-concurrent-checkpoints`, default 1); completing one
+//!   subsumes the older pending ones, as Flink's coordinator and the operator do.
 
 use serde::{Deserialize, Serialize, Serializer};
 use stateright::{Model, Property};

@@ -333,6 +333,11 @@ fn bad_settings_are_errors_naming_the_problem() {
         .focus(Some("calls once"))
         .unwrap_err();
     assert!(e.0.contains("unknown property `calls once`"), "{e}");
+    let e = Settings::parse(params, &[("concurrent-checkpoints", "4")]).unwrap_err();
+    assert!(
+        e.0.contains("`concurrent-checkpoints` must be within 1..=3, got 4"),
+        "{e}"
+    );
     let e = Durable::scenario(Design::Fixed, "lossy").unwrap_err();
     assert!(e.0.contains("unknown scenario `lossy`"), "{e}");
 }
