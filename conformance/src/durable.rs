@@ -21,12 +21,15 @@
 //!   [`SendFault::FailAfterLanding`] queued on the log, `Crash { landed: true }` with
 //!   [`SendFault::LandUnacked`] queued and the task's cancellation set (the put's wait
 //!   ends cancelled) before the crash; `Crash { landed: false }` drops it;
-//! - `TriggerCheckpoint`: [`Operator::snapshot`]; `CompleteCheckpoint`:
-//!   [`Operator::checkpoint_complete`] and the sink commits what was emitted before the
-//!   snapshot;
-//! - `Crash`: the operator, held calls, the pending checkpoint and uncommitted outputs
-//!   are dropped; `Restore`: [`Operator::restore`] from the completed checkpoint over the
-//!   same log ([`Operator::new`] without one).
+//! - `TriggerCheckpoint`: [`Operator::snapshot`] with the next checkpoint id (ids count
+//!   from 1, as the model's do); `CompleteCheckpoint(id)`:
+//!   [`Operator::checkpoint_complete`] of that id, and the sink commits what was emitted
+//!   before its snapshot; older pending checkpoints are subsumed (the coordinator
+//!   forgets them, and so must the operator);
+//! - `Crash`: the coordinator aborts every pending checkpoint; the operator, held calls,
+//!   the pending checkpoints and uncommitted outputs are dropped; `Restore`:
+//!   [`Operator::restore`] from the completed checkpoint over the same log
+//!   ([`Operator::new`] without one).
 //!
 //! The projection ([`View`]) is described field by field in `specs/conformance.md`.
 //!
@@ -231,7 +234,8 @@ pub struct Runtime<V: Variant> {
     uncommitted: Vec<(u8, u64)>,
     /// Per model key, committed outputs' sequence numbers in commit order.
     committed: Arc<Vec<Vec<u64>>>,
-    pending: Option<Pending>,
+    /// Checkpoints taken and not completed, oldest first.
+    pending: Vec<Pending>,
     completed: Option<Arc<Checkpoint>>,
     next_checkpoint: u64,
     /// Prune and rebuild reports that disagree with the model's step.
@@ -302,7 +306,7 @@ impl<V: Variant> Runtime<V> {
             in_flight: None,
             supplier_calls: Arc::default(),
             uncommitted: Vec::new(),
-            pending: None,
+            pending: Vec::new(),
             completed: None,
             next_checkpoint: 1,
             reports: Vec::new(),
@@ -442,21 +446,19 @@ impl<V: Variant> Runtime<V> {
         }
     }
 
-    /// The task fails: the coordinator aborts the pending checkpoint, which the operator
-    /// must know; with none pending, the last checkpoint taken (completed, or lost with
-    /// an earlier operator) must be unknown to it.
-    fn abort_checkpoint(&mut self) {
-        let (id, pending) = match &self.pending {
-            Some(p) => (p.id, true),
-            None if self.next_checkpoint > 1 => (self.next_checkpoint - 1, false),
-            None => return,
-        };
+    /// The task fails: the coordinator aborts every pending checkpoint, each of which the
+    /// operator must know; every other checkpoint taken (completed, subsumed, or lost
+    /// with an earlier operator) must be unknown to it.
+    fn abort_checkpoints(&mut self) {
         let Some(op) = self.op.as_mut() else { return };
-        if op.checkpoint_aborted(id) != pending {
-            self.reports.push(format!(
-                "aborting checkpoint {id}: the operator {} it",
-                if pending { "does not know" } else { "knows" }
-            ));
+        for id in 1..self.next_checkpoint {
+            let pending = self.pending.iter().any(|p| p.id == id);
+            if op.checkpoint_aborted(id) != pending {
+                self.reports.push(format!(
+                    "aborting checkpoint {id}: the operator {} it",
+                    if pending { "does not know" } else { "knows" }
+                ));
+            }
         }
     }
 
@@ -469,7 +471,7 @@ impl<V: Variant> Runtime<V> {
             self.returned = Arc::default();
         }
         self.in_flight = None;
-        self.pending = None;
+        self.pending.clear();
         self.uncommitted.clear();
     }
 
@@ -619,8 +621,8 @@ pub struct View {
     pub cache: Vec<CachedView>,
     /// The log per partition.
     pub log: Vec<PartitionView>,
-    /// The checkpoint taken and not completed.
-    pub pending: Option<CheckpointView>,
+    /// The checkpoints taken and not completed, oldest first.
+    pub pending: Vec<CheckpointView>,
     /// The latest completed checkpoint.
     pub completed: Option<CheckpointView>,
     /// Per key, committed outputs' sequence numbers.
@@ -648,7 +650,7 @@ fn rank_offsets(view: &mut View) {
                 .filter(|c| mine(c))
                 .filter_map(|c| c.offset),
         );
-        for c in view.pending.iter().chain(view.completed.iter()) {
+        for c in view.pending.iter().chain(&view.completed) {
             seen.extend(c.marker.get(p));
         }
         seen.sort_unstable();
@@ -859,8 +861,9 @@ impl<V: Variant> Conformant<V> {
                 view.states.sort();
             }
         }
-        if let Some(view) = present(&mut out.pending, s.pending.is_some()) {
-            model_checkpoint(m, s.pending.as_ref().expect("present"), view);
+        resize(&mut out.pending, s.pending_count());
+        for (view, (_, c)) in out.pending.iter_mut().zip(s.pending_checkpoints()) {
+            model_checkpoint(m, &c, view);
         }
         if let Some(view) = present(&mut out.completed, s.completed.is_some()) {
             model_checkpoint(m, s.completed.as_ref().expect("present"), view);
@@ -1095,8 +1098,9 @@ impl<V: Variant> Conformant<V> {
             });
             store.tracked_keys().saturating_sub(usize::from(alone)) as u64
         });
-        if let Some(view) = present(&mut out.pending, rt.pending.is_some()) {
-            checkpoint(&rt.pending.as_ref().expect("present").checkpoint, view);
+        resize(&mut out.pending, rt.pending.len());
+        for (view, p) in out.pending.iter_mut().zip(&rt.pending) {
+            checkpoint(&p.checkpoint, view);
         }
         if let Some(view) = present(&mut out.completed, rt.completed.is_some()) {
             checkpoint(rt.completed.as_ref().expect("present"), view);
@@ -1205,18 +1209,18 @@ impl<V: Variant> Conformant<V> {
                 let mut checkpoint = rt.op()?.snapshot(id).map_err(|e| e.to_string())?;
                 rt.next_checkpoint += 1;
                 V::after_snapshot(&mut rt.log, &mut checkpoint);
-                rt.pending = Some(Pending {
+                rt.pending.push(Pending {
                     id,
                     checkpoint: Arc::new(checkpoint),
                     outputs_before: rt.uncommitted.len(),
                 });
                 Ok(())
             }
-            Action::CompleteCheckpoint => {
-                let Some(p) = rt.pending.take() else {
-                    // Nothing pending: the last checkpoint taken (completed or lost with
-                    // a crash) is completed again; the operator must not know it.
-                    let id = rt.next_checkpoint - 1;
+            Action::CompleteCheckpoint(id) => {
+                let id = u64::from(id);
+                let Some(at) = rt.pending.iter().position(|p| p.id == id) else {
+                    // Not pending (a probe): completed, subsumed, aborted or never taken;
+                    // the operator must not know it.
                     return match rt.op()?.checkpoint_complete(id) {
                         None => Err(format!("checkpoint {id} is not pending")),
                         Some(_) => Ok(()),
@@ -1224,9 +1228,14 @@ impl<V: Variant> Conformant<V> {
                 };
                 let report = rt
                     .op()?
-                    .checkpoint_complete(p.id)
-                    .ok_or_else(|| format!("checkpoint {} is not pending", p.id))?;
-                if let Some(c) = s.pending {
+                    .checkpoint_complete(id)
+                    .ok_or_else(|| format!("checkpoint {id} is not pending"))?;
+                // The coordinator drops it and the older pending checkpoints it subsumes.
+                let p = rt.pending.drain(..=at).next_back().expect("position found");
+                let model_checkpoint = s
+                    .pending_checkpoints()
+                    .find(|(pending, _)| u64::from(*pending) == id);
+                if let Some((_, c)) = model_checkpoint {
                     // The model prunes the cached states of inputs the checkpoint counts
                     // finished; keys left with nothing cached lose their tracking.
                     let cached = |sk: &StateKey| s.cache[sk.slot()] != NONE;
@@ -1253,6 +1262,10 @@ impl<V: Variant> Conformant<V> {
                 for (k, seq) in rt.uncommitted.drain(..p.outputs_before) {
                     Arc::make_mut(&mut rt.committed)[k as usize].push(seq);
                 }
+                // Later snapshots counted the outputs just committed.
+                for later in &mut rt.pending {
+                    later.outputs_before -= p.outputs_before;
+                }
                 rt.completed = Some(p.checkpoint);
                 Ok(())
             }
@@ -1261,7 +1274,7 @@ impl<V: Variant> Conformant<V> {
                     rt.resolve(Some(SendFault::LandUnacked))?;
                     rt.check_cancelled();
                 }
-                rt.abort_checkpoint();
+                rt.abort_checkpoints();
                 rt.crash();
                 Ok(())
             }
@@ -1360,8 +1373,21 @@ impl<V: Variant> Conformant<V> {
         if s.put_key == NONE && Self::stale_call(s).is_some() {
             probes.push(Action::AckPut);
         }
-        if s.pending.is_none() {
-            probes.push(Action::CompleteCheckpoint);
+        // Completing a checkpoint that is not pending. With one checkpoint at a time an id
+        // stops being pending only as the last one taken: with none pending, that one is
+        // the probe (id 0, none taken yet, before the first). With several, every id
+        // taken and not pending (completed, subsumed or aborted) is one.
+        let pending: Vec<u8> = s.pending_checkpoints().map(|(id, _)| id).collect();
+        if b.concurrent_checkpoints == 1 {
+            if pending.is_empty() {
+                probes.push(Action::CompleteCheckpoint(s.checkpoints));
+            }
+        } else {
+            probes.extend(
+                (1..=s.checkpoints)
+                    .filter(|id| !pending.contains(id))
+                    .map(Action::CompleteCheckpoint),
+            );
         }
         probes
     }

@@ -157,6 +157,78 @@ fn every_transition_with_two_partitions() {
     full_coverage("fixed, two partitions", &m, &SYNCHRONOUS_KINDS);
 }
 
+/// Two checkpoints pending at once (Flink's `max-concurrent-checkpoints` 2), three in
+/// all: a later checkpoint's completion subsumes the older pending one, which the
+/// operator must forget (completing or aborting it again is refused or unknown).
+fn concurrent_checkpoints() -> Durable {
+    model(
+        "fixed",
+        &[
+            ("keys", "1"),
+            ("inputs", "2"),
+            ("calls", "1"),
+            ("checkpoints", "3"),
+            ("concurrent-checkpoints", "2"),
+        ],
+    )
+}
+
+#[test]
+fn every_transition_with_two_checkpoints_pending_at_once() {
+    let m = concurrent_checkpoints();
+    let c = full_coverage("fixed, two pending checkpoints", &m, &SYNCHRONOUS_KINDS);
+    assert_eq!(c.unique_states, 3_431);
+    assert_eq!(c.transitions, 9_116);
+    // Every checkpoint taken and not pending is offered for completion and refused.
+    assert_eq!(c.probes, 6_741);
+}
+
+/// Steps `actions` through the model and the runtime, comparing their views after each;
+/// the first step that fails or differs, as (1-based step, what went wrong).
+fn run(m: &Durable, actions: &[Action]) -> Result<(), (usize, String)> {
+    let states = trace::states_of(m, 0, actions).expect("the model takes every step");
+    let mut rt = DurableBinding::start(m, &states[0].0);
+    for (i, (state, action)) in states.iter().enumerate() {
+        let Some(action) = action else { break };
+        DurableBinding::step(m, &mut rt, state, action).map_err(|e| (i + 1, e))?;
+        let want = DurableBinding::model_view(m, &states[i + 1].0);
+        let got = DurableBinding::runtime_view(&rt);
+        if want != got {
+            let fields = steadfast_conformance::diff::fields(&want, &got);
+            return Err((i + 1, fields.join("; ")));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_subsumed_checkpoint_is_forgotten_and_a_later_one_stays_pending() {
+    use Action::*;
+    let m = concurrent_checkpoints();
+    let two_pending = [DeliverInput(0), TriggerCheckpoint, TriggerCheckpoint];
+    // The earlier completes first: the later stays pending and completes after it.
+    let mut earlier_first = two_pending.to_vec();
+    earlier_first.extend([CompleteCheckpoint(1), CompleteCheckpoint(2)]);
+    assert_eq!(run(&m, &earlier_first), Ok(()));
+    // The later completes first: the earlier is subsumed, and at the crash the
+    // coordinator aborts nothing the operator still knows.
+    let mut later_first = two_pending.to_vec();
+    later_first.extend([CompleteCheckpoint(2), Crash { landed: false }, Restore]);
+    assert_eq!(run(&m, &later_first), Ok(()));
+    // Completing the subsumed one is a probe the runtime refuses.
+    let states = trace::states_of(&m, 0, &later_first[..4]).unwrap();
+    let after = &states.last().unwrap().0;
+    assert!(DurableBinding::probes(&m, after).contains(&CompleteCheckpoint(1)));
+    let mut rt = DurableBinding::start(&m, &states[0].0);
+    for (state, action) in &states {
+        if let Some(action) = action {
+            DurableBinding::step(&m, &mut rt, state, action).unwrap();
+        }
+    }
+    let e = DurableBinding::step(&m, &mut rt, after, &CompleteCheckpoint(1)).unwrap_err();
+    assert_eq!(e, "checkpoint 1 is not pending");
+}
+
 #[test]
 fn compacted_offsets_are_compared_by_rank() {
     // With the model's default `compact-offsets`, both views rank their offsets.
@@ -305,7 +377,7 @@ fn end_offset_marker_diverges_at_the_first_checkpoint_after_a_save() {
     assert_eq!(d.action, "TriggerCheckpoint");
     assert_eq!(
         d.problem,
-        Problem::Projection(vec!["pending.marker[0]: 0 | 1".to_string()])
+        Problem::Projection(vec!["pending[0].marker[0]: 0 | 1".to_string()])
     );
     // The report shows the operator as it is after the step, in its own terms: the
     // action, the key's queue, the store's summary.
@@ -390,7 +462,7 @@ fn unpatched_counterexample_departs_where_the_fix_acts() {
             Action::SendPut(0),
             Action::AckPut,
             Action::TriggerCheckpoint,
-            Action::CompleteCheckpoint,
+            Action::CompleteCheckpoint(1),
             Action::Crash { landed: false },
             Action::Restore,
             Action::StartAction(0),
@@ -409,7 +481,7 @@ fn unpatched_counterexample_departs_where_the_fix_acts() {
     assert_eq!(d.action, "TriggerCheckpoint");
     assert_eq!(
         d.problem,
-        Problem::Projection(vec!["pending.marker[0]: 1 | 0".to_string()])
+        Problem::Projection(vec!["pending[0].marker[0]: 1 | 0".to_string()])
     );
     assert_eq!(replay.steps.len(), 6);
     assert!(replay.steps[..5].iter().all(|s| s.agreed));
@@ -525,7 +597,7 @@ fn eager_events_out_of_the_first_states() {
         .unwrap();
     let done = m
         .model
-        .next_state(&trigger, Action::CompleteCheckpoint)
+        .next_state(&trigger, Action::CompleteCheckpoint(1))
         .unwrap();
     let last: Vec<String> = shown(&done)
         .into_iter()

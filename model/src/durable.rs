@@ -29,7 +29,9 @@
 //!   records what a replay or a property can observe: the latest one and its offset, and
 //!   the set of states that ever landed for it;
 //! - *checkpoints* capture keyed state and the recovery marker, complete (prune, commit
-//!   outputs), and are restored after a crash.
+//!   outputs), and are restored after a crash. Up to `concurrent-checkpoints` may be
+//!   pending at once (Flink's `max-concurrent-checkpoints`, default 1); completing one
+//!   subsumes the older pending ones, as Flink's coordinator and the operator do.
 
 use serde::{Deserialize, Serialize, Serializer};
 use stateright::{Model, Property};
@@ -49,6 +51,8 @@ pub const MAX_CALLS: usize = 3;
 pub const MAX_PARTITIONS: usize = 2;
 /// Number of state keys (key, sequence number, action) a model can name.
 pub const MAX_SLOTS: usize = MAX_KEYS * MAX_INPUTS * MAX_ACTIONS;
+/// Largest number of checkpoints pending at once (`concurrent-checkpoints`).
+pub const MAX_CONCURRENT: usize = 3;
 /// Records one partition can hold (offsets are bytes; [`NONE`] is not an offset).
 pub const MAX_LOG: usize = 200;
 /// The "nothing here" value of byte-encoded fields (no cached state, no offset, no put,
@@ -277,6 +281,14 @@ fn as_slice<S: Serializer, const N: usize>(bytes: &[u8; N], s: S) -> Result<S::O
     bytes[..].serialize(s)
 }
 
+/// The pending checkpoints as a list, oldest first (the empty slots left out).
+fn present_checkpoints<S: Serializer>(
+    pending: &[Option<Checkpoint>; MAX_CONCURRENT],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(pending.iter().flatten())
+}
+
 /// Supplier runs per (state key, call index), index `slot * MAX_CALLS + call`, four
 /// bits each: a call runs at most once per incarnation, so at most `crashes + 1 <= 4`
 /// times (counts saturate at 15 all the same). Half the bytes of one byte per count keep
@@ -371,8 +383,12 @@ pub struct State {
     pub log_landed: [u8; MAX_SLOTS],
     /// Per partition, the end offset (records landed so far).
     pub log_len: [u8; MAX_PARTITIONS],
-    /// A triggered checkpoint not yet completed.
-    pub pending: Option<Checkpoint>,
+    /// Triggered checkpoints not yet completed, oldest first, filled from the front (at
+    /// most `concurrent-checkpoints` of them). Completing one drops it and every older
+    /// one and a crash aborts all, so the pending ones are always the latest taken: of
+    /// `n` pending, slot `j` holds checkpoint `checkpoints - n + 1 + j` (ids count from 1).
+    #[serde(serialize_with = "present_checkpoints")]
+    pub pending: [Option<Checkpoint>; MAX_CONCURRENT],
     /// The latest completed checkpoint (survives crashes).
     pub completed: Option<Checkpoint>,
     /// Checkpoints triggered so far.
@@ -390,7 +406,8 @@ pub struct State {
 }
 
 // The hash below reads the per-slot arrays as two words and a tail of two bytes.
-const _: () = assert!(MAX_SLOTS == 18 && MAX_KEYS == 3 && MAX_PARTITIONS == 2);
+const _: () =
+    assert!(MAX_SLOTS == 18 && MAX_KEYS == 3 && MAX_PARTITIONS == 2 && MAX_CONCURRENT == 3);
 
 /// Little-endian value of a three-byte array.
 #[inline(always)]
@@ -430,7 +447,7 @@ fn checkpoint_words(c: &Option<Checkpoint>) -> (u64, u64) {
 
 /// Odd constants with well-spread bits (golden-ratio, SplitMix, SHA-2 words): the keys of
 /// the NH-style compression in [`State`]'s hash.
-const NH_KEYS: [u64; 20] = [
+const NH_KEYS: [u64; 22] = [
     0x9e37_79b9_7f4a_7c15,
     0xbf58_476d_1ce4_e5b9,
     0x94d0_49bb_1331_11eb,
@@ -451,13 +468,15 @@ const NH_KEYS: [u64; 20] = [
     0xa54f_f53a_5f1d_36f1,
     0x510e_527f_ade6_82d1,
     0x9b05_688c_2b3e_6c1f,
+    0x1f83_d9ab_fb41_bd6b,
+    0x5be0_cd19_137e_2179,
 ];
 
 impl std::hash::Hash for State {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        // Every field but the `supplier_runs` ghost, as 19 words compressed NH-style
+        // Every field but the `supplier_runs` ghost, as 22 words compressed NH-style
         // (sum of products of key-offset word pairs, 128 bits) and handed to the hasher
-        // as two words: far fewer hasher rounds than the 143 bytes themselves.
+        // as two words: far fewer hasher rounds than the 167 bytes themselves.
         let [c0, c1] = head_words(&self.cache);
         let [a0, a1] = head_words(&self.acked_offset);
         let [l0, l1] = head_words(&self.log_latest);
@@ -482,7 +501,9 @@ impl std::hash::Hash for State {
             | (self.crashes as u64) << 32
             | (self.failed_sends as u64) << 40
             | (self.events as u64) << 48;
-        let (p0, p1) = checkpoint_words(&self.pending);
+        let (p0, p1) = checkpoint_words(&self.pending[0]);
+        let (r0, r1) = checkpoint_words(&self.pending[1]);
+        let (t0, t1) = checkpoint_words(&self.pending[2]);
         let (q0, q1) = checkpoint_words(&self.completed);
         let words = [
             c0,
@@ -504,10 +525,12 @@ impl std::hash::Hash for State {
             p0,
             q0,
             p1 | q1 << 32,
-            0,
+            r0,
+            t0,
+            r1 | t1 << 32,
         ];
         let mut acc = 0u128;
-        for i in 0..10 {
+        for i in 0..11 {
             let x = words[2 * i].wrapping_add(NH_KEYS[2 * i]);
             let y = words[2 * i + 1].wrapping_add(NH_KEYS[2 * i + 1]);
             acc = acc.wrapping_add(x as u128 * y as u128);
@@ -542,6 +565,21 @@ impl State {
     pub fn runs(&self, key: StateKey, call: u8) -> u8 {
         self.supplier_runs
             .get(key.slot() * MAX_CALLS + call as usize)
+    }
+
+    /// Checkpoints pending.
+    pub fn pending_count(&self) -> usize {
+        self.pending.iter().take_while(|c| c.is_some()).count()
+    }
+
+    /// The pending checkpoints with their ids, oldest first.
+    pub fn pending_checkpoints(&self) -> impl Iterator<Item = (u8, Checkpoint)> + '_ {
+        let first = self.checkpoints + 1 - self.pending_count() as u8;
+        self.pending
+            .iter()
+            .flatten()
+            .zip(first..)
+            .map(|(c, id)| (id, *c))
     }
 
     /// The state key of key `k`'s queue head (the action that runs next or is running).
@@ -582,8 +620,10 @@ pub enum Action {
     },
     /// A checkpoint snapshots keyed state and the recovery marker.
     TriggerCheckpoint,
-    /// The pending checkpoint completes: prune, commit output.
-    CompleteCheckpoint,
+    /// The pending checkpoint with this id (checkpoints count from 1 in trigger order)
+    /// completes: prune, commit output. Every older pending checkpoint is subsumed: it is
+    /// dropped and never completes.
+    CompleteCheckpoint(u8),
     /// The task fails; everything not checkpointed is lost. An in-flight send that had
     /// not landed lands (`landed`) or is lost: both are explored.
     Crash {
@@ -611,6 +651,9 @@ pub struct Bounds {
     pub crashes: u8,
     /// Checkpoints that may be triggered.
     pub checkpoints: u8,
+    /// Checkpoints that may be pending at once (Flink's
+    /// `execution.checkpointing.max-concurrent-checkpoints`, default 1).
+    pub concurrent_checkpoints: u8,
     /// Sends that may fail (before landing, or after when `fail_after_landing`).
     pub send_failures: u8,
     /// A send may fail after its record landed.
@@ -692,6 +735,15 @@ const PARAMS: &[Param] = &[
         },
     },
     Param {
+        name: "concurrent-checkpoints",
+        help: "checkpoints pending at once (a later one's completion subsumes older ones)",
+        kind: ParamKind::Int {
+            default: 1,
+            min: 1,
+            max: MAX_CONCURRENT as u64,
+        },
+    },
+    Param {
         name: "send-failures",
         help: "sends that may fail before their record lands (or after, see fail-after-landing)",
         kind: ParamKind::Int {
@@ -756,6 +808,14 @@ const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
     (
         "restart-without-checkpoint",
         &[("restart-without-checkpoint", "true"), ("inputs", "1")],
+    ),
+    (
+        "concurrent-checkpoints",
+        &[
+            ("concurrent-checkpoints", "2"),
+            ("checkpoints", "3"),
+            ("inputs", "1"),
+        ],
     ),
 ];
 
@@ -944,7 +1004,7 @@ impl Durable {
             log_offset: [NONE; MAX_SLOTS],
             log_landed: [0; MAX_SLOTS],
             log_len: [0; MAX_PARTITIONS],
-            pending: None,
+            pending: [None; MAX_CONCURRENT],
             completed: None,
             checkpoints: 0,
             crashes: 0,
@@ -976,7 +1036,7 @@ impl Durable {
             if put_here {
                 note(s.put_offset);
             }
-            for c in s.pending.iter().chain(s.completed.iter()) {
+            for c in s.pending.iter().chain([&s.completed]).flatten() {
                 note(c.marker[p]);
             }
             note(s.log_len[p]);
@@ -1004,10 +1064,7 @@ impl Durable {
             if put_here {
                 s.put_offset = rank(s.put_offset);
             }
-            if let Some(c) = s.pending.as_mut() {
-                c.marker[p] = rank(c.marker[p]);
-            }
-            if let Some(c) = s.completed.as_mut() {
+            for c in s.pending.iter_mut().chain([&mut s.completed]).flatten() {
                 c.marker[p] = rank(c.marker[p]);
             }
             s.log_len[p] = rank(s.log_len[p]);
@@ -1093,15 +1150,18 @@ impl Model for Durable {
             }
         }
         let quiet = b.mid_action_checkpoints || !self.any_running(s);
-        if s.pending.is_none()
+        let pending = s.pending_count();
+        if pending < b.concurrent_checkpoints as usize
             && s.checkpoints < b.checkpoints
             && (s.put_key == NONE || !b.synchronous_puts)
             && quiet
         {
             actions.push(Action::TriggerCheckpoint);
         }
-        if s.pending.is_some() && quiet {
-            actions.push(Action::CompleteCheckpoint);
+        if quiet {
+            for (id, _) in s.pending_checkpoints() {
+                actions.push(Action::CompleteCheckpoint(id));
+            }
         }
         if self.can_crash(s) {
             actions.push(Action::Crash { landed: false });
@@ -1222,7 +1282,8 @@ impl Model for Durable {
                 {
                     *m = self.marker(s, p);
                 }
-                next.pending = Some(Checkpoint {
+                // Enabled only with a free slot: the new checkpoint goes after the others.
+                next.pending[s.pending_count()] = Some(Checkpoint {
                     next_seq: s.next_seq,
                     finished: s.finished,
                     next_action: s.next_action,
@@ -1230,9 +1291,14 @@ impl Model for Durable {
                 });
                 next.checkpoints += 1;
             }
-            Action::CompleteCheckpoint => {
-                let c = s.pending.expect("enabled only with a pending checkpoint");
-                next.pending = None;
+            Action::CompleteCheckpoint(id) => {
+                let (at, c) = s
+                    .pending_checkpoints()
+                    .enumerate()
+                    .find_map(|(at, (pending, c))| (pending == id).then_some((at, c)))?;
+                // It and every older pending checkpoint leave; the newer ones move up.
+                next.pending = [None; MAX_CONCURRENT];
+                next.pending[..MAX_CONCURRENT - at - 1].copy_from_slice(&s.pending[at + 1..]);
                 for sk in self.slot_range() {
                     if sk.seq < c.finished[sk.key as usize] {
                         next.cache[sk.slot()] = NONE;
@@ -1371,7 +1437,8 @@ impl Model for Durable {
             Property::sometimes(CHECKPOINT_WITH_QUEUED, |m: &Durable, s: &State| {
                 s.pending
                     .iter()
-                    .chain(s.completed.iter())
+                    .chain([&s.completed])
+                    .flatten()
                     .any(|c| (0..m.bounds.keys as usize).any(|k| c.finished[k] < c.next_seq[k]))
             }),
             Property::sometimes(OUTPUT_AFTER_RESTORE, |_, s: &State| {
@@ -1390,14 +1457,16 @@ impl Model for Durable {
 pub mod symmetry {
     use super::NONE;
     use super::{
-        Checkpoint, Record, State, StateKey, MAX_ACTIONS, MAX_CALLS, MAX_INPUTS, MAX_KEYS,
+        Checkpoint, Record, State, StateKey, MAX_ACTIONS, MAX_CALLS, MAX_CONCURRENT, MAX_INPUTS,
+        MAX_KEYS,
     };
 
     /// A renaming of keys: key `k` becomes `to[k]`.
     pub type Renaming = [u8; MAX_KEYS];
 
     const SLOTS_PER_KEY: usize = MAX_INPUTS * MAX_ACTIONS;
-    const SIGNATURE: usize = 6 + 6 + 2 + 5 * SLOTS_PER_KEY + SLOTS_PER_KEY * MAX_CALLS;
+    const SIGNATURE: usize =
+        6 + 3 * (MAX_CONCURRENT + 1) + 2 + 5 * SLOTS_PER_KEY + SLOTS_PER_KEY * MAX_CALLS;
 
     fn checkpoint_of(c: &Option<Checkpoint>, k: usize) -> [u8; 3] {
         c.map_or([0; 3], |c| [c.next_seq[k], c.finished[k], c.next_action[k]])
@@ -1422,11 +1491,10 @@ pub mod symmetry {
         ] {
             put(b);
         }
-        for b in checkpoint_of(&s.pending, k)
-            .into_iter()
-            .chain(checkpoint_of(&s.completed, k))
-        {
-            put(b);
+        for c in s.pending.iter().chain([&s.completed]) {
+            for b in checkpoint_of(c, k) {
+                put(b);
+            }
         }
         let mine = s.put_key as usize == k;
         put(mine as u8);
@@ -1460,10 +1528,8 @@ pub mod symmetry {
             t.phase[n] = s.phase[k];
             t.key_boundary[n] = s.key_boundary[k];
             t.committed_outputs[n] = s.committed_outputs[k];
-            for (tc, sc) in [
-                (&mut t.pending, &s.pending),
-                (&mut t.completed, &s.completed),
-            ] {
+            let pending = t.pending.iter_mut().zip(&s.pending);
+            for (tc, sc) in pending.chain([(&mut t.completed, &s.completed)]) {
                 if let (Some(tc), Some(sc)) = (tc.as_mut(), sc) {
                     tc.next_seq[n] = sc.next_seq[k];
                     tc.finished[n] = sc.finished[k];
@@ -1575,6 +1641,7 @@ impl Spec for Durable {
             partitions: int("partitions"),
             crashes: int("crashes"),
             checkpoints: int("checkpoints"),
+            concurrent_checkpoints: int("concurrent-checkpoints"),
             send_failures: int("send-failures"),
             fail_after_landing: settings.flag("fail-after-landing"),
             synchronous_puts: settings.flag("synchronous-puts"),
@@ -1760,11 +1827,19 @@ impl Spec for Durable {
                     marker.join(" ")
                 )
             }
-            Action::CompleteCheckpoint => {
-                format!(
-                    "checkpoint {} completes; finished states pruned",
-                    s.checkpoints
-                )
+            Action::CompleteCheckpoint(id) => {
+                let subsumed: Vec<String> = s
+                    .pending_checkpoints()
+                    .map(|(older, _)| older)
+                    .filter(|older| *older < id)
+                    .map(|older| older.to_string())
+                    .collect();
+                let subsumed = match subsumed.len() {
+                    0 => String::new(),
+                    1 => format!("; checkpoint {} subsumed", subsumed[0]),
+                    _ => format!("; checkpoints {} subsumed", subsumed.join(", ")),
+                };
+                format!("checkpoint {id} completes; finished states pruned{subsumed}")
             }
             Action::Crash { landed } => {
                 let send = match (s.put_key != NONE && s.put_offset == NONE, landed) {
@@ -1912,6 +1987,14 @@ impl Spec for Durable {
         for (scenario, p, v) in scenarios {
             rows.extend(verdict_rows(scenario, p, v));
         }
+        // Two checkpoints pending at once, a later one's completion subsuming an older
+        // one: every verdict of the default table.
+        for (p, v) in default {
+            rows.extend(verdict_rows("concurrent-checkpoints", p, v));
+        }
+        for p in REACHABILITY {
+            rows.extend(verdict_rows("concurrent-checkpoints", p, [R, R, R, R]));
+        }
         rows
     }
 }
@@ -2028,8 +2111,14 @@ mod tests {
 
     #[test]
     fn renamings_commute_with_the_model_and_the_representative_is_canonical() {
-        // Failed sends (before and after landing) with two keys; three keys without.
-        for (keys, partitions, failures) in [("3", "1", "0"), ("3", "2", "0"), ("2", "1", "1")] {
+        // Failed sends (before and after landing) with two keys; three keys without; two
+        // keys with two checkpoints pending at once.
+        for (keys, partitions, failures, checkpoints, concurrent) in [
+            ("3", "1", "0", "1", "1"),
+            ("3", "2", "0", "1", "1"),
+            ("2", "1", "1", "1", "1"),
+            ("2", "1", "0", "2", "2"),
+        ] {
             for design in DESIGNS {
                 let m = model(
                     design,
@@ -2038,11 +2127,16 @@ mod tests {
                         ("partitions", partitions),
                         ("inputs", "1"),
                         ("calls", "1"),
-                        ("checkpoints", "1"),
+                        ("checkpoints", checkpoints),
+                        ("concurrent-checkpoints", concurrent),
                         ("send-failures", failures),
                         ("fail-after-landing", "true"),
                     ],
                 );
+                if concurrent == "2" {
+                    // The pending slots are renamed: some reachable state has two.
+                    assert!(reachable(&m).iter().any(|s| s.pending_count() == 2));
+                }
                 let rep = m.representative().expect("symmetric bounds");
                 let group = renamings(m.bounds.keys as usize, m.bounds.partitions as usize);
                 assert_eq!(
@@ -2113,8 +2207,16 @@ mod tests {
 
     #[test]
     fn symmetric_dfs_keeps_every_verdict_with_fewer_states() {
-        let cases: [Case; 3] = [
+        let cases: [Case; 4] = [
             (&[("inputs", "1")], PIN_ONE_INPUT),
+            (
+                &[
+                    ("inputs", "1"),
+                    ("concurrent-checkpoints", "2"),
+                    ("checkpoints", "3"),
+                ],
+                PIN_CONCURRENT,
+            ),
             (
                 &[
                     ("keys", "3"),
@@ -2169,6 +2271,13 @@ mod tests {
         (23_501, 11_784),
         (23_597, 11_832),
         (23_501, 11_784),
+    ];
+    /// The `concurrent-checkpoints` scenario: two pending at once, three in all.
+    const PIN_CONCURRENT: [(usize, usize); 4] = [
+        (158_031, 79_086),
+        (74_985, 37_563),
+        (75_417, 37_779),
+        (74_985, 37_563),
     ];
     const PIN_THREE_KEYS_ONE_PARTITION: [(usize, usize); 4] = [
         (96_623, 16_392),

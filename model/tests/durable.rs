@@ -125,7 +125,7 @@ fn seed_actions() -> Vec<Action> {
         SendPut(0),
         AckPut,
         TriggerCheckpoint,
-        CompleteCheckpoint,
+        CompleteCheckpoint(1),
         Crash { landed: false },
         Restore,
         StartAction(0),
@@ -254,14 +254,14 @@ fn synchronous_executor_needs_two_crashes() {
         vec![
             DeliverInput(0),
             TriggerCheckpoint,
-            CompleteCheckpoint,
+            CompleteCheckpoint(1),
             StartAction(0),
             CallSupplier(0),
             SendPut(0),
             Crash { landed: true },
             Restore,
             TriggerCheckpoint,
-            CompleteCheckpoint,
+            CompleteCheckpoint(2),
             Crash { landed: false },
             Restore,
             StartAction(0),
@@ -333,6 +333,11 @@ fn bad_settings_are_errors_naming_the_problem() {
         .focus(Some("calls once"))
         .unwrap_err();
     assert!(e.0.contains("unknown property `calls once`"), "{e}");
+    let e = Settings::parse(params, &[("concurrent-checkpoints", "4")]).unwrap_err();
+    assert!(
+        e.0.contains("`concurrent-checkpoints` must be within 1..=3, got 4"),
+        "{e}"
+    );
     let e = Durable::scenario(Design::Fixed, "lossy").unwrap_err();
     assert!(e.0.contains("unknown scenario `lossy`"), "{e}");
 }
@@ -350,4 +355,152 @@ fn actions_and_states_cross_the_serde_boundary() {
     assert_eq!(value["finished"], serde_json::json!([0, 0, 0]));
     assert_eq!(value["log_len"], serde_json::json!([1, 0]));
     assert_eq!(value["supplier_runs"].as_array().unwrap().len(), 54);
+}
+
+fn concurrent(design: Design, overrides: &[(&str, &str)]) -> Durable {
+    let mut all = vec![("concurrent-checkpoints", "2")];
+    all.extend_from_slice(overrides);
+    Durable::build(
+        design.name(),
+        &Settings::parse(Durable::params(), &all).unwrap(),
+    )
+    .unwrap()
+}
+
+fn enabled(model: &Durable, state: &State) -> Vec<Action> {
+    let mut actions = Vec::new();
+    model.actions(state, &mut actions);
+    actions
+}
+
+#[test]
+fn concurrent_checkpoints_keep_every_verdict_with_pinned_counts() {
+    // The `concurrent-checkpoints` scenario (two pending at once, three in all, one
+    // input per key): the default table's verdicts (checked with the other scenarios),
+    // at these counts.
+    let pinned = [158_031, 74_985, 75_417, 74_985];
+    for (design, count) in DESIGNS.into_iter().zip(pinned) {
+        let model = Durable::scenario(design, "concurrent-checkpoints").unwrap();
+        assert_eq!(model.bounds.concurrent_checkpoints, 2);
+        let (unique, verdicts) = verdicts_of(&model);
+        assert_eq!(unique, count, "{}", design.name());
+        let expected: BTreeMap<&str, Verdict> = Durable::expectations()
+            .into_iter()
+            .filter(|e| e.design == design.name() && e.scenario == "concurrent-checkpoints")
+            .map(|e| (e.property, e.expected))
+            .collect();
+        assert_eq!(expected.len(), verdicts.len());
+        assert_eq!(verdicts, expected, "{}", design.name());
+    }
+    // `fixed` at the default bounds with two pending at once: every safety property
+    // holds, every reachability property is reached.
+    let (unique, verdicts) = verdicts_of(&concurrent(Design::Fixed, &[]));
+    assert_eq!(unique, 2_035_699);
+    for p in property::SAFETY {
+        assert_eq!(verdicts[p], Verdict::Holds, "{p}");
+    }
+    for p in property::REACHABILITY {
+        assert_eq!(verdicts[p], Verdict::Reached, "{p}");
+    }
+}
+
+/// A call saved, then two checkpoints taken with the action still queued.
+fn two_pending() -> Vec<Action> {
+    use Action::*;
+    vec![
+        DeliverInput(0),
+        TriggerCheckpoint,
+        StartAction(0),
+        CallSupplier(0),
+        SendPut(0),
+        AckPut,
+        TriggerCheckpoint,
+    ]
+}
+
+#[test]
+fn one_checkpoint_at_a_time_by_default() {
+    let model = Durable::new(Design::Fixed);
+    assert_eq!(model.bounds.concurrent_checkpoints, 1);
+    let init = model.init_states().remove(0);
+    let path = Path::from_actions(&model, init, &two_pending()[..6]).unwrap();
+    let state = path.last_state();
+    assert_eq!(state.pending_count(), 1);
+    let actions = enabled(&model, state);
+    assert!(actions.contains(&Action::CompleteCheckpoint(1)));
+    assert!(!actions.contains(&Action::TriggerCheckpoint));
+}
+
+#[test]
+fn a_later_completion_subsumes_the_older_pending_checkpoint() {
+    use Action::*;
+    let model = concurrent(Design::Fixed, &[]);
+    let init = model.init_states().remove(0);
+    let path = Path::from_actions(&model, init, &two_pending()).unwrap();
+    let both = path.last_state().clone();
+    let pending: Vec<(u8, [u8; 3])> = both
+        .pending_checkpoints()
+        .map(|(id, c)| (id, [c.next_seq[0], c.finished[0], c.marker[0]]))
+        .collect();
+    // Checkpoint 1 before the call was saved (marker at the end, 0), checkpoint 2 after
+    // (marker rewound to the saved record, 0; end offset 1).
+    assert_eq!(pending, [(1, [1, 0, 0]), (2, [1, 0, 0])]);
+    assert_eq!(both.log_len[0], 1);
+    let actions = enabled(&model, &both);
+    assert!(actions.contains(&CompleteCheckpoint(1)));
+    assert!(actions.contains(&CompleteCheckpoint(2)));
+    assert!(!actions.contains(&TriggerCheckpoint));
+    let json = serde_json::to_value(&both).unwrap();
+    assert_eq!(json["pending"].as_array().unwrap().len(), 2);
+
+    // Completing the later one subsumes the earlier: it never completes.
+    let words = model.describe_step(&both, &CompleteCheckpoint(2));
+    assert_eq!(
+        words,
+        "checkpoint 2 completes; finished states pruned; checkpoint 1 subsumed"
+    );
+    let after = model.next_state(&both, CompleteCheckpoint(2)).unwrap();
+    assert_eq!(after.pending_count(), 0);
+    assert_eq!(after.completed, both.pending[1]);
+    assert!(!enabled(&model, &after)
+        .iter()
+        .any(|a| matches!(a, CompleteCheckpoint(_))));
+    assert!(model.next_state(&after, CompleteCheckpoint(1)).is_none());
+
+    // Completing the earlier one keeps the later one pending, now first.
+    let after = model.next_state(&both, CompleteCheckpoint(1)).unwrap();
+    assert_eq!(after.completed, both.pending[0]);
+    let left: Vec<u8> = after.pending_checkpoints().map(|(id, _)| id).collect();
+    assert_eq!(left, [2]);
+    assert_eq!(after.pending[0], both.pending[1]);
+    assert_eq!(
+        model.describe_step(&after, &CompleteCheckpoint(2)),
+        "checkpoint 2 completes; finished states pruned"
+    );
+    assert!(enabled(&model, &after).contains(&CompleteCheckpoint(2)));
+}
+
+#[test]
+fn a_crash_aborts_every_pending_checkpoint() {
+    use Action::*;
+    let model = concurrent(Design::Fixed, &[("checkpoints", "3")]);
+    let init = model.init_states().remove(0);
+    let mut actions = vec![TriggerCheckpoint, CompleteCheckpoint(1)];
+    actions.extend(two_pending());
+    let path = Path::from_actions(&model, init, &actions).unwrap();
+    let state = path.last_state();
+    assert_eq!(
+        state
+            .pending_checkpoints()
+            .map(|(id, _)| id)
+            .collect::<Vec<_>>(),
+        [2, 3]
+    );
+    let down = model.next_state(state, Crash { landed: false }).unwrap();
+    assert_eq!(down.pending_count(), 0);
+    assert_eq!(down.checkpoints, 3);
+    let restored = model.next_state(&down, Restore).unwrap();
+    // The restore point is the one completed before the crash: nothing delivered.
+    assert_eq!(restored.next_seq[0], 0);
+    assert!(!enabled(&model, &restored).contains(&TriggerCheckpoint));
 }

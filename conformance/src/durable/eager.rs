@@ -119,7 +119,7 @@ impl EagerDurable {
         match *a {
             Action::DeliverInput(k) | Action::CallSupplier(k) => Some(vec![k]),
             Action::Restore => Some((0..self.model.bounds.keys).collect()),
-            Action::TriggerCheckpoint | Action::CompleteCheckpoint | Action::Crash { .. } => {
+            Action::TriggerCheckpoint | Action::CompleteCheckpoint(_) | Action::Crash { .. } => {
                 Some(Vec::new())
             }
             _ => None,
@@ -482,7 +482,7 @@ impl<D: Deliver> EagerConformant<D> {
                     }
                     Err(_) => {}
                 }
-                rt.abort_checkpoint();
+                rt.abort_checkpoints();
                 rt.crash();
                 Ok(())
             }
