@@ -29,7 +29,7 @@ macro_rules! with_spec {
 pub(crate) use with_spec;
 
 /// Models bound to a runtime, in the order tables list them.
-pub const BOUND: &[&str] = &["leadership", "durable"];
+pub const BOUND: &[&str] = &["leadership", "durable", "durable-eager"];
 
 /// `with_binding!(name, B => expr)`: like [`with_spec!`], with `B` bound to the
 /// conformance binding of the model called `name`.
@@ -43,6 +43,10 @@ macro_rules! with_binding {
             }
             "durable" => {
                 type $b = steadfast_conformance::durable::DurableBinding;
+                $body
+            }
+            "durable-eager" => {
+                type $b = steadfast_conformance::durable::eager::EagerBinding;
                 $body
             }
             other => Err($crate::args::UsageError(format!(

@@ -401,6 +401,25 @@ fn conform_replays_every_leadership_transition() {
 }
 
 #[test]
+fn conform_drives_the_eager_operator_one_event_at_a_time() {
+    let o = steadfast(&[
+        "conform",
+        "durable-eager",
+        "--inputs",
+        "1",
+        "--compact-offsets",
+        "false",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("durable-eager fixed: 2481 unique states, 5987 transitions replayed"),
+        "{text}"
+    );
+    assert!(text.contains("CallSupplier + Crash"), "{text}");
+}
+
+#[test]
 fn departs_names_the_step_where_the_fix_acts() {
     let o = steadfast(&["departs", "leadership"]);
     assert_eq!(o.status.code(), Some(0));
