@@ -459,6 +459,11 @@ impl<V: Variant> Runtime<V> {
                     if pending { "does not know" } else { "knows" }
                 ));
             }
+            // An aborted checkpoint is forgotten: aborting it again finds nothing.
+            if op.checkpoint_aborted(id) {
+                self.reports
+                    .push(format!("checkpoint {id} is still known after its abort"));
+            }
         }
     }
 
