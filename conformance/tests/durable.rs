@@ -654,6 +654,44 @@ fn eager_every_event_of_fixed_at_conformance_bounds() {
     assert_eq!(most_puts, 2);
 }
 
+/// Eager events with two checkpoints pending at once: a later completion subsumes the
+/// older one between the operator's runs, as under stepwise scheduling.
+#[test]
+fn eager_every_event_with_two_checkpoints_pending_at_once() {
+    let m = EagerDurable::new(model(
+        "fixed",
+        &[("concurrent-checkpoints", "2"), ("checkpoints", "3")],
+    ));
+    let c = full_eager_coverage("fixed, eager, two pending", &m, &EAGER_KINDS);
+    assert_eq!((c.unique_states, c.transitions), (7_218, 21_768));
+    // Completing checkpoint 2 while 1 is pending (subsuming it) is among the events.
+    let subsumes = {
+        let init = m.init_states()[0].clone();
+        let mut frontier = vec![init];
+        let mut seen = std::collections::HashSet::new();
+        let mut found = false;
+        while let Some(s) = frontier.pop() {
+            let ids: Vec<u8> = s.pending_checkpoints().map(|(id, _)| id).collect();
+            if ids == [1, 2] {
+                found = m
+                    .events(&s)
+                    .iter()
+                    .any(|(e, _)| e.steps == [Action::CompleteCheckpoint(2)]);
+                if found {
+                    break;
+                }
+            }
+            for (_, next) in m.events(&s) {
+                if seen.insert(format!("{next:?}")) {
+                    frontier.push(next);
+                }
+            }
+        }
+        found
+    };
+    assert!(subsumes, "no event completes checkpoint 2 with 1 pending");
+}
+
 #[test]
 fn eager_every_event_with_failed_sends() {
     let m = EagerDurable::new(model(
