@@ -866,6 +866,19 @@ fn expected_log_into(
     }
 }
 
+/// The events that set up the model's initial situation ([`Runtime::started`]): the
+/// dispatcher gains leadership, then accepts the job's submission.
+pub fn start_log(init: &State) -> Vec<LogRecord> {
+    vec![
+        dispatcher_record(DispatcherEvent::LeadershipGained, init.epoch, "applied"),
+        dispatcher_record(
+            DispatcherEvent::JobSubmitted { job: JOB },
+            init.epoch,
+            "applied",
+        ),
+    ]
+}
+
 /// The events a forbidden step produces when the runtime refuses it: the refusal of the
 /// event the binding delivered, and nothing else.
 fn refusal_log(before: &State, action: &Action, out: &mut Vec<LogRecord>) {
@@ -1112,8 +1125,12 @@ impl Binding for LeadershipBinding {
     type Runtime = Runtime;
     type Projection = Observation;
 
-    fn start(_: &Leadership, _: &State) -> Runtime {
-        Runtime::started()
+    fn start(_: &Leadership, init: &State) -> Runtime {
+        let (mut rt, seen) = collect(Runtime::started);
+        if rt.check_log {
+            rt.log = disagreements(&start_log(init), &seen);
+        }
+        rt
     }
 
     fn model_view(model: &Leadership, state: &State) -> Observation {

@@ -12,7 +12,7 @@ use steadfast::leadership::{JobStatus, ProcessResult, ProcessState, RunnerResult
 use steadfast_conformance::cover::{cover, Coverage};
 use steadfast_conformance::leadership::{
     check_log, collect, expected_log, logged_step, observe_runtime, realise,
-    replay_unpatched_counterexample, LeadershipBinding, LogRecord, Observation, Runtime,
+    replay_unpatched_counterexample, start_log, LeadershipBinding, LogRecord, Observation, Runtime,
 };
 use steadfast_conformance::trace::{self, TraceError};
 use steadfast_conformance::walk::walk;
@@ -938,4 +938,22 @@ fn the_log_check_can_be_switched_off_and_then_misses_a_log_fault_only() {
     assert!(result.is_err());
     assert_eq!(seen.len(), 1, "the runtime still logs the refusal");
     assert_eq!(rt.log, "");
+}
+
+#[test]
+fn the_log_of_the_initial_situation_is_checked_too() {
+    let m = fixed(&[]);
+    let init = stateright::Model::init_states(&m)[0].clone();
+    let want: Vec<String> = start_log(&init).iter().map(|r| r.to_string()).collect();
+    assert_eq!(
+        want,
+        [
+            "dispatcher leadership_gained epoch=1 -> applied",
+            "dispatcher job_submitted job=1 epoch=1 -> applied"
+        ]
+    );
+    let (_, seen) = collect(Runtime::started);
+    assert_eq!(seen, start_log(&init));
+    // The binding's start runs the same check: nothing to report.
+    assert_eq!(LeadershipBinding::start(&m, &init).log, "");
 }
