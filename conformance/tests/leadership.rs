@@ -943,7 +943,7 @@ fn the_log_check_can_be_switched_off_and_then_misses_a_log_fault_only() {
 #[test]
 fn the_log_of_the_initial_situation_is_checked_too() {
     let m = fixed(&[]);
-    let init = stateright::Model::init_states(&m)[0].clone();
+    let init = stateright::Model::init_states(&m)[0];
     let want: Vec<String> = start_log(&init).iter().map(|r| r.to_string()).collect();
     assert_eq!(
         want,
