@@ -241,8 +241,9 @@ fn compacted_offsets_are_compared_by_rank() {
     assert!(c.unique_states < real.unique_states);
 }
 
-#[test]
-fn seeded_walks_at_larger_bounds() {
+/// The seeded walks' bounds, beyond exhaustive reach: three keys over two partitions,
+/// runs with several puts, failed sends, two crashes, restarts without a checkpoint.
+fn walk_model() -> Durable {
     let settings = Settings::parse(
         Durable::params(),
         &[
@@ -260,7 +261,12 @@ fn seeded_walks_at_larger_bounds() {
         ],
     )
     .unwrap();
-    let m = Durable::build("fixed", &settings).unwrap();
+    Durable::build("fixed", &settings).unwrap()
+}
+
+#[test]
+fn seeded_walks_at_larger_bounds() {
+    let m = walk_model();
     let w = walk::<DurableBinding>(&m, 1158, 300, 400).unwrap_or_else(|d| panic!("{d}"));
     println!(
         "walks: {} walks, {} steps, {} probes refused, longest {}, {:.2} s",
@@ -810,24 +816,7 @@ fn eager_one_step_per_event_diverges_when_an_action_should_complete() {
 #[test]
 fn eager_seeded_walks_at_larger_bounds() {
     // The stepwise walks' bounds: runs with several puts, restores driving three keys.
-    let settings = Settings::parse(
-        Durable::params(),
-        &[
-            ("keys", "3"),
-            ("inputs", "3"),
-            ("actions", "2"),
-            ("calls", "3"),
-            ("partitions", "2"),
-            ("crashes", "2"),
-            ("checkpoints", "4"),
-            ("send-failures", "1"),
-            ("fail-after-landing", "true"),
-            ("restart-without-checkpoint", "true"),
-            ("compact-offsets", "false"),
-        ],
-    )
-    .unwrap();
-    let m = EagerDurable::new(Durable::build("fixed", &settings).unwrap());
+    let m = EagerDurable::new(walk_model());
     let w = walk::<EagerBinding>(&m, 1158, 300, 200).unwrap_or_else(|d| panic!("{d}"));
     println!(
         "eager walks: {} walks, {} events, {} probes refused, longest {}, {:.2} s",
