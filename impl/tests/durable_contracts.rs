@@ -505,6 +505,48 @@ fn mismatched_saved_result_truncates_from_its_index() {
     assert_eq!(runs.load(Ordering::SeqCst), 3);
 }
 
+/// A call's return continues the action's run, as a continuation would: the body is
+/// asked once per step (three calls and the finish: four times), not re-run from its
+/// first call at every return. After a restore the run starts over and checks each
+/// saved result against the call the body asks for.
+#[test]
+fn a_returned_call_continues_the_run_and_a_restore_checks_every_saved_result() {
+    struct Counting(Arc<AtomicU32>);
+    impl ActionBody for Counting {
+        fn step(&self, input: &Datum, results: &[CallOutcome]) -> ActionStep {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            CountedCalls.step(input, results)
+        }
+    }
+    let asked = Arc::new(AtomicU32::new(0));
+    let log = MemoryLog::new(1);
+    let mut d = memory_driver(
+        &log,
+        vec![ActionDef::new("act", Counting(Arc::clone(&asked)))],
+    );
+    d.input("k", json!({"calls": 3})).unwrap();
+    d.call(0).unwrap();
+    d.call(0).unwrap();
+    assert_eq!(asked.load(Ordering::SeqCst), 3, "one step per call so far");
+    let id = d.checkpoint().unwrap();
+    d.complete_checkpoint(id).unwrap();
+    d.restore().unwrap();
+    // Two saved results checked, then the third call asked for.
+    assert_eq!(asked.load(Ordering::SeqCst), 6);
+    assert_eq!(d.requested_calls().len(), 1);
+    assert_eq!(d.requested_calls()[0].call, call("k", 0, "act", 2));
+    d.call(0).unwrap();
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        7,
+        "the return goes straight on to finish"
+    );
+    assert_eq!(d.emitted().len(), 1);
+    for i in 0..3 {
+        assert_eq!(count(&d, &call("k", 0, "act", i)), 1);
+    }
+}
+
 /// Known limit of the fix, measured: one action pending forever (key B, its first
 /// call saved) followed by M inputs of key A completed and pruned on the same
 /// partition. The pending state pins the partition's marker, so a restore re-scans

@@ -26,7 +26,7 @@
 //! are copied on write: [`Operator::fork`] shares them until one side changes one, so a
 //! fork that then refuses an event has copied nothing.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -286,20 +286,26 @@ struct Running {
 enum Progress {
     /// Waiting for a call's outcome.
     Waiting,
-    /// The action's saved state is completed: nothing to put.
+    /// The action's state is completed in the store: saved before, or saved just now
+    /// by its completion put (eager scheduling).
     Completed,
     /// The body finished; the completion put is the key's next step.
     Finishing,
 }
+
+/// Transient per-key state of the operator (not checkpointed).
+type KeyMap<V> = HashMap<String, V, ahash::RandomState>;
 
 /// The action execution operator.
 pub struct Operator<L: Log> {
     actions: Arc<[ActionDef]>,
     store: ActionStateStore<L>,
     keys: Arc<BTreeMap<String, KeyState>>,
-    running: Arc<BTreeMap<String, Running>>,
-    /// Per key, a finished action's completed state awaiting its put.
-    completing: Arc<BTreeMap<String, (StateKey, ActionState)>>,
+    /// Per key, the call it waits for. Looked up at every event, so hashed (aHash,
+    /// randomly keyed: keys come from outside) rather than ordered.
+    running: Arc<KeyMap<Running>>,
+    /// Per key, a finished action's completed state awaiting its put (stepwise).
+    completing: Arc<KeyMap<(StateKey, ActionState)>>,
     scheduling: Scheduling,
     pending_checkpoints: Arc<BTreeMap<u64, BTreeMap<String, u64>>>,
     cancel: Cancellation,
@@ -442,7 +448,7 @@ impl<L: Log> Operator<L> {
                     Scheduling::Eager => {
                         let keys: Vec<String> = self.keys.keys().cloned().collect();
                         keys.into_iter()
-                            .try_for_each(|k| self.drive(&k, &mut effects))
+                            .try_for_each(|k| self.drive(&k, 0, &mut effects))
                     }
                     Scheduling::Stepwise => Ok(()),
                 }
@@ -469,8 +475,8 @@ impl<L: Log> Operator<L> {
             return Err(OperatorError::NothingToContinue(key));
         }
         match self.scheduling {
-            Scheduling::Eager => self.drive(&key, effects),
-            Scheduling::Stepwise => self.step(&key, effects).map(|_| ()),
+            Scheduling::Eager => self.drive(&key, 0, effects),
+            Scheduling::Stepwise => self.step(&key, 0, effects).map(|_| ()),
         }
     }
 
@@ -501,7 +507,7 @@ impl<L: Log> Operator<L> {
             .push_back(PendingInput { seq, input: value });
         tracing::debug!(component = "durable.operator", event = "input", key = %key, seq);
         match self.scheduling {
-            Scheduling::Eager => self.drive(&key, effects),
+            Scheduling::Eager => self.drive(&key, 0, effects),
             Scheduling::Stepwise => Ok(()),
         }
     }
@@ -541,22 +547,44 @@ impl<L: Log> Operator<L> {
             index,
         );
         match self.scheduling {
-            Scheduling::Eager => self.drive(&sk.key, effects),
-            // The action goes on to its next call, or to its completion step.
-            Scheduling::Stepwise => self.step(&sk.key, effects).map(|_| ()),
+            // The action goes on from the result just saved: every saved result
+            // before it answered a call this operator made, so none needs checking.
+            Scheduling::Eager => self.drive(&sk.key, index as usize + 1, effects),
+            // ... to its next call, or to its completion step.
+            Scheduling::Stepwise => self.step(&sk.key, index as usize + 1, effects).map(|_| ()),
         }
     }
 
     /// Run the key's work until it waits on a call or has nothing left.
-    fn drive(&mut self, key: &str, effects: &mut Vec<Effect>) -> Result<(), OperatorError> {
-        while !self.running.contains_key(key) && self.step(key, effects)? {}
+    /// The head action's first `verified` saved results are known to match its calls
+    /// (see [`Operator::run_action`]).
+    fn drive(
+        &mut self,
+        key: &str,
+        verified: usize,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), OperatorError> {
+        // A step that leaves the key waiting on a call says so (it returns false), so
+        // only the entry needs the lookup.
+        if self.running.contains_key(key) {
+            return Ok(());
+        }
+        if self.step(key, verified, effects)? {
+            while self.step(key, 0, effects)? {}
+        }
         Ok(())
     }
 
     /// One step of the key's work: a finished action's completion put, or the start
     /// of the queue's head (starting the next pending input if the queue is empty).
     /// Returns whether the key has more to do without outside input.
-    fn step(&mut self, key: &str, effects: &mut Vec<Effect>) -> Result<bool, OperatorError> {
+    /// `verified` as in [`Operator::drive`].
+    fn step(
+        &mut self,
+        key: &str,
+        verified: usize,
+        effects: &mut Vec<Effect>,
+    ) -> Result<bool, OperatorError> {
         // The shared maps are copied only where this step changes them.
         let completing = if self.completing.contains_key(key) {
             Arc::make_mut(&mut self.completing).remove(key)
@@ -565,8 +593,7 @@ impl<L: Log> Operator<L> {
         };
         if let Some((sk, state)) = completing {
             self.store.put(&sk, state)?;
-            self.action_done(key, effects);
-            return Ok(true);
+            return Ok(self.action_done(key, effects));
         }
         // A second handle on the keyed state lets the action read its queue entry in
         // place (running an action does not change the keyed state). It is dropped
@@ -605,30 +632,28 @@ impl<L: Log> Operator<L> {
                 self.emit(key, next.seq, effects);
                 return Ok(true);
             }
-            return self.step(key, effects);
+            return self.step(key, 0, effects);
         };
-        let progress = self.run_action(key, head, effects);
+        let progress = self.run_action(key, head, verified, effects);
         drop(keys);
         match progress? {
             Progress::Waiting => Ok(false),
             Progress::Finishing => Ok(true),
-            Progress::Completed => {
-                self.action_done(key, effects);
-                Ok(true)
-            }
+            Progress::Completed => Ok(self.action_done(key, effects)),
         }
     }
 
     /// The queue's head action completed: drop it; the input's last action
     /// finishes the input.
     /// Only called with the head in the queue, so the keyed state is changed (and,
-    /// if shared, copied) only when it must be.
-    fn action_done(&mut self, key: &str, effects: &mut Vec<Effect>) {
+    /// if shared, copied) only when it must be. Returns whether the key has more to do
+    /// (a next action or a pending input), as [`Operator::step`] does.
+    fn action_done(&mut self, key: &str, effects: &mut Vec<Effect>) -> bool {
         let Some(ks) = Arc::make_mut(&mut self.keys).get_mut(key) else {
-            return;
+            return false;
         };
         let Some(head) = ks.queue.pop_front() else {
-            return;
+            return false;
         };
         tracing::debug!(
             component = "durable.operator",
@@ -637,10 +662,13 @@ impl<L: Log> Operator<L> {
             seq = head.seq,
             action = %head.action,
         );
-        if ks.queue.is_empty() {
-            ks.last_completed = Some(head.seq);
-            self.emit(key, head.seq, effects);
+        if !ks.queue.is_empty() {
+            return true;
         }
+        ks.last_completed = Some(head.seq);
+        let more = !ks.pending_inputs.is_empty();
+        self.emit(key, head.seq, effects);
+        more
     }
 
     /// Input `seq` of `key` finished (its caller records that in the keyed state):
@@ -664,10 +692,18 @@ impl<L: Log> Operator<L> {
         });
     }
 
+    /// Runs the head action's body from its saved results: each call the body asks for
+    /// reuses the saved result at its index when function and argument digest match,
+    /// and the first call without one is requested. The first `verified` saved results
+    /// answered calls this operator made for this very run (a call's return continues
+    /// the run), so the body resumes after them without asking for them again, as a
+    /// continuation would; after a restore nothing is verified and every saved result
+    /// is checked.
     fn run_action(
         &mut self,
         key: &str,
         head: &QueuedAction,
+        verified: usize,
         effects: &mut Vec<Effect>,
     ) -> Result<Progress, OperatorError> {
         // The saved state is read in place: only the results a call keeps are copied.
@@ -690,6 +726,7 @@ impl<L: Log> Operator<L> {
         };
         let results = saved.map_or(&[][..], |s| s.call_results.as_slice());
         let mut outcomes: Vec<CallOutcome> = Vec::with_capacity(results.len());
+        outcomes.extend(results.iter().take(verified).map(|r| r.outcome.clone()));
         loop {
             match action.body.step(&head.input, &outcomes) {
                 ActionStep::Call { function, args } => {
@@ -758,15 +795,21 @@ impl<L: Log> Operator<L> {
                     return Ok(Progress::Waiting);
                 }
                 ActionStep::Finish { output } => {
-                    let sk = StateKey {
-                        key: key.to_string(),
-                        seq: head.seq,
-                        action: head.action.clone(),
-                    };
                     let state = ActionState {
                         call_results: Vec::new(),
                         completed: true,
                         output: Some(output),
+                    };
+                    if self.scheduling == Scheduling::Eager {
+                        // The completion put is the very next step: take it now rather
+                        // than park the state for a step that would take it at once.
+                        self.store.put_at(key, head.seq, &head.action, state)?;
+                        return Ok(Progress::Completed);
+                    }
+                    let sk = StateKey {
+                        key: key.to_string(),
+                        seq: head.seq,
+                        action: head.action.clone(),
                     };
                     Arc::make_mut(&mut self.completing).insert(key.to_string(), (sk, state));
                     return Ok(Progress::Finishing);

@@ -33,11 +33,24 @@ pub fn encode_record(
     key_buf: &mut Vec<u8>,
     value_buf: &mut Vec<u8>,
 ) -> Result<(), String> {
+    encode_parts(&key.key, key.seq, &key.action, state, key_buf, value_buf)
+}
+
+/// [`encode_record`] for the state key's parts, borrowed: the store's puts need not
+/// own a [`StateKey`].
+pub(crate) fn encode_parts(
+    key: &str,
+    seq: u64,
+    action: &str,
+    state: &ActionState,
+    key_buf: &mut Vec<u8>,
+    value_buf: &mut Vec<u8>,
+) -> Result<(), String> {
     key_buf.clear();
     key_buf.push(RECORD_FORMAT);
-    put_bytes(key_buf, key.key.as_bytes())?;
-    key_buf.extend_from_slice(&key.seq.to_le_bytes());
-    put_bytes(key_buf, key.action.as_bytes())?;
+    put_bytes(key_buf, key.as_bytes())?;
+    key_buf.extend_from_slice(&seq.to_le_bytes());
+    put_bytes(key_buf, action.as_bytes())?;
 
     value_buf.clear();
     value_buf.push(RECORD_FORMAT);

@@ -21,6 +21,7 @@
 //! Records use a compact binary format of ours (see [`super::record`]); decoding is
 //! strict and names what is wrong with a damaged record.
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use super::file_log::{FileLog, FileLogOptions};
 use super::log::{AckError, Cancellation, Log, LogError, Offset, Partition, PendingAck};
 use super::{partition_for, ActionState, StateKey};
 
+use super::record::encode_parts;
 pub use super::record::{decode_record, encode_record, RECORD_FORMAT};
 
 /// Errors of the store.
@@ -127,7 +129,14 @@ struct Tracked {
 
 /// Where a key's state `(seq, action)` is (`Ok`) or would go (`Err`) in its sorted list.
 fn search(states: &[Tracked], seq: u64, action: &str) -> Result<usize, usize> {
-    states.binary_search_by(|t| (t.seq, t.action.as_str()).cmp(&(seq, action)))
+    let order = |t: &Tracked| (t.seq, t.action.as_str()).cmp(&(seq, action));
+    // A key's running input is its latest: most lookups and every new state are at
+    // the end of the list.
+    match states.last().map(order) {
+        None | Some(Ordering::Less) => Err(states.len()),
+        Some(Ordering::Equal) => Ok(states.len() - 1),
+        Some(Ordering::Greater) => states.binary_search_by(order),
+    }
 }
 
 /// The action state store.
@@ -135,7 +144,9 @@ pub struct ActionStateStore<L: Log> {
     log: L,
     partitions: u32,
     /// Per input key with live state, its cached states sorted by (seq, action).
-    states: Arc<HashMap<String, Vec<Tracked>>>,
+    /// Looked up at every event: aHash, keyed at random per map like the standard
+    /// hasher (input keys come from outside), at a fraction of SipHash's cost.
+    states: Arc<HashMap<String, Vec<Tracked>, ahash::RandomState>>,
     cancel: Cancellation,
     order: PutOrder,
     key_buf: Vec<u8>,
@@ -221,12 +232,34 @@ impl<L: Log> ActionStateStore<L> {
     /// cache and offset tracking are unchanged; the record may still have landed
     /// (the log can fail a send after appending it), and a rebuild would read it.
     pub fn put(&mut self, key: &StateKey, state: ActionState) -> Result<Offset, StoreError> {
-        let partition = self.partition_of(&key.key);
-        encode_record(key, &state, &mut self.key_buf, &mut self.value_buf).map_err(|reason| {
-            StoreError::Encode {
-                key: key.clone(),
-                reason,
-            }
+        self.put_at(&key.key, key.seq, &key.action, state)
+    }
+
+    /// [`ActionStateStore::put`] for the state key's parts, borrowed: the key's strings
+    /// are copied only when the cache gets a new entry.
+    pub(crate) fn put_at(
+        &mut self,
+        key: &str,
+        seq: u64,
+        action: &str,
+        state: ActionState,
+    ) -> Result<Offset, StoreError> {
+        let partition = self.partition_of(key);
+        encode_parts(
+            key,
+            seq,
+            action,
+            &state,
+            &mut self.key_buf,
+            &mut self.value_buf,
+        )
+        .map_err(|reason| StoreError::Encode {
+            key: StateKey {
+                key: key.to_string(),
+                seq,
+                action: action.to_string(),
+            },
+            reason,
         })?;
         let result = self.send_and_confirm(partition);
         match result {
@@ -234,25 +267,25 @@ impl<L: Log> ActionStateStore<L> {
                 tracing::debug!(
                     component = "durable.store",
                     event = "put",
-                    key = %key.key,
-                    seq = key.seq,
-                    action = %key.action,
+                    key,
+                    seq,
+                    action,
                     partition,
                     offset,
                     completed = state.completed,
                     results = state.call_results.len(),
                     outcome = "acked",
                 );
-                self.remember(key, state, partition, offset);
+                self.remember(key, seq, action, state, partition, offset);
                 Ok(offset)
             }
             Err(err) => {
                 tracing::warn!(
                     component = "durable.store",
                     event = "put",
-                    key = %key.key,
-                    seq = key.seq,
-                    action = %key.action,
+                    key,
+                    seq,
+                    action,
                     partition,
                     outcome = "failed",
                     error = %err,
@@ -280,21 +313,23 @@ impl<L: Log> ActionStateStore<L> {
     /// Cache `state` as the latest of `key`, acknowledged at (partition, offset).
     fn remember(
         &mut self,
-        key: &StateKey,
+        key: &str,
+        seq: u64,
+        action: &str,
         state: ActionState,
         partition: Partition,
         offset: Offset,
     ) {
         let states = Arc::make_mut(&mut self.states);
         let tracked = |state| Tracked {
-            seq: key.seq,
-            action: key.action.clone(),
+            seq,
+            action: action.to_string(),
             state,
             partition,
             offset,
         };
-        match states.get_mut(key.key.as_str()) {
-            Some(list) => match search(list, key.seq, &key.action) {
+        match states.get_mut(key) {
+            Some(list) => match search(list, seq, action) {
                 Ok(i) => {
                     let t = &mut list[i];
                     t.state = state;
@@ -304,7 +339,7 @@ impl<L: Log> ActionStateStore<L> {
                 Err(i) => list.insert(i, tracked(state)),
             },
             None => {
-                states.insert(key.key.clone(), vec![tracked(state)]);
+                states.insert(key.to_string(), vec![tracked(state)]);
             }
         }
     }
@@ -479,7 +514,7 @@ impl<L: Log> ActionStateStore<L> {
                         report.finished_skipped += 1;
                         continue;
                     }
-                    self.remember(&sk, state, partition, record.offset);
+                    self.remember(&sk.key, sk.seq, &sk.action, state, partition, record.offset);
                 }
             }
         }
