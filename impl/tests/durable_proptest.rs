@@ -135,6 +135,44 @@ fn cache_matches_log<L: Log + Clone>(d: &mut Driver<L>) -> Result<(), TestCaseEr
     Ok(())
 }
 
+/// The per-key and per-state lookups ([`Operator::activity`],
+/// [`ActionStateStore::offset_of`]) agree with the lists and maps they stand for.
+fn lookups_agree_with_lists<L: Log + Clone>(d: &Driver<L>) -> Result<(), TestCaseError> {
+    let Some(op) = d.operator() else {
+        return Ok(());
+    };
+    let ready = op.ready_keys();
+    let in_progress = op.keys_in_progress();
+    let calls = op.outstanding_calls();
+    let mut keys: Vec<String> = op.keys().keys().cloned().collect();
+    keys.extend(in_progress.iter().cloned());
+    keys.push("never-seen".into());
+    for k in &keys {
+        let activity = op.activity(k);
+        prop_assert_eq!(activity.ready, ready.contains(k), "ready, key {}", k);
+        prop_assert_eq!(
+            activity.in_progress,
+            in_progress.contains(k),
+            "in progress, key {}",
+            k
+        );
+        prop_assert_eq!(
+            activity.awaiting,
+            calls.iter().find(|c| &c.key == k).map(|c| c.index),
+            "awaiting, key {}",
+            k
+        );
+    }
+    for c in &calls {
+        prop_assert!(keys.contains(&c.key), "a call of unlisted key {}", c.key);
+    }
+    let store = op.store();
+    for (sk, at) in store.latest_offsets() {
+        prop_assert_eq!(store.offset_of(&sk), Some(at));
+    }
+    Ok(())
+}
+
 fn run<L: Log + Clone>(
     ops: &[Op],
     mut d: Driver<L>,
@@ -198,6 +236,7 @@ fn run<L: Log + Clone>(
             restore_until_up(&mut d, faults);
         }
         cache_matches_log(&mut d)?;
+        lookups_agree_with_lists(&d)?;
     }
     // Drain: finish every input, then commit with a last checkpoint.
     let mut settled = false;

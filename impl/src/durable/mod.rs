@@ -32,8 +32,8 @@ pub use log::{
 };
 pub use memory_log::{MemoryAck, MemoryLog, SendFault};
 pub use operator::{
-    ActionBody, ActionDef, ActionStep, CallChain, Checkpoint, Effect, Event, KeyState, Operator,
-    OperatorError, PendingInput, QueuedAction, Scheduling,
+    ActionBody, ActionDef, ActionStep, CallChain, Checkpoint, Effect, Event, KeyActivity, KeyState,
+    Operator, OperatorError, PendingInput, QueuedAction, Scheduling,
 };
 pub use projection::{
     CachedState, CallCount, KeyProjection, LoggedState, OutputRecord, Projection,

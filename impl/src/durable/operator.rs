@@ -134,6 +134,18 @@ pub enum Scheduling {
     Stepwise,
 }
 
+/// What one key of the operator is doing ([`Operator::activity`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeyActivity {
+    /// An action is in progress: waiting for a call's outcome, or finished and
+    /// awaiting its completion put.
+    pub in_progress: bool,
+    /// The key has a step to take on [`Event::Continue`].
+    pub ready: bool,
+    /// The index of the call the key waits for.
+    pub awaiting: Option<u32>,
+}
+
 /// One queued action of a key's current input (checkpointed).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueuedAction {
@@ -438,7 +450,8 @@ impl<L: Log> Operator<L> {
         if let Some(reason) = &self.failed {
             return Err(OperatorError::Failed(reason.clone()));
         }
-        let mut effects = Vec::new();
+        // Nearly every event has an effect (a call or an output).
+        let mut effects = Vec::with_capacity(1);
         let result = match event {
             Event::Input { key, value } => self.on_input(key, value, &mut effects),
             Event::CallReturned { call, outcome } => self.on_call(call, outcome, &mut effects),
@@ -884,6 +897,18 @@ impl<L: Log> Operator<L> {
     /// How much of a key's work one event does.
     pub fn scheduling(&self) -> Scheduling {
         self.scheduling
+    }
+
+    /// What `key` is doing: its entries in [`Operator::keys_in_progress`],
+    /// [`Operator::ready_keys`] and [`Operator::outstanding_calls`], looked up without
+    /// building those lists.
+    pub fn activity(&self, key: &str) -> KeyActivity {
+        let running = self.running.get(key);
+        KeyActivity {
+            in_progress: running.is_some() || self.completing.contains_key(key),
+            ready: self.is_ready(key),
+            awaiting: running.map(|r| r.call.index),
+        }
     }
 
     /// Keys with a step to take on [`Event::Continue`] (stepwise scheduling).

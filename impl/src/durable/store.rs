@@ -390,6 +390,15 @@ impl<L: Log> ActionStateStore<L> {
             .collect()
     }
 
+    /// The latest acknowledged (partition, offset) of `key`'s cached state, if any: one
+    /// entry of [`ActionStateStore::latest_offsets`], without building the map.
+    pub fn offset_of(&self, key: &StateKey) -> Option<(Partition, Offset)> {
+        let list = self.states.get(key.key.as_str())?;
+        search(list, key.seq, &key.action)
+            .ok()
+            .map(|i| (list[i].partition, list[i].offset))
+    }
+
     /// Number of keys with per-key tracking (keys with live state).
     pub fn tracked_keys(&self) -> usize {
         self.states.len()
