@@ -14,7 +14,8 @@ use crate::args::{Args, UsageError};
 use crate::commands::{build, model_name};
 use crate::models::{with_binding, with_spec, BOUND};
 
-/// `conform [MODEL] [--design D] [--SETTING V]... [--walks N] [--walk-length N] [--seed S]`
+/// `conform [MODEL] [--design D] [--SETTING V]... [--threads N] [--walks N] [--walk-length N]
+/// [--seed S]`
 pub fn conform(rest: &[String]) -> Result<ExitCode, UsageError> {
     let args = Args::parse(rest, &[])?;
     args.no_more_positionals(1)?;
@@ -47,13 +48,14 @@ fn conform_one<B: Binding>(args: &mut Args) -> Result<bool, UsageError> {
     let walks = args.take_number("walks", 200, 0, 1_000_000)?;
     let walk_len = args.take_number("walk-length", 200, 1, 1_000_000)?;
     let seed = args.take_number("seed", 1, 0, usize::MAX)? as u64;
+    let threads = args.take_number("threads", 1, 1, 64)?;
     let model: B::Model = build(args)?;
-    match cover::cover::<B>(&model) {
+    match cover::cover_threads::<B>(&model, threads) {
         Ok(c) => {
             println!(
                 "{} {}: {} unique states, {} transitions replayed (one trace each, 100% of the \
                  reachable transitions), {} forbidden events refused, {} runtime steps in \
-                 {:.2} s ({:.0} steps/s)",
+                 {:.2} s ({:.0} steps/s, {} thread{})",
                 c.model,
                 c.design,
                 c.unique_states,
@@ -61,7 +63,9 @@ fn conform_one<B: Binding>(args: &mut Args) -> Result<bool, UsageError> {
                 c.probes,
                 c.steps,
                 c.seconds,
-                c.steps_per_second()
+                c.steps_per_second(),
+                threads,
+                if threads == 1 { "" } else { "s" }
             );
             let kinds: Vec<String> = c.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
             println!("  action kinds covered: {}", kinds.join(", "));

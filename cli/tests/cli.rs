@@ -401,6 +401,25 @@ fn conform_replays_every_leadership_transition() {
 }
 
 #[test]
+fn conform_on_two_threads_replays_the_same_transitions() {
+    let o = steadfast(&["conform", "leadership", "--threads", "2", "--walks", "0"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("6786 unique states, 12106 transitions replayed"),
+        "{text}"
+    );
+    assert!(text.contains(", 2 threads)"), "{text}");
+    let o = steadfast(&["conform", "leadership", "--threads", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("threads"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
 fn conform_drives_the_eager_operator_one_event_at_a_time() {
     let o = steadfast(&[
         "conform",

@@ -15,7 +15,7 @@
 //! exact bytes their `Hash` writes ([`HashBytes`]): the same identity as a fingerprint,
 //! without the chance of two states sharing one.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::time::Instant;
 
@@ -174,8 +174,21 @@ fn fail<A: std::fmt::Debug>(
     })
 }
 
-/// Replays every transition reachable in `model` against the runtime of binding `B`.
+/// Replays every transition reachable in `model` against the runtime of binding `B`,
+/// on one thread.
 pub fn cover<B: Binding>(model: &B::Model) -> Result<Coverage, Box<Divergence>> {
+    cover_threads::<B>(model, 1)
+}
+
+/// [`cover`] on `threads` threads. The walk goes level by level (every state at one
+/// distance from the initial states, then the next); each level's states are split
+/// into contiguous runs, one per thread, and the successors are merged in the level's
+/// order. States are therefore numbered, first reached and reported exactly as on one
+/// thread: the same counts, and on a divergence the same (shortest, first) trace.
+pub fn cover_threads<B: Binding>(
+    model: &B::Model,
+    threads: usize,
+) -> Result<Coverage, Box<Divergence>> {
     let started = Instant::now();
     let mut coverage = Coverage {
         model: <B::Model as Spec>::NAME,
@@ -187,11 +200,10 @@ pub fn cover<B: Binding>(model: &B::Model) -> Result<Coverage, Box<Divergence>> 
         kinds: BTreeMap::new(),
         seconds: 0.0,
     };
-    // Breadth first, so that a divergence is reported on a shortest trace.
     let mut index: FastMap<Box<[u8]>, u32> = FastMap::default();
     let mut bytes = HashBytes::default();
     let mut reached: Reached<B::Action> = Vec::new();
-    let mut queue = VecDeque::new();
+    let mut level = Vec::new();
     for init in model.init_states() {
         let runtime = B::start(model, &init);
         compare::<B>(model, &init, &runtime).map_err(|lines| {
@@ -208,73 +220,59 @@ pub fn cover<B: Binding>(model: &B::Model) -> Result<Coverage, Box<Divergence>> 
             let at = reached.len() as u32;
             reached.push(None);
             index.insert(key.into(), at);
-            queue.push_back((init, runtime, at));
+            level.push((init, runtime, at));
         }
     }
-    // The kind of each distinct action, computed once: a few dozen actions recur over
-    // every state.
-    let mut kind_of: FastMap<B::Action, usize> = FastMap::default();
+    let threads = threads.max(1);
     let mut kinds: Vec<(String, usize)> = Vec::new();
-    let mut actions = Vec::new();
-    let mut steps = Vec::new();
-    let mut views = Scratch::<B>::new();
-    while let Some((state, runtime, at)) = queue.pop_front() {
-        let probes = B::probes(model, &state);
-        if !probes.is_empty() {
-            // Every probe must leave the projection the model gives this state.
-            views.want(model, &state);
-            for probe in &probes {
-                views
-                    .checked_refusal(model, &runtime, &state, probe)
-                    .map_err(|p| fail(&reached, at, probe, p, B::describe(&runtime)))?;
+    while !level.is_empty() {
+        let runs = if threads == 1 || level.len() < 2 * threads {
+            vec![Visits::<B>::of(model, level, &index, &reached)]
+        } else {
+            let per = level.len().div_ceil(threads);
+            let mut parts = Vec::new();
+            let mut rest = level;
+            while rest.len() > per {
+                let tail = rest.split_off(per);
+                parts.push(rest);
+                rest = tail;
             }
-            coverage.probes += probes.len();
-            coverage.steps += probes.len();
-        }
-        model.actions(&state, &mut actions);
-        for action in actions.drain(..) {
-            let Some(next) = model.next_state(&state, action.clone()) else {
-                continue;
-            };
-            if model.within_boundary(&next) {
-                steps.push((action, next));
-            }
-        }
-        let last = steps.len();
-        let mut runtime = Some(runtime);
-        for (i, (action, next)) in steps.drain(..).enumerate() {
-            let mut next_runtime = if i + 1 == last {
-                runtime.take().expect("the source runtime is taken once")
-            } else {
-                runtime.as_ref().expect("the source runtime").clone()
-            };
-            views
-                .checked_step(model, &mut next_runtime, &state, &action, &next)
-                .map_err(|p| fail(&reached, at, &action, p, B::describe(&next_runtime)))?;
-            coverage.transitions += 1;
-            coverage.steps += 1;
-            let kind = match kind_of.get(&action) {
-                Some(&k) => k,
-                None => {
-                    let name = B::kind(&action);
-                    let k = match kinds.iter().position(|(n, _)| *n == name) {
-                        Some(k) => k,
-                        None => {
-                            kinds.push((name, 0));
-                            kinds.len() - 1
-                        }
-                    };
-                    kind_of.insert(action.clone(), k);
-                    k
+            parts.push(rest);
+            let (index, reached) = (&index, &reached);
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = parts
+                    .into_iter()
+                    .map(|part| scope.spawn(move || Visits::<B>::of(model, part, index, reached)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                    .collect()
+            })
+        };
+        level = Vec::new();
+        for run in runs {
+            coverage.transitions += run.transitions;
+            coverage.probes += run.probes;
+            coverage.steps += run.transitions + run.probes;
+            for (name, n) in run.kinds {
+                match kinds.iter_mut().find(|(k, _)| *k == name) {
+                    Some((_, total)) => *total += n,
+                    None => kinds.push((name, n)),
                 }
-            };
-            kinds[kind].1 += 1;
-            let key = bytes.of(&next);
-            if !index.contains_key(key) {
-                let to = reached.len() as u32;
-                reached.push(Some((at, action)));
-                index.insert(key.into(), to);
-                queue.push_back((next, next_runtime, to));
+            }
+            // Successors in the order one thread would have reached them.
+            for (from, action, next, runtime, key) in run.found {
+                if !index.contains_key(&key) {
+                    let to = reached.len() as u32;
+                    reached.push(Some((from, action)));
+                    index.insert(key, to);
+                    level.push((next, runtime, to));
+                }
+            }
+            // A run stops at its first divergence; the runs before it found none.
+            if let Some(divergence) = run.divergence {
+                return Err(divergence);
             }
         }
     }
@@ -282,4 +280,111 @@ pub fn cover<B: Binding>(model: &B::Model) -> Result<Coverage, Box<Divergence>> 
     coverage.unique_states = reached.len();
     coverage.seconds = started.elapsed().as_secs_f64();
     Ok(coverage)
+}
+
+/// A successor found in a level: its source's number, the action, the state, the
+/// runtime after the action, and the state's identity ([`HashBytes`]).
+type Found<B> = (
+    u32,
+    <B as Binding>::Action,
+    <B as Binding>::State,
+    <B as Binding>::Runtime,
+    Box<[u8]>,
+);
+
+/// What one thread did with its run of a level's states.
+struct Visits<B: Binding> {
+    transitions: usize,
+    probes: usize,
+    kinds: Vec<(String, usize)>,
+    /// Successors not known before this level, in the order they were reached.
+    found: Vec<Found<B>>,
+    /// The first divergence; the run stops there.
+    divergence: Option<Box<Divergence>>,
+}
+
+impl<B: Binding> Visits<B> {
+    /// Checks every probe and transition of `states` (each with its runtime and
+    /// number). `index` and `reached` hold the states of earlier levels.
+    fn of(
+        model: &B::Model,
+        states: Vec<(B::State, B::Runtime, u32)>,
+        index: &FastMap<Box<[u8]>, u32>,
+        reached: &Reached<B::Action>,
+    ) -> Self {
+        let mut visits = Visits {
+            transitions: 0,
+            probes: 0,
+            kinds: Vec::new(),
+            found: Vec::new(),
+            divergence: None,
+        };
+        // The kind of each distinct action, computed once: a few dozen actions recur
+        // over every state.
+        let mut kind_of: FastMap<B::Action, usize> = FastMap::default();
+        let mut bytes = HashBytes::default();
+        let mut actions = Vec::new();
+        let mut steps = Vec::new();
+        let mut views = Scratch::<B>::new();
+        for (state, runtime, at) in states {
+            let probes = B::probes(model, &state);
+            if !probes.is_empty() {
+                // Every probe must leave the projection the model gives this state.
+                views.want(model, &state);
+                for probe in &probes {
+                    if let Err(p) = views.checked_refusal(model, &runtime, &state, probe) {
+                        visits.divergence = Some(fail(reached, at, probe, p, B::describe(&runtime)));
+                        return visits;
+                    }
+                }
+                visits.probes += probes.len();
+            }
+            model.actions(&state, &mut actions);
+            for action in actions.drain(..) {
+                let Some(next) = model.next_state(&state, action.clone()) else {
+                    continue;
+                };
+                if model.within_boundary(&next) {
+                    steps.push((action, next));
+                }
+            }
+            let last = steps.len();
+            let mut runtime = Some(runtime);
+            for (i, (action, next)) in steps.drain(..).enumerate() {
+                let mut next_runtime = if i + 1 == last {
+                    runtime.take().expect("the source runtime is taken once")
+                } else {
+                    runtime.as_ref().expect("the source runtime").clone()
+                };
+                if let Err(p) = views.checked_step(model, &mut next_runtime, &state, &action, &next)
+                {
+                    let runtime = B::describe(&next_runtime);
+                    visits.divergence = Some(fail(reached, at, &action, p, runtime));
+                    return visits;
+                }
+                visits.transitions += 1;
+                let kind = match kind_of.get(&action) {
+                    Some(&k) => k,
+                    None => {
+                        let name = B::kind(&action);
+                        let k = match visits.kinds.iter().position(|(n, _)| *n == name) {
+                            Some(k) => k,
+                            None => {
+                                visits.kinds.push((name, 0));
+                                visits.kinds.len() - 1
+                            }
+                        };
+                        kind_of.insert(action.clone(), k);
+                        k
+                    }
+                };
+                visits.kinds[kind].1 += 1;
+                let key = bytes.of(&next);
+                if !index.contains_key(key) {
+                    visits.found.push((at, action, next, next_runtime, key.into()));
+                }
+            }
+        }
+        visits
+    }
 }

@@ -61,7 +61,7 @@ pub mod eager;
 /// bug around the production code (never inside it).
 pub trait Variant: 'static {
     /// The log the operator writes to.
-    type Log: Log + Clone;
+    type Log: Log + Clone + Send;
     /// A fresh log with `partitions` partitions.
     fn open(partitions: u32) -> Self::Log;
     /// An independent copy of `log`.

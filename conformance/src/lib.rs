@@ -38,8 +38,8 @@ pub trait Binding {
     /// The model's action.
     type Action: Clone + Debug + Hash + Eq + Send + Sync + Serialize + DeserializeOwned + 'static;
     /// The production machines together with a scripted environment. Cloned at every
-    /// branching point of the state graph.
-    type Runtime: Clone;
+    /// branching point of the state graph, and sent to the thread that checks it.
+    type Runtime: Clone + Send;
     /// The observable projection both sides produce.
     type Projection: Serialize + PartialEq + Debug;
 

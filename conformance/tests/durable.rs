@@ -11,7 +11,7 @@ use steadfast::durable::{
     AckError, AckPoll, Checkpoint, Effect, Event, Log, LogError, LogRecord, MemoryAck, MemoryLog,
     Offset, Operator, OperatorError, Partition, PendingAck, Scheduling, SendFault,
 };
-use steadfast_conformance::cover::{cover, Coverage};
+use steadfast_conformance::cover::{cover, cover_threads, Coverage};
 use steadfast_conformance::durable::eager::{
     Deliver, EagerBinding, EagerConformant, EagerDurable, PlannedLog,
 };
@@ -362,6 +362,36 @@ impl Variant for CacheBeforeAck {
     fn inject(log: &Swallowing, fault: SendFault) {
         log.0.inject_send_fault(fault);
     }
+}
+
+/// Two threads cover what one covers, and report a divergence on the same trace with
+/// the same finding.
+#[test]
+fn two_threads_cover_and_diverge_as_one() {
+    let m = model("fixed", &[]);
+    let one = cover::<DurableBinding>(&m).unwrap_or_else(|d| panic!("{d}"));
+    let two = cover_threads::<DurableBinding>(&m, 2).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(
+        (one.unique_states, one.transitions, one.probes, &one.kinds),
+        (two.unique_states, two.transitions, two.probes, &two.kinds)
+    );
+    assert_eq!(two.unique_states, 36_609);
+    for threads in [1, 2, 3] {
+        let d = cover_threads::<Conformant<EndOffsetMarker>>(&m, threads).unwrap_err();
+        assert_eq!(d.step, 6, "{threads} threads");
+        assert_eq!(d.trace.last().map(String::as_str), Some("TriggerCheckpoint"));
+        assert_eq!(
+            d.problem,
+            Problem::Projection(vec!["pending[0].marker[0]: 0 | 1".to_string()])
+        );
+    }
+    let failed_send = model("fixed", &[("send-failures", "1")]);
+    let one = cover::<Conformant<CacheBeforeAck>>(&failed_send).unwrap_err();
+    let two = cover_threads::<Conformant<CacheBeforeAck>>(&failed_send, 2).unwrap_err();
+    assert_eq!(
+        (&one.trace, one.step, &one.problem, &one.runtime),
+        (&two.trace, two.step, &two.problem, &two.runtime)
+    );
 }
 
 #[test]

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use steadfast::leadership::{JobStatus, ProcessResult, ProcessState, RunnerResult, Session};
-use steadfast_conformance::cover::{cover, Coverage};
+use steadfast_conformance::cover::{cover, cover_threads, Coverage};
 use steadfast_conformance::leadership::{
     check_log, collect, expected_log, logged_step, observe_runtime, realise,
     replay_unpatched_counterexample, start_log, LeadershipBinding, LogRecord, Observation, Runtime,
@@ -381,6 +381,33 @@ impl<const F: u8> Binding for FaultyBinding<F> {
     fn probes(m: &Leadership, s: &State) -> Vec<Action> {
         LeadershipBinding::probes(m, s)
     }
+}
+
+/// Two threads cover what one covers (the log check collects per thread), and report
+/// an injected bug or log fault on the same trace with the same finding.
+#[test]
+fn two_threads_cover_and_diverge_as_one() {
+    let m = fixed(&[]);
+    let one = cover::<LeadershipBinding>(&m).unwrap_or_else(|d| panic!("{d}"));
+    let two = cover_threads::<LeadershipBinding>(&m, 2).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(
+        (one.unique_states, one.transitions, one.probes, &one.kinds),
+        (two.unique_states, two.transitions, two.probes, &two.kinds)
+    );
+    let same = |a: &steadfast_conformance::Divergence, b: &steadfast_conformance::Divergence| {
+        assert_eq!(
+            (&a.trace, a.step, &a.problem, &a.runtime),
+            (&b.trace, b.step, &b.problem, &b.runtime)
+        )
+    };
+    same(
+        &cover::<FaultyBinding<3>>(&m).unwrap_err(),
+        &cover_threads::<FaultyBinding<3>>(&m, 2).unwrap_err(),
+    );
+    same(
+        &cover::<LogFaultBinding<5>>(&m).unwrap_err(),
+        &cover_threads::<LogFaultBinding<5>>(&m, 2).unwrap_err(),
+    );
 }
 
 #[test]
