@@ -60,6 +60,13 @@ usage:
 exit status: 0 all good, 1 counterexample or unreached property, 2 bad arguments";
 
 fn main() -> ExitCode {
+    // Output piped into `head` and the like ends quietly when the reader goes, as with
+    // other Unix tools, instead of a panic on the failed write (Rust ignores SIGPIPE).
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of one signal, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let raw: Vec<String> = std::env::args().skip(1).collect();
     match run(&raw) {
         Ok(code) => code,

@@ -528,3 +528,24 @@ fn traces_written_as_itf_replay_and_bad_files_are_named() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A reader that stops early (`steadfast ... | head -1`) ends the output quietly: the
+/// process goes as Unix tools do, on SIGPIPE, not with a panic on the failed write.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_the_output_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(["check", "leadership", "--design", "unpatched"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // Close the reading end before the first line is written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("the binary ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    // SIGPIPE is signal 13 on Linux.
+    assert_eq!(out.status.signal(), Some(13), "{:?}", out.status);
+}

@@ -157,13 +157,11 @@ fn path_to<A: std::fmt::Debug>(reached: &Reached<A>, mut at: u32) -> Vec<String>
 }
 
 fn fail<A: std::fmt::Debug>(
-    reached: &Reached<A>,
-    at: u32,
+    mut trace: Vec<String>,
     action: &A,
     problem: Problem,
     runtime: String,
 ) -> Box<Divergence> {
-    let mut trace = path_to(reached, at);
     trace.push(format!("{action:?}"));
     Box::new(Divergence {
         step: trace.len(),
@@ -226,9 +224,24 @@ pub fn cover_threads<B: Binding>(
     let threads = threads.max(1);
     let mut kinds: Vec<(String, usize)> = Vec::new();
     while !level.is_empty() {
-        let runs = if threads == 1 || level.len() < 2 * threads {
-            vec![Visits::<B>::of(model, level, &index, &reached)]
-        } else {
+        if threads == 1 || level.len() < 2 * threads {
+            // One thread numbers each new state as it meets it, as a plain breadth-first
+            // walk does, so a level's duplicate successors are dropped at once.
+            let mut next = Vec::new();
+            let mut sink = Inline::<B> {
+                index: &mut index,
+                reached: &mut reached,
+                next: &mut next,
+            };
+            let run = Visits::of::<B>(model, level, &mut sink);
+            level = next;
+            run.add_to(&mut coverage, &mut kinds);
+            if let Some(divergence) = run.divergence {
+                return Err(divergence);
+            }
+            continue;
+        }
+        let runs: Vec<(Visits, Vec<Found<B>>)> = {
             let per = level.len().div_ceil(threads);
             let mut parts = Vec::new();
             let mut rest = level;
@@ -242,27 +255,32 @@ pub fn cover_threads<B: Binding>(
             std::thread::scope(|scope| {
                 let handles: Vec<_> = parts
                     .into_iter()
-                    .map(|part| scope.spawn(move || Visits::<B>::of(model, part, index, reached)))
+                    .map(|part| {
+                        scope.spawn(move || {
+                            let mut sink = Collect::<B> {
+                                index,
+                                reached,
+                                found: Vec::new(),
+                            };
+                            let run = Visits::of::<B>(model, part, &mut sink);
+                            (run, sink.found)
+                        })
+                    })
                     .collect();
                 handles
                     .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    })
                     .collect()
             })
         };
         level = Vec::new();
-        for run in runs {
-            coverage.transitions += run.transitions;
-            coverage.probes += run.probes;
-            coverage.steps += run.transitions + run.probes;
-            for (name, n) in run.kinds {
-                match kinds.iter_mut().find(|(k, _)| *k == name) {
-                    Some((_, total)) => *total += n,
-                    None => kinds.push((name, n)),
-                }
-            }
+        for (run, found) in runs {
+            run.add_to(&mut coverage, &mut kinds);
             // Successors in the order one thread would have reached them.
-            for (from, action, next, runtime, key) in run.found {
+            for (from, action, next, runtime, key) in found {
                 if !index.contains_key(&key) {
                     let to = reached.len() as u32;
                     reached.push(Some((from, action)));
@@ -292,31 +310,110 @@ type Found<B> = (
     Box<[u8]>,
 );
 
+/// Where a run of a level's states puts the successors it reaches.
+trait Sink<B: Binding> {
+    /// `next`, reached from state number `from` by `action`, with its runtime and
+    /// identity ([`HashBytes`]).
+    fn reached(
+        &mut self,
+        from: u32,
+        action: B::Action,
+        next: B::State,
+        runtime: B::Runtime,
+        key: &[u8],
+    );
+    /// The actions from an initial state to state number `at`.
+    fn path(&self, at: u32) -> Vec<String>;
+}
+
+/// One thread: new states are numbered and queued for the next level at once.
+struct Inline<'a, B: Binding> {
+    index: &'a mut FastMap<Box<[u8]>, u32>,
+    reached: &'a mut Reached<B::Action>,
+    next: &'a mut Vec<(B::State, B::Runtime, u32)>,
+}
+
+impl<B: Binding> Sink<B> for Inline<'_, B> {
+    fn reached(
+        &mut self,
+        from: u32,
+        action: B::Action,
+        next: B::State,
+        runtime: B::Runtime,
+        key: &[u8],
+    ) {
+        if !self.index.contains_key(key) {
+            let to = self.reached.len() as u32;
+            self.reached.push(Some((from, action)));
+            self.index.insert(key.into(), to);
+            self.next.push((next, runtime, to));
+        }
+    }
+    fn path(&self, at: u32) -> Vec<String> {
+        path_to(self.reached, at)
+    }
+}
+
+/// One of several threads: successors not known before the level are kept, in order,
+/// for the merge; states are numbered there.
+struct Collect<'a, B: Binding> {
+    index: &'a FastMap<Box<[u8]>, u32>,
+    reached: &'a Reached<B::Action>,
+    found: Vec<Found<B>>,
+}
+
+impl<B: Binding> Sink<B> for Collect<'_, B> {
+    fn reached(
+        &mut self,
+        from: u32,
+        action: B::Action,
+        next: B::State,
+        runtime: B::Runtime,
+        key: &[u8],
+    ) {
+        if !self.index.contains_key(key) {
+            self.found.push((from, action, next, runtime, key.into()));
+        }
+    }
+    fn path(&self, at: u32) -> Vec<String> {
+        path_to(self.reached, at)
+    }
+}
+
 /// What one thread did with its run of a level's states.
-struct Visits<B: Binding> {
+struct Visits {
     transitions: usize,
     probes: usize,
     kinds: Vec<(String, usize)>,
-    /// Successors not known before this level, in the order they were reached.
-    found: Vec<Found<B>>,
     /// The first divergence; the run stops there.
     divergence: Option<Box<Divergence>>,
 }
 
-impl<B: Binding> Visits<B> {
+impl Visits {
+    /// Adds this run's counts to `coverage` and `kinds`.
+    fn add_to(&self, coverage: &mut Coverage, kinds: &mut Vec<(String, usize)>) {
+        coverage.transitions += self.transitions;
+        coverage.probes += self.probes;
+        coverage.steps += self.transitions + self.probes;
+        for (name, n) in &self.kinds {
+            match kinds.iter_mut().find(|(k, _)| k == name) {
+                Some((_, total)) => *total += n,
+                None => kinds.push((name.clone(), *n)),
+            }
+        }
+    }
+
     /// Checks every probe and transition of `states` (each with its runtime and
-    /// number). `index` and `reached` hold the states of earlier levels.
-    fn of(
+    /// number), handing each successor to `sink`.
+    fn of<B: Binding>(
         model: &B::Model,
         states: Vec<(B::State, B::Runtime, u32)>,
-        index: &FastMap<Box<[u8]>, u32>,
-        reached: &Reached<B::Action>,
+        sink: &mut impl Sink<B>,
     ) -> Self {
         let mut visits = Visits {
             transitions: 0,
             probes: 0,
             kinds: Vec::new(),
-            found: Vec::new(),
             divergence: None,
         };
         // The kind of each distinct action, computed once: a few dozen actions recur
@@ -333,7 +430,8 @@ impl<B: Binding> Visits<B> {
                 views.want(model, &state);
                 for probe in &probes {
                     if let Err(p) = views.checked_refusal(model, &runtime, &state, probe) {
-                        visits.divergence = Some(fail(reached, at, probe, p, B::describe(&runtime)));
+                        let runtime = B::describe(&runtime);
+                        visits.divergence = Some(fail(sink.path(at), probe, p, runtime));
                         return visits;
                     }
                 }
@@ -359,7 +457,7 @@ impl<B: Binding> Visits<B> {
                 if let Err(p) = views.checked_step(model, &mut next_runtime, &state, &action, &next)
                 {
                     let runtime = B::describe(&next_runtime);
-                    visits.divergence = Some(fail(reached, at, &action, p, runtime));
+                    visits.divergence = Some(fail(sink.path(at), &action, p, runtime));
                     return visits;
                 }
                 visits.transitions += 1;
@@ -380,9 +478,7 @@ impl<B: Binding> Visits<B> {
                 };
                 visits.kinds[kind].1 += 1;
                 let key = bytes.of(&next);
-                if !index.contains_key(key) {
-                    visits.found.push((at, action, next, next_runtime, key.into()));
-                }
+                sink.reached(at, action, next, next_runtime, key);
             }
         }
         visits

@@ -379,7 +379,10 @@ fn two_threads_cover_and_diverge_as_one() {
     for threads in [1, 2, 3] {
         let d = cover_threads::<Conformant<EndOffsetMarker>>(&m, threads).unwrap_err();
         assert_eq!(d.step, 6, "{threads} threads");
-        assert_eq!(d.trace.last().map(String::as_str), Some("TriggerCheckpoint"));
+        assert_eq!(
+            d.trace.last().map(String::as_str),
+            Some("TriggerCheckpoint")
+        );
         assert_eq!(
             d.problem,
             Problem::Projection(vec!["pending[0].marker[0]: 0 | 1".to_string()])
