@@ -15,6 +15,7 @@
 //! exact bytes their `Hash` writes ([`HashBytes`]): the same identity as a fingerprint,
 //! without the chance of two states sharing one.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::time::Instant;
@@ -281,10 +282,10 @@ pub fn cover_threads<B: Binding>(
             run.add_to(&mut coverage, &mut kinds);
             // Successors in the order one thread would have reached them.
             for (from, action, next, runtime, key) in found {
-                if !index.contains_key(&key) {
+                if let Entry::Vacant(slot) = index.entry(key) {
                     let to = reached.len() as u32;
                     reached.push(Some((from, action)));
-                    index.insert(key, to);
+                    slot.insert(to);
                     level.push((next, runtime, to));
                 }
             }
