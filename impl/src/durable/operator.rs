@@ -772,7 +772,12 @@ impl<L: Log> Operator<L> {
                     }
                     // The saved results before this call stay; a mismatched rest is dropped.
                     let state = ActionState {
-                        call_results: results.iter().take(index).cloned().collect(),
+                        // Room for the result this call will add.
+                        call_results: {
+                            let mut kept = Vec::with_capacity(index + 1);
+                            kept.extend(results.iter().take(index).cloned());
+                            kept
+                        },
                         completed: false,
                         output: saved.and_then(|s| s.output.clone()),
                     };
