@@ -12,7 +12,7 @@ use steadfast_model::Spec;
 
 use crate::args::{Args, UsageError};
 use crate::commands::{build, model_name};
-use crate::models::{with_binding, with_spec, BOUND};
+use crate::models::{with_binding, BOUND};
 
 /// `conform [MODEL] [--design D] [--SETTING V]... [--threads N] [--walks N] [--walk-length N]
 /// [--seed S]`
@@ -90,11 +90,14 @@ fn conform_one<B: Binding>(args: &mut Args) -> Result<bool, UsageError> {
     }
 }
 
-/// `traces MODEL --out DIR [--format json|itf] [--design D] [--SETTING V]... [--limit N]`
+/// `traces MODEL --out DIR [--format json|itf] [--design D] [--SETTING V]... [--limit N]`, for
+/// every model bound to a runtime ([`BOUND`])
 pub fn traces(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &[])?;
     let name = model_name(&args, "traces")?;
-    with_spec!(name.as_str(), M => traces_of::<M>(&mut args))
+    // Every model with a runtime, so that `replay` can take each trace written
+    // (`durable-eager` included).
+    with_binding!(name.as_str(), B => traces_of::<<B as Binding>::Model>(&mut args))
 }
 
 fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {

@@ -529,6 +529,35 @@ fn traces_written_as_itf_replay_and_bad_files_are_named() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `traces` writes the eager-scheduling model's traces too (one per transition, as many
+/// as `conform` replays), and `replay` drives the eager operator along one.
+#[test]
+fn eager_traces_are_written_and_replay() {
+    let dir = std::env::temp_dir().join(format!("steadfast-cli-eager-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let bounds = ["--keys", "1", "--inputs", "1", "--compact-offsets", "false"];
+    let mut args = vec!["traces", "durable-eager", "--out", dir.to_str().unwrap()];
+    args.extend(bounds);
+    let o = steadfast(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.starts_with("wrote 218 of 218 traces"), "{text}");
+    let mut args = vec!["conform", "durable-eager", "--walks", "0"];
+    args.extend(bounds);
+    let o = steadfast(&args);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("218 transitions replayed"), "{text}");
+    let last = dir.join("durable-eager-fixed-000217.json");
+    let o = steadfast(&["replay", last.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("9 steps of durable-eager fixed replayed: the runtime agrees"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A reader that stops early (`steadfast ... | head -1`) ends the output quietly: the
 /// process goes as Unix tools do, on SIGPIPE, not with a panic on the failed write.
 #[cfg(unix)]
