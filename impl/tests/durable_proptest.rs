@@ -167,7 +167,9 @@ fn lookups_agree_with_lists<L: Log + Clone>(d: &Driver<L>) -> Result<(), TestCas
         prop_assert!(keys.contains(&c.key), "a call of unlisted key {}", c.key);
     }
     let store = op.store();
-    for (sk, at) in store.latest_offsets() {
+    let offsets = store.latest_offsets();
+    prop_assert_eq!(offsets.len(), store.cached_len(), "one offset per cached state");
+    for (sk, at) in offsets {
         prop_assert_eq!(store.offset_of(&sk), Some(at));
     }
     Ok(())
