@@ -168,7 +168,11 @@ fn lookups_agree_with_lists<L: Log + Clone>(d: &Driver<L>) -> Result<(), TestCas
     }
     let store = op.store();
     let offsets = store.latest_offsets();
-    prop_assert_eq!(offsets.len(), store.cached_len(), "one offset per cached state");
+    prop_assert_eq!(
+        offsets.len(),
+        store.cached_len(),
+        "one offset per cached state"
+    );
     for (sk, at) in offsets {
         prop_assert_eq!(store.offset_of(&sk), Some(at));
     }
