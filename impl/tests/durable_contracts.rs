@@ -13,7 +13,7 @@ use serde_json::json;
 use steadfast::durable::{
     args_digest, ActionBody, ActionDef, ActionStateStore, ActionStep, CallOutcome, CallRef,
     Checkpoint, Datum, Driver, DriverError, Effect, Event, Log, LogError, MemoryLog, Operator,
-    OperatorError, RecoveryMarker, SendFault, StateKey, StoreError,
+    OperatorError, RecoveryMarker, Scheduling, SendFault, StateKey, StoreError,
 };
 
 /// The seed's action: ask an external service (input 10 gives 70), then publish
@@ -505,19 +505,22 @@ fn mismatched_saved_result_truncates_from_its_index() {
     assert_eq!(runs.load(Ordering::SeqCst), 3);
 }
 
+/// [`CountedCalls`], counting how often the operator asks it for a step.
+struct Counting(Arc<AtomicU32>);
+
+impl ActionBody for Counting {
+    fn step(&self, input: &Datum, results: &[CallOutcome]) -> ActionStep {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        CountedCalls.step(input, results)
+    }
+}
+
 /// A call's return continues the action's run, as a continuation would: the body is
 /// asked once per step (three calls and the finish: four times), not re-run from its
 /// first call at every return. After a restore the run starts over and checks each
 /// saved result against the call the body asks for.
 #[test]
 fn a_returned_call_continues_the_run_and_a_restore_checks_every_saved_result() {
-    struct Counting(Arc<AtomicU32>);
-    impl ActionBody for Counting {
-        fn step(&self, input: &Datum, results: &[CallOutcome]) -> ActionStep {
-            self.0.fetch_add(1, Ordering::SeqCst);
-            CountedCalls.step(input, results)
-        }
-    }
     let asked = Arc::new(AtomicU32::new(0));
     let log = MemoryLog::new(1);
     let mut d = memory_driver(
@@ -545,6 +548,47 @@ fn a_returned_call_continues_the_run_and_a_restore_checks_every_saved_result() {
     for i in 0..3 {
         assert_eq!(count(&d, &call("k", 0, "act", i)), 1);
     }
+}
+
+/// Under stepwise scheduling too, a call's return continues the run: three calls and
+/// the finish ask the body four times, the completion put waiting for its own step.
+#[test]
+fn a_returned_call_continues_the_run_under_stepwise_scheduling() {
+    let asked = Arc::new(AtomicU32::new(0));
+    let mut op = Operator::new(
+        vec![ActionDef::new("act", Counting(Arc::clone(&asked)))],
+        MemoryLog::new(1),
+    )
+    .unwrap();
+    op.set_scheduling(Scheduling::Stepwise);
+    let input = Event::Input {
+        key: "k".into(),
+        value: json!({"calls": 3}),
+    };
+    assert!(op.handle(input).unwrap().is_empty(), "an input only queues");
+    let mut effects = op.handle(Event::Continue { key: "k".into() }).unwrap();
+    for index in 0..3 {
+        let Some(Effect::Call { call, .. }) = effects.pop() else {
+            panic!("call {index} requested: {effects:?}");
+        };
+        assert_eq!(call.index, index);
+        let back = Event::CallReturned {
+            call,
+            outcome: CallOutcome::Value(json!(index)),
+        };
+        effects = op.handle(back).unwrap();
+    }
+    assert!(
+        effects.is_empty(),
+        "the completion put is a step of its own"
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 4);
+    let effects = op.handle(Event::Continue { key: "k".into() }).unwrap();
+    assert!(
+        matches!(effects.as_slice(), [Effect::Emit { seq: 0, .. }]),
+        "{effects:?}"
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 4);
 }
 
 /// Known limit of the fix, measured: one action pending forever (key B, its first
