@@ -12,12 +12,13 @@ use crate::args::{Args, UsageError};
 use crate::models::{with_spec, NAMES};
 use crate::render;
 
-pub(crate) fn model_name(args: &Args, command: &str) -> Result<String, UsageError> {
+/// The model `command` names, one of `known` (listed when none is given).
+pub(crate) fn model_name(args: &Args, command: &str, known: &[&str]) -> Result<String, UsageError> {
     args.no_more_positionals(1)?;
     args.positional.first().cloned().ok_or_else(|| {
         UsageError(format!(
             "`{command}` needs a model (models: {})",
-            NAMES.join(", ")
+            known.join(", ")
         ))
     })
 }
@@ -88,7 +89,7 @@ pub fn check(rest: &[String]) -> Result<ExitCode, UsageError> {
         rest,
         &["json", "dfs", "no-shortest", "no-traces", "symmetry"],
     )?;
-    let name = model_name(&args, "check")?;
+    let name = model_name(&args, "check", NAMES)?;
     with_spec!(name.as_str(), M => check_model::<M>(&mut args))
 }
 
@@ -358,7 +359,7 @@ pub fn verdicts(rest: &[String]) -> Result<ExitCode, UsageError> {
 /// `explore MODEL ...`
 pub fn explore(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &[])?;
-    let name = model_name(&args, "explore")?;
+    let name = model_name(&args, "explore", NAMES)?;
     with_spec!(name.as_str(), M => explore_model::<M>(&mut args))
 }
 

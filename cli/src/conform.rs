@@ -94,7 +94,7 @@ fn conform_one<B: Binding>(args: &mut Args) -> Result<bool, UsageError> {
 /// every model bound to a runtime ([`BOUND`])
 pub fn traces(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &[])?;
-    let name = model_name(&args, "traces")?;
+    let name = model_name(&args, "traces", BOUND)?;
     // Every model with a runtime, so that `replay` can take each trace written
     // (`durable-eager` included).
     with_binding!(name.as_str(), B => traces_of::<<B as Binding>::Model>(&mut args))
@@ -193,7 +193,7 @@ pub fn replay(rest: &[String]) -> Result<ExitCode, UsageError> {
 /// which implements the fixed design; the step where they part is where the fix acts.
 pub fn departs(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &[])?;
-    let name = model_name(&args, "departs")?;
+    let name = model_name(&args, "departs", BOUND)?;
     with_binding!(name.as_str(), B => departs_of::<B>(&mut args))
 }
 

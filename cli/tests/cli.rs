@@ -39,6 +39,10 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
         (&[], "steadfast: no command given"),
         (&["frobnicate"], "steadfast: unknown command `frobnicate`"),
         (&["check"], "steadfast: `check` needs a model"),
+        (
+            &["traces", "--out", "unused"],
+            "steadfast: `traces` needs a model (models: leadership, durable, durable-eager)",
+        ),
         (&["check", "paxos"], "steadfast: unknown model `paxos`"),
         (
             &["check", "leadership", "--design", "nope"],
