@@ -10,6 +10,10 @@
 //! state the converse is checked too: each probe (an event the model forbids there) must
 //! be refused by the runtime without a change to its projection.
 //!
+//! The walk goes level by level, so a divergence is reported on a shortest trace; on
+//! several threads ([`cover_threads`]) each level is shared out and merged back in its
+//! order, so the result is what one thread finds.
+//!
 //! A model's `Hash` says which states are one (the durable model leaves a ghost counter
 //! out of it, as stateright's fingerprints do). Visited states are therefore keyed by the
 //! exact bytes their `Hash` writes ([`HashBytes`]): the same identity as a fingerprint,
