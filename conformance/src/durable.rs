@@ -737,15 +737,6 @@ fn model_checkpoint(m: &Durable, c: &model::Checkpoint, out: &mut CheckpointView
     );
 }
 
-/// Key `k`'s entry in the operator's keyed state.
-fn impl_key<'a>(
-    names: &Names,
-    keys: &'a BTreeMap<String, steadfast::durable::KeyState>,
-    k: usize,
-) -> Option<&'a steadfast::durable::KeyState> {
-    keys.get(&names.keys[k])
-}
-
 /// (next sequence number, finished, next action) of a key's keyed state.
 fn impl_key_progress(names: &Names, ks: Option<&steadfast::durable::KeyState>) -> (u64, u64, u64) {
     let Some(ks) = ks else {
@@ -903,7 +894,7 @@ impl<V: Variant> Conformant<V> {
             refill(
                 &mut out.keys,
                 (0..names.keys.len())
-                    .map(|k| impl_key_progress(names, impl_key(names, &cp.keys, k))),
+                    .map(|k| impl_key_progress(names, cp.keys.get(&names.keys[k]))),
             );
             refill(&mut out.marker, cp.marker.offsets.iter().copied());
         };
@@ -929,7 +920,7 @@ impl<V: Variant> Conformant<V> {
                 }
                 resize(&mut out.keys, names.keys.len());
                 for (k, view) in out.keys.iter_mut().enumerate() {
-                    let ks = impl_key(names, op.keys(), k);
+                    let ks = op.keys().get(&names.keys[k]);
                     (view.next_seq, view.finished, view.next_action) = impl_key_progress(names, ks);
                     refill(&mut view.queued, impl_key_queued(ks));
                     let activity = op.activity(&names.keys[k]);

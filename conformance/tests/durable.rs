@@ -799,7 +799,11 @@ impl Deliver for OneStepPerEvent {
         op.set_scheduling(Scheduling::Stepwise);
         let started = match &event {
             Event::Input { key, .. } => vec![key.clone()],
-            Event::Resume => op.keys().keys().cloned().collect(),
+            Event::Resume => {
+                let mut keys: Vec<String> = op.keys().keys().cloned().collect();
+                keys.sort_unstable();
+                keys
+            }
             _ => Vec::new(),
         };
         let mut effects = op.handle(event);

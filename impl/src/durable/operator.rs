@@ -27,6 +27,7 @@
 //! fork that then refuses an event has copied nothing.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -305,14 +306,16 @@ enum Progress {
     Finishing,
 }
 
-/// Transient per-key state of the operator (not checkpointed).
+/// The operator's per-key maps.
 type KeyMap<V> = HashMap<String, V, ahash::RandomState>;
 
 /// The action execution operator.
 pub struct Operator<L: Log> {
     actions: Arc<[ActionDef]>,
     store: ActionStateStore<L>,
-    keys: Arc<BTreeMap<String, KeyState>>,
+    /// Per key, its keyed state. Looked up at every event, so hashed (aHash, randomly
+    /// keyed: keys come from outside); a checkpoint holds it ordered.
+    keys: Arc<KeyMap<KeyState>>,
     /// Per key, the call it waits for. Looked up at every event, so hashed (aHash,
     /// randomly keyed: keys come from outside) rather than ordered.
     running: Arc<KeyMap<Running>>,
@@ -328,15 +331,18 @@ impl<L: Log> std::fmt::Debug for Operator<L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Operator")
             .field("actions", &self.actions)
-            .field("keys", &self.keys)
+            // In key order, so that the text is the same from run to run.
+            .field("keys", &self.keys.iter().collect::<BTreeMap<_, _>>())
             .field("store", &self.store)
             .field("failed", &self.failed)
             .finish()
     }
 }
 
-fn boundaries(keys: &BTreeMap<String, KeyState>) -> BTreeMap<String, u64> {
-    keys.iter()
+fn boundaries<'a>(
+    keys: impl IntoIterator<Item = (&'a String, &'a KeyState)>,
+) -> BTreeMap<String, u64> {
+    keys.into_iter()
         .filter_map(|(k, s)| s.last_completed.map(|seq| (k.clone(), seq)))
         .collect()
 }
@@ -433,7 +439,13 @@ impl<L: Log> Operator<L> {
             Operator {
                 actions: actions.into(),
                 store,
-                keys: Arc::new(checkpoint.keys.clone()),
+                keys: Arc::new(
+                    checkpoint
+                        .keys
+                        .iter()
+                        .map(|(k, ks)| (k.clone(), ks.clone()))
+                        .collect(),
+                ),
                 running: Arc::default(),
                 completing: Arc::default(),
                 scheduling: Scheduling::default(),
@@ -459,7 +471,9 @@ impl<L: Log> Operator<L> {
                 tracing::info!(component = "durable.operator", event = "resume");
                 match self.scheduling {
                     Scheduling::Eager => {
-                        let keys: Vec<String> = self.keys.keys().cloned().collect();
+                        // In key order, as the checkpoint holds them.
+                        let mut keys: Vec<String> = self.keys.keys().cloned().collect();
+                        keys.sort_unstable();
                         keys.into_iter()
                             .try_for_each(|k| self.drive(&k, 0, &mut effects))
                     }
@@ -842,7 +856,7 @@ impl<L: Log> Operator<L> {
         if let Some(reason) = &self.failed {
             return Err(OperatorError::Failed(reason.clone()));
         }
-        let bounds = boundaries(&self.keys);
+        let bounds = boundaries(self.keys.iter());
         let marker = self.store.recovery_marker(&bounds)?;
         tracing::info!(
             component = "durable.operator",
@@ -854,7 +868,11 @@ impl<L: Log> Operator<L> {
         Arc::make_mut(&mut self.pending_checkpoints).insert(id, bounds);
         Ok(Checkpoint {
             id,
-            keys: BTreeMap::clone(&self.keys),
+            keys: self
+                .keys
+                .iter()
+                .map(|(k, ks)| (k.clone(), ks.clone()))
+                .collect(),
             marker,
         })
     }
@@ -962,9 +980,10 @@ impl<L: Log> Operator<L> {
         }
     }
 
-    /// The keyed state.
-    pub fn keys(&self) -> &BTreeMap<String, KeyState> {
-        &self.keys
+    /// The keyed state, by key (in no particular order; [`Operator::snapshot`] gives it
+    /// ordered).
+    pub fn keys(&self) -> &HashMap<String, KeyState, impl BuildHasher + Clone> {
+        &*self.keys
     }
 
     /// The store.

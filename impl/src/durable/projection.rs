@@ -91,7 +91,8 @@ pub struct Projection {
 
 /// Project an operator's keyed state.
 pub fn project_keys<L: Log>(op: &Operator<L>) -> Vec<KeyProjection> {
-    op.keys()
+    let mut keys: Vec<KeyProjection> = op
+        .keys()
         .iter()
         .map(|(key, ks)| KeyProjection {
             key: key.clone(),
@@ -100,7 +101,9 @@ pub fn project_keys<L: Log>(op: &Operator<L>) -> Vec<KeyProjection> {
             pending_inputs: ks.pending_inputs.iter().map(|p| p.seq).collect(),
             last_completed: ks.last_completed,
         })
-        .collect()
+        .collect();
+    keys.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+    keys
 }
 
 /// Project an operator's store cache.
