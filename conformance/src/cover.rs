@@ -19,7 +19,6 @@
 //! exact bytes their `Hash` writes ([`HashBytes`]): the same identity as a fingerprint,
 //! without the chance of two states sharing one.
 
-use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::time::Instant;
@@ -219,12 +218,12 @@ pub fn cover_threads<B: Binding>(
             })
         })?;
         let key = bytes.of(&init);
-        if !index.contains_key(key) {
-            let at = reached.len() as u32;
-            reached.push(None);
-            index.insert(key.into(), at);
-            level.push((init, runtime, at));
+        Inline::<B> {
+            index: &mut index,
+            reached: &mut reached,
+            next: &mut level,
         }
+        .admit(None, init, runtime, key);
     }
     let threads = threads.max(1);
     let mut kinds: Vec<(String, usize)> = Vec::new();
@@ -282,16 +281,16 @@ pub fn cover_threads<B: Binding>(
             })
         };
         level = Vec::new();
+        let mut queue = Inline::<B> {
+            index: &mut index,
+            reached: &mut reached,
+            next: &mut level,
+        };
         for (run, found) in runs {
             run.add_to(&mut coverage, &mut kinds);
             // Successors in the order one thread would have reached them.
             for (from, action, next, runtime, key) in found {
-                if let Entry::Vacant(slot) = index.entry(key) {
-                    let to = reached.len() as u32;
-                    reached.push(Some((from, action)));
-                    slot.insert(to);
-                    level.push((next, runtime, to));
-                }
+                queue.admit(Some((from, action)), next, runtime, key);
             }
             // A run stops at its first divergence; the runs before it found none.
             if let Some(divergence) = run.divergence {
@@ -338,6 +337,26 @@ struct Inline<'a, B: Binding> {
     next: &'a mut Vec<(B::State, B::Runtime, u32)>,
 }
 
+impl<B: Binding> Inline<'_, B> {
+    /// Numbers `state` and queues it with its runtime, unless a state with the same
+    /// identity `key` was numbered before. `how` is how it was first reached: its
+    /// source's number and the action (`None` for an initial state).
+    fn admit(
+        &mut self,
+        how: Option<(u32, B::Action)>,
+        state: B::State,
+        runtime: B::Runtime,
+        key: impl AsRef<[u8]> + Into<Box<[u8]>>,
+    ) {
+        if !self.index.contains_key(key.as_ref()) {
+            let at = self.reached.len() as u32;
+            self.reached.push(how);
+            self.index.insert(key.into(), at);
+            self.next.push((state, runtime, at));
+        }
+    }
+}
+
 impl<B: Binding> Sink<B> for Inline<'_, B> {
     fn reached(
         &mut self,
@@ -347,12 +366,7 @@ impl<B: Binding> Sink<B> for Inline<'_, B> {
         runtime: B::Runtime,
         key: &[u8],
     ) {
-        if !self.index.contains_key(key) {
-            let to = self.reached.len() as u32;
-            self.reached.push(Some((from, action)));
-            self.index.insert(key.into(), to);
-            self.next.push((next, runtime, to));
-        }
+        self.admit(Some((from, action)), next, runtime, key);
     }
     fn path(&self, at: u32) -> Vec<String> {
         path_to(self.reached, at)
