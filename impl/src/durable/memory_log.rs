@@ -12,7 +12,9 @@
 //! (a crash) and restore a new one over the same "broker". [`MemoryLog::fork`] makes
 //! an independent copy instead (conformance runs branch at every state). Landed records
 //! never change, so a fork shares them: each partition is copied on its first write
-//! after a fork, and then only as a list of shared records.
+//! after a fork, and then only as a list of shared records. A record's key and value
+//! are kept in one shared buffer, allocated once when the record is sent; reads hand
+//! out [`LogRecord`]s built from it.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -41,13 +43,55 @@ pub enum SendFault {
 struct Pending {
     id: u64,
     partition: Partition,
-    key: Vec<u8>,
-    value: Vec<u8>,
+    record: Stored,
     fault: Option<SendFault>,
 }
 
+/// A record's key and value bytes, back to back in one buffer that the log and its
+/// forks share: a record is written once and only read afterwards.
+#[derive(Clone)]
+struct Stored {
+    bytes: Arc<[u8]>,
+    key_len: usize,
+}
+
+impl Stored {
+    fn new(key: &[u8], value: &[u8]) -> Self {
+        // Collected from an iterator of known length, the buffer is allocated once, at
+        // its size; it is filled by two copies while this is its only handle.
+        let mut bytes: Arc<[u8]> = std::iter::repeat_n(0, key.len() + value.len()).collect();
+        let buffer = Arc::get_mut(&mut bytes).expect("a new buffer has one handle");
+        buffer[..key.len()].copy_from_slice(key);
+        buffer[key.len()..].copy_from_slice(value);
+        Stored {
+            bytes,
+            key_len: key.len(),
+        }
+    }
+
+    /// The record as a consumer reads it, at `offset` of `partition`.
+    fn read(&self, partition: Partition, offset: Offset) -> LogRecord {
+        let (key, value) = self.bytes.split_at(self.key_len);
+        LogRecord {
+            partition,
+            offset,
+            key: key.to_vec(),
+            value: value.to_vec(),
+        }
+    }
+}
+
 /// One partition's landed records, shared between forks until one of them writes.
-type Records = Arc<Vec<Arc<LogRecord>>>;
+type Records = Arc<Vec<Stored>>;
+
+/// Every record of one partition, as a consumer reads them.
+fn read_all(partition: usize, records: &[Stored]) -> Vec<LogRecord> {
+    records
+        .iter()
+        .enumerate()
+        .map(|(offset, r)| r.read(partition as Partition, offset as Offset))
+        .collect()
+}
 
 #[derive(Clone, Default)]
 struct State {
@@ -75,12 +119,7 @@ impl State {
         let offset = if lands {
             let part = Arc::make_mut(&mut self.partitions[p.partition as usize]);
             let offset = part.len() as Offset;
-            part.push(Arc::new(LogRecord {
-                partition: p.partition,
-                offset,
-                key: p.key,
-                value: p.value,
-            }));
+            part.push(p.record);
             Some(offset)
         } else {
             None
@@ -218,7 +257,7 @@ impl MemoryLog {
         state
             .partitions
             .get(partition as usize)
-            .map(|p| p.iter().map(|r| LogRecord::clone(r)).collect())
+            .map(|p| read_all(partition as usize, p))
             .unwrap_or_default()
     }
 
@@ -229,7 +268,8 @@ impl MemoryLog {
         state
             .partitions
             .iter()
-            .map(|p| p.iter().map(|r| LogRecord::clone(r)).collect())
+            .enumerate()
+            .map(|(partition, p)| read_all(partition, p))
             .collect()
     }
 
@@ -346,8 +386,7 @@ impl Log for MemoryLog {
         let pending = Pending {
             id,
             partition,
-            key: key.to_vec(),
-            value: value.to_vec(),
+            record: Stored::new(key, value),
             fault,
         };
         let resolved = match state.linger {
@@ -426,9 +465,10 @@ impl Log for MemoryLog {
         }
         Ok(part
             .iter()
+            .enumerate()
             .skip(from as usize)
             .take(max_records)
-            .map(|r| LogRecord::clone(r))
+            .map(|(offset, r)| r.read(partition, offset as Offset))
             .collect())
     }
 
@@ -436,5 +476,74 @@ impl Log for MemoryLog {
         let mut state = self.lock();
         state.land_expired();
         Ok(state.partitions.iter().map(|p| p.len() as Offset).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send(log: &mut MemoryLog, partition: Partition, key: &[u8], value: &[u8]) -> Offset {
+        let mut ack = log.send(partition, key, value).expect("known partition");
+        log.flush().expect("no flush fault");
+        ack.wait(&Cancellation::new()).expect("acknowledged")
+    }
+
+    /// Key and value come back byte for byte, split where they were sent (an empty
+    /// key or value included), at consecutive offsets per partition, through every
+    /// way of reading.
+    #[test]
+    fn records_read_back_as_sent() {
+        let mut log = MemoryLog::new(2);
+        let sent: [(Partition, &[u8], &[u8]); 4] = [
+            (0, b"key-a", b"value-a"),
+            (1, b"", b"only a value"),
+            (0, b"only a key", b""),
+            (0, b"", b""),
+        ];
+        for (partition, key, value) in sent {
+            send(&mut log, partition, key, value);
+        }
+        let want = |partition: Partition| -> Vec<LogRecord> {
+            sent.iter()
+                .filter(|(p, _, _)| *p == partition)
+                .enumerate()
+                .map(|(offset, (_, key, value))| LogRecord {
+                    partition,
+                    offset: offset as Offset,
+                    key: key.to_vec(),
+                    value: value.to_vec(),
+                })
+                .collect()
+        };
+        assert_eq!(log.records(0), want(0));
+        assert_eq!(log.all_records(), vec![want(0), want(1)]);
+        assert_eq!(log.read(0, 1, 5).unwrap(), want(0)[1..].to_vec());
+        assert_eq!(log.read(0, 3, 5).unwrap(), Vec::new());
+        assert_eq!(log.end_offsets().unwrap(), vec![3, 1]);
+        assert!(matches!(
+            log.read(1, 2, 1),
+            Err(LogError::OffsetOutOfRange {
+                offset: 2,
+                end: 1,
+                ..
+            })
+        ));
+    }
+
+    /// A fork starts with the records landed so far; sends on either side afterwards
+    /// stay on that side.
+    #[test]
+    fn a_fork_shares_landed_records_and_nothing_after() {
+        let mut log = MemoryLog::new(1);
+        send(&mut log, 0, b"k", b"first");
+        let mut fork = log.fork();
+        assert_eq!(send(&mut log, 0, b"k", b"original"), 1);
+        assert_eq!(send(&mut fork, 0, b"k", b"forked"), 1);
+        let values = |log: &MemoryLog| -> Vec<Vec<u8>> {
+            log.records(0).into_iter().map(|r| r.value).collect()
+        };
+        assert_eq!(values(&log), [b"first".to_vec(), b"original".to_vec()]);
+        assert_eq!(values(&fork), [b"first".to_vec(), b"forked".to_vec()]);
     }
 }
