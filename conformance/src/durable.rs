@@ -55,6 +55,44 @@ use steadfast_model::durable::{
 
 use crate::Binding;
 
+/// Why the runtime refused a step ([`Binding::Rejection`]): the operator's typed error,
+/// or what the binding found. Kept typed, so that the many refusals of probes, which
+/// are expected, are never written out.
+#[derive(Debug)]
+pub enum Rejection {
+    /// The operator refused the event.
+    Operator(OperatorError),
+    /// The binding found the runtime unable to take the step.
+    Binding(String),
+}
+
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rejection::Operator(e) => e.fmt(f),
+            Rejection::Binding(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<String> for Rejection {
+    fn from(m: String) -> Self {
+        Rejection::Binding(m)
+    }
+}
+
+impl From<&str> for Rejection {
+    fn from(m: &str) -> Self {
+        Rejection::Binding(m.to_string())
+    }
+}
+
+impl From<OperatorError> for Rejection {
+    fn from(e: OperatorError) -> Self {
+        Rejection::Operator(e)
+    }
+}
+
 pub mod eager;
 
 /// The log behind the operator and the hooks that test variants use to re-introduce a
@@ -330,9 +368,9 @@ impl<V: Variant> Runtime<V> {
             .ok_or_else(|| "no operator is running (crashed, not restored)".to_string())
     }
 
-    fn handle(&mut self, event: Event) -> Result<(), String> {
-        let effects = self.op()?.handle(event).map_err(|e| e.to_string())?;
-        self.apply(effects)
+    fn handle(&mut self, event: Event) -> Result<(), Rejection> {
+        let effects = self.op()?.handle(event).map_err(Rejection::Operator)?;
+        Ok(self.apply(effects)?)
     }
 
     fn apply(&mut self, effects: Vec<Effect>) -> Result<(), String> {
@@ -369,7 +407,7 @@ impl<V: Variant> Runtime<V> {
     }
 
     /// Resolves the in-flight put, with `fault` queued on the log for its send.
-    fn resolve(&mut self, fault: Option<SendFault>) -> Result<(), String> {
+    fn resolve(&mut self, fault: Option<SendFault>) -> Result<(), Rejection> {
         let (k, _) = self
             .in_flight
             .take()
@@ -394,14 +432,14 @@ impl<V: Variant> Runtime<V> {
         };
         let result = self.op()?.handle(event);
         match (fault, result) {
-            (None, Ok(effects)) => self.apply(effects),
-            (None, Err(e)) => Err(e.to_string()),
+            (None, Ok(effects)) => Ok(self.apply(effects)?),
+            (None, Err(e)) => Err(Rejection::Operator(e)),
             // A failed put fails the task: the projection shows it.
             (Some(SendFault::FailBeforeLanding | SendFault::FailAfterLanding), Err(_)) => Ok(()),
             (Some(SendFault::LandUnacked), Err(OperatorError::Cancelled)) => Ok(()),
-            (Some(_), Err(e)) => Err(e.to_string()),
+            (Some(_), Err(e)) => Err(Rejection::Operator(e)),
             // A put that succeeds despite its fault: the projection shows that too.
-            (Some(_), Ok(effects)) => self.apply(effects),
+            (Some(_), Ok(effects)) => Ok(self.apply(effects)?),
         }
     }
 
@@ -1073,11 +1111,7 @@ impl<V: Variant> Conformant<V> {
             let store = op.store();
             // The in-flight put's key is left out when that state is its only one.
             let alone = rt.in_flight.as_ref().is_some_and(|(_, open)| {
-                store.get(open).is_some()
-                    && store
-                        .cache()
-                        .keys()
-                        .all(|sk| sk == &**open || sk.key != open.key)
+                store.get(open).is_some() && store.cached_count_of(&open.key) == 1
             });
             store.tracked_keys().saturating_sub(usize::from(alone)) as u64
         });
@@ -1098,7 +1132,12 @@ impl<V: Variant> Conformant<V> {
         }
     }
 
-    fn drive(m: &Durable, rt: &mut Runtime<V>, s: &model::State, a: &Action) -> Result<(), String> {
+    fn drive(
+        m: &Durable,
+        rt: &mut Runtime<V>,
+        s: &model::State,
+        a: &Action,
+    ) -> Result<(), Rejection> {
         let names = Arc::clone(&rt.names);
         let name = |k: u8| names.keys[k as usize].clone();
         match *a {
@@ -1109,19 +1148,19 @@ impl<V: Variant> Conformant<V> {
             Action::StartAction(k) => rt.handle(Event::Continue { key: name(k) }),
             Action::ReuseResult(k) => {
                 let Phase::AtCall(i) = s.phase_of(k as usize) else {
-                    return Err(format!("key {k} is not at a call"));
+                    return Err(format!("key {k} is not at a call").into());
                 };
                 match rt.requested.get(&k) {
                     Some(r) if r.call.index <= u32::from(i) => Err(format!(
                         "the operator asks for call {} of key {k} where the model reuses saved result {i}",
                         r.call.index
-                    )),
+                    ).into()),
                     _ => Ok(()),
                 }
             }
             Action::CallSupplier(k) => {
                 let Phase::AtCall(i) = s.phase_of(k as usize) else {
-                    return Err(format!("key {k} is not at a call"));
+                    return Err(format!("key {k} is not at a call").into());
                 };
                 let want = rt.names.state_key(s.head(k as usize));
                 let r = match rt.requested.get(&k) {
@@ -1133,12 +1172,12 @@ impl<V: Variant> Conformant<V> {
                             "the operator asks for {:?} call {}, the model calls the supplier for {want:?} call {i}",
                             r.call.state_key(),
                             r.call.index
-                        ))
+                        ).into())
                     }
                     None => {
                         return Err(format!(
                             "the operator asks for no call of key {k}; the model calls the supplier for {want:?} call {i}"
-                        ))
+                        ).into())
                     }
                 };
                 Arc::make_mut(&mut rt.requested).remove(&k);
@@ -1167,7 +1206,7 @@ impl<V: Variant> Conformant<V> {
                     .and_then(|ks| ks.queue.front().cloned())
                     .ok_or_else(|| format!("key {k} has no action to complete"))?;
                 if !op.keys_in_progress().contains(&name(k)) {
-                    return Err(format!("key {k} has no action in progress"));
+                    return Err(format!("key {k} has no action in progress").into());
                 }
                 rt.in_flight = Some((
                     k,
@@ -1205,7 +1244,7 @@ impl<V: Variant> Conformant<V> {
                     // Not pending (a probe): completed, subsumed, aborted or never taken;
                     // the operator must not know it.
                     return match rt.op()?.checkpoint_complete(id) {
-                        None => Err(format!("checkpoint {id} is not pending")),
+                        None => Err(format!("checkpoint {id} is not pending").into()),
                         Some(_) => Ok(()),
                     };
                 };
@@ -1297,7 +1336,7 @@ impl<V: Variant> Conformant<V> {
 
     /// `AckPut` with no put in flight: the outcome of the call before key `k`'s current
     /// one arrives again. The operator must refuse it.
-    fn stale_outcome(_m: &Durable, rt: &mut Runtime<V>, s: &model::State) -> Result<(), String> {
+    fn stale_outcome(_m: &Durable, rt: &mut Runtime<V>, s: &model::State) -> Result<(), Rejection> {
         let (k, i) = Self::stale_call(s)
             .ok_or_else(|| "no put in flight and no earlier call to repeat".to_string())?;
         let sk = rt.names.state_key(s.head(k as usize));
@@ -1412,12 +1451,14 @@ impl<V: Variant> Binding for Conformant<V> {
         Self::view_runtime(runtime, out);
     }
 
+    type Rejection = Rejection;
+
     fn step(
         model: &Durable,
         runtime: &mut Runtime<V>,
         before: &model::State,
         action: &Action,
-    ) -> Result<(), String> {
+    ) -> Result<(), Rejection> {
         Self::drive(model, runtime, before, action)
     }
 

@@ -1141,6 +1141,8 @@ impl Binding for LeadershipBinding {
         observe_runtime(rt)
     }
 
+    type Rejection = String;
+
     fn step(
         model: &Leadership,
         rt: &mut Runtime,

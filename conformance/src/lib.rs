@@ -64,14 +64,18 @@ pub trait Binding {
         *out = Self::runtime_view(runtime);
     }
 
+    /// Why the runtime refused a step: its typed error, or what the binding found.
+    /// Written out only for a report; a probe's refusal is expected and never read.
+    type Rejection: fmt::Display;
+
     /// Drives the runtime through the events that realise `action`, taken by the model at
-    /// `before`. `Err` carries the runtime's rejection (its typed error, as text).
+    /// `before`. `Err` carries the runtime's rejection.
     fn step(
         model: &Self::Model,
         runtime: &mut Self::Runtime,
         before: &Self::State,
         action: &Self::Action,
-    ) -> Result<(), String>;
+    ) -> Result<(), Self::Rejection>;
 
     /// Actions the model does *not* enable at `state` but that map to runtime events: the
     /// runtime must reject each with its typed error and leave its projection unchanged.
@@ -230,7 +234,7 @@ impl<B: Binding> Scratch<B> {
         action: &B::Action,
         after: &B::State,
     ) -> Result<(), Problem> {
-        B::step(model, runtime, before, action).map_err(Problem::Rejected)?;
+        B::step(model, runtime, before, action).map_err(|e| Problem::Rejected(e.to_string()))?;
         self.want(model, after);
         self.compare(runtime).map_err(Problem::Projection)
     }

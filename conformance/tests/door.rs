@@ -189,6 +189,7 @@ macro_rules! binding {
             type Action = Act;
             type Runtime = RealDoor;
             type Projection = View;
+            type Rejection = String;
             fn start(_: &DoorModel, _: &Door) -> RealDoor {
                 RealDoor {
                     open: false,

@@ -305,6 +305,7 @@ impl<const F: u8> Binding for FaultyBinding<F> {
     type Action = Action;
     type Runtime = Faulty<F>;
     type Projection = Observation;
+    type Rejection = String;
 
     fn start(m: &Leadership, s: &State) -> Faulty<F> {
         Faulty {
@@ -752,6 +753,7 @@ impl<const F: u8> Binding for LogFaultBinding<F> {
     type Action = Action;
     type Runtime = Runtime;
     type Projection = Observation;
+    type Rejection = String;
 
     fn start(m: &Leadership, s: &State) -> Runtime {
         LeadershipBinding::start(m, s)
@@ -911,6 +913,7 @@ impl Binding for WithoutLogCheck {
     type Action = Action;
     type Runtime = Runtime;
     type Projection = Observation;
+    type Rejection = String;
 
     fn start(m: &Leadership, s: &State) -> Runtime {
         let mut rt = LeadershipBinding::start(m, s);

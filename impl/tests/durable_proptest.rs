@@ -176,6 +176,15 @@ fn lookups_agree_with_lists<L: Log + Clone>(d: &Driver<L>) -> Result<(), TestCas
     for (sk, at) in offsets {
         prop_assert_eq!(store.offset_of(&sk), Some(at));
     }
+    let cache = store.cache();
+    for k in keys.iter().chain(cache.keys().map(|sk| &sk.key)) {
+        prop_assert_eq!(
+            store.cached_count_of(k),
+            cache.keys().filter(|sk| &sk.key == k).count(),
+            "cached states of key {}",
+            k
+        );
+    }
     Ok(())
 }
 

@@ -37,6 +37,7 @@ use steadfast_model::durable::{self as model, Action, Durable};
 use steadfast_model::{Expectation, Param, Settings, SettingsError, Spec};
 
 use super::{Conformant, Names, Runtime, Variant, View};
+use crate::durable::Rejection;
 use crate::Binding;
 
 /// One eager event, as the model steps it stands for: the external step first, then the
@@ -418,7 +419,7 @@ impl<D: Deliver> EagerConformant<D> {
         rt: &mut Runtime<Planned<D>>,
         before: &model::State,
         e: &EagerStep,
-    ) -> Result<(), String> {
+    ) -> Result<(), Rejection> {
         let Some((&first, rest)) = e.steps.split_first() else {
             return Err("an eager step with no model step".into());
         };
@@ -443,7 +444,7 @@ impl<D: Deliver> EagerConformant<D> {
             // Steps between events (checkpoints, crashes) and probes: one runtime call
             // each, as in the stepwise binding.
             _ if rest.is_empty() => return Stepwise::<D>::drive(&m.model, rt, before, &first),
-            _ => return Err(format!("{first:?} starts no eager run")),
+            _ => return Err(format!("{first:?} starts no eager run").into()),
         };
         let fault = e.fault();
         let planned = match fault {
@@ -465,8 +466,8 @@ impl<D: Deliver> EagerConformant<D> {
             ));
         }
         match (fault, result) {
-            (None, Ok(effects)) => rt.apply(effects),
-            (None, Err(err)) => Err(err.to_string()),
+            (None, Ok(effects)) => Ok(rt.apply(effects)?),
+            (None, Err(err)) => Err(Rejection::Operator(err)),
             // A failed put fails the task: the projection shows it.
             (Some(Action::FailPut { .. }), Err(_)) => Ok(()),
             (Some(Action::Crash { landed }), result) => {
@@ -487,8 +488,8 @@ impl<D: Deliver> EagerConformant<D> {
                 Ok(())
             }
             // A put that succeeds despite its fault: the projection shows that too.
-            (Some(_), Ok(effects)) => rt.apply(effects),
-            (Some(_), Err(err)) => Err(err.to_string()),
+            (Some(_), Ok(effects)) => Ok(rt.apply(effects)?),
+            (Some(_), Err(err)) => Err(Rejection::Operator(err)),
         }
     }
 }
@@ -526,12 +527,14 @@ impl<D: Deliver> Binding for EagerConformant<D> {
         Stepwise::<D>::runtime_view_into(rt, out);
     }
 
+    type Rejection = Rejection;
+
     fn step(
         m: &EagerDurable,
         rt: &mut Runtime<Planned<D>>,
         before: &model::State,
         e: &EagerStep,
-    ) -> Result<(), String> {
+    ) -> Result<(), Rejection> {
         Self::drive(m, rt, before, e)
     }
 

@@ -399,6 +399,12 @@ impl<L: Log> ActionStateStore<L> {
             .map(|i| (list[i].partition, list[i].offset))
     }
 
+    /// Number of cached states of input key `key`: how many entries of
+    /// [`ActionStateStore::cache`] have that key, without building the map.
+    pub fn cached_count_of(&self, key: &str) -> usize {
+        self.states.get(key).map_or(0, Vec::len)
+    }
+
     /// Number of keys with per-key tracking (keys with live state).
     pub fn tracked_keys(&self) -> usize {
         self.states.len()
