@@ -265,6 +265,7 @@ pub fn cover_threads<B: Binding>(
                                 index,
                                 reached,
                                 found: Vec::new(),
+                                seen: FastMap::default(),
                             };
                             let run = Visits::of::<B>(model, part, &mut sink);
                             (run, sink.found)
@@ -374,11 +375,14 @@ impl<B: Binding> Sink<B> for Inline<'_, B> {
 }
 
 /// One of several threads: successors not known before the level are kept, in order,
-/// for the merge; states are numbered there.
+/// for the merge; states are numbered there. A successor this run already found is
+/// dropped here, in parallel: its first finding comes before it in the merge, which
+/// would drop it anyway.
 struct Collect<'a, B: Binding> {
     index: &'a FastMap<Box<[u8]>, u32>,
     reached: &'a Reached<B::Action>,
     found: Vec<Found<B>>,
+    seen: FastMap<Box<[u8]>, ()>,
 }
 
 impl<B: Binding> Sink<B> for Collect<'_, B> {
@@ -390,7 +394,8 @@ impl<B: Binding> Sink<B> for Collect<'_, B> {
         runtime: B::Runtime,
         key: &[u8],
     ) {
-        if !self.index.contains_key(key) {
+        if !self.index.contains_key(key) && !self.seen.contains_key(key) {
+            self.seen.insert(key.into(), ());
             self.found.push((from, action, next, runtime, key.into()));
         }
     }
