@@ -32,8 +32,9 @@ use std::fmt::{self, Write as _};
 use serde::Serialize;
 use stateright::Model;
 use steadfast::leadership::{
-    DispatcherEvent, Driver, Event, JobId, JobResultEntry, JobResultStore, JobStatus, ProcessEvent,
-    ProcessResult, ProcessState, Query, RunnerResult, RunnerState, Session,
+    DispatcherEvent, Driver, Event, JobId, JobResultEntry, JobResultStore, JobStatus,
+    LeadershipError, ProcessEvent, ProcessResult, ProcessState, Query, RunnerResult, RunnerState,
+    Session,
 };
 use steadfast_model::check;
 use steadfast_model::leadership::{
@@ -308,13 +309,47 @@ pub fn observe_runtime(rt: &Runtime) -> Observation {
     }
 }
 
-fn text<E: fmt::Display>(e: E) -> String {
-    e.to_string()
+/// Why the runtime refused a step ([`Binding::Rejection`]): the runtime's typed error,
+/// or what the binding found. Kept typed, so that the refusals of probes, which are
+/// expected, are never written out.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rejection {
+    /// The runtime refused the event.
+    Runtime(LeadershipError),
+    /// The binding found the runtime unable to take the step.
+    Binding(String),
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rejection::Runtime(e) => e.fmt(f),
+            Rejection::Binding(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<LeadershipError> for Rejection {
+    fn from(e: LeadershipError) -> Self {
+        Rejection::Runtime(e)
+    }
+}
+
+impl From<String> for Rejection {
+    fn from(m: String) -> Self {
+        Rejection::Binding(m)
+    }
+}
+
+impl From<&str> for Rejection {
+    fn from(m: &str) -> Self {
+        Rejection::Binding(m.to_string())
+    }
 }
 
 /// Answers every query the runner asked during this step, each with the answer the
 /// model's state `before` gives; the environment's own answer must be the same.
-fn answer_queries(rt: &mut Runtime, before: &State) -> Result<(), String> {
+fn answer_queries(rt: &mut Runtime, before: &State) -> Result<(), Rejection> {
     // A step asks at most two questions (a grant: the store, then leadership).
     for _ in 0..4 {
         let Some(query) = rt.driver.pending_queries().first().copied() else {
@@ -333,25 +368,27 @@ fn answer_queries(rt: &mut Runtime, before: &State) -> Result<(), String> {
         if want != got {
             return Err(format!(
                 "the environment answers {query:?} with {got}, the model's state with {want}"
-            ));
+            )
+            .into());
         }
-        rt.driver.answer_query().map_err(text)?;
+        rt.driver.answer_query()?;
     }
     Err("the runner keeps asking questions".into())
 }
 
 /// Delivers the runner's next election message when it is `expected`; otherwise (a
 /// probe) hands `expected` to the runner directly, as a channel out of order would.
-fn deliver(rt: &mut Runtime, expected: Event, enabled: bool) -> Result<(), String> {
+fn deliver(rt: &mut Runtime, expected: Event, enabled: bool) -> Result<(), Rejection> {
     let front = rt.driver.pending_election().first().copied();
     if front == Some(expected) {
-        rt.driver.deliver_election().map_err(text)?;
+        rt.driver.deliver_election()?;
     } else if enabled {
         return Err(format!(
             "the election channel holds {front:?} next, the model runs {expected:?}"
-        ));
+        )
+        .into());
     } else {
-        rt.driver.runner_event(expected).map_err(text)?;
+        rt.driver.runner_event(expected)?;
     }
     Ok(())
 }
@@ -377,18 +414,23 @@ fn enables(model: &Leadership, before: &State, action: &Action) -> bool {
 
 /// Drives the runtime through the events that realise `action` (enabled or not by the
 /// model at `before`), without looking at its log.
-fn apply(rt: &mut Runtime, before: &State, action: &Action, enabled: bool) -> Result<(), String> {
+fn apply(
+    rt: &mut Runtime,
+    before: &State,
+    action: &Action,
+    enabled: bool,
+) -> Result<(), Rejection> {
     match *action {
         Action::GrantLeadership(s) => {
-            let got = rt.driver.elect().map_err(text)?;
+            let got = rt.driver.elect()?;
             if got != Session(u32::from(s)) {
-                return Err(format!("the election issued {got}, the model s{s}"));
+                return Err(format!("the election issued {got}, the model s{s}").into());
             }
         }
         Action::RevokeLeadership(s) => {
-            let got = rt.driver.unelect().map_err(text)?;
+            let got = rt.driver.unelect()?;
             if got != Session(u32::from(s)) {
-                return Err(format!("the election revoked {got}, the model s{s}"));
+                return Err(format!("the election revoked {got}, the model s{s}").into());
             }
         }
         Action::RunGrant(s) => {
@@ -408,30 +450,26 @@ fn apply(rt: &mut Runtime, before: &State, action: &Action, enabled: bool) -> Re
             // A process whose runner is gone receives nothing.
             if owns(rt, session) {
                 rt.driver
-                    .runner_event(Event::TerminalSignalDelivered { session, status })
-                    .map_err(text)?;
+                    .runner_event(Event::TerminalSignalDelivered { session, status })?;
             }
         }
         Action::CheckLeadershipInForward(id) => {
             let session = process_session(before, id);
-            rt.driver
-                .runner_event(Event::ForwardCallback { session })
-                .map_err(text)?;
+            rt.driver.runner_event(Event::ForwardCallback { session })?;
             answer_queries(rt, before)?;
         }
         Action::TerminateService(id) => {
             let session = process_session(before, id);
             rt.driver
-                .runner_event(Event::ProcessServiceTerminated { session })
-                .map_err(text)?;
+                .runner_event(Event::ProcessServiceTerminated { session })?;
             answer_queries(rt, before)?;
         }
         Action::DispatcherFailover => {
-            rt.driver.dispatcher_lose_leadership().map_err(text)?;
+            rt.driver.dispatcher_lose_leadership()?;
             answer_queries(rt, before)?;
         }
         Action::RecoverJob => {
-            rt.driver.dispatcher_gain_leadership().map_err(text)?;
+            rt.driver.dispatcher_gain_leadership()?;
         }
         // Taken by the runtime already, as soon as they became possible.
         Action::CloseRunner
@@ -636,7 +674,7 @@ pub fn realise(
     rt: &mut Runtime,
     before: &State,
     action: &Action,
-) -> Result<(), String> {
+) -> Result<(), Rejection> {
     apply(rt, before, action, enables(model, before, action))
 }
 
@@ -646,7 +684,7 @@ pub fn logged_step(
     rt: &mut Runtime,
     before: &State,
     action: &Action,
-) -> (Result<(), String>, Vec<LogRecord>) {
+) -> (Result<(), Rejection>, Vec<LogRecord>) {
     collect(|| realise(model, rt, before, action))
 }
 
@@ -659,7 +697,7 @@ pub fn check_log(
     model: &Leadership,
     before: &State,
     action: &Action,
-    result: &Result<(), String>,
+    result: &Result<(), Rejection>,
     seen: &[LogRecord],
 ) -> String {
     let enabled = enables(model, before, action);
@@ -1141,14 +1179,14 @@ impl Binding for LeadershipBinding {
         observe_runtime(rt)
     }
 
-    type Rejection = String;
+    type Rejection = Rejection;
 
     fn step(
         model: &Leadership,
         rt: &mut Runtime,
         before: &State,
         action: &Action,
-    ) -> Result<(), String> {
+    ) -> Result<(), Rejection> {
         let enabled = enables(model, before, action);
         rt.log.clear();
         if !rt.check_log {

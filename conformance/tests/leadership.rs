@@ -12,7 +12,8 @@ use steadfast::leadership::{JobStatus, ProcessResult, ProcessState, RunnerResult
 use steadfast_conformance::cover::{cover, cover_threads, Coverage};
 use steadfast_conformance::leadership::{
     check_log, collect, expected_log, logged_step, observe_runtime, realise,
-    replay_unpatched_counterexample, start_log, LeadershipBinding, LogRecord, Observation, Runtime,
+    replay_unpatched_counterexample, start_log, LeadershipBinding, LogRecord, Observation,
+    Rejection, Runtime,
 };
 use steadfast_conformance::trace::{self, TraceError};
 use steadfast_conformance::walk::walk;
@@ -179,7 +180,8 @@ fn probes_at_the_initial_state_are_refused_with_typed_errors() {
             let mut probe = rt.clone();
             let e = LeadershipBinding::step(&m, &mut probe, &init, p).unwrap_err();
             assert_eq!(observe_runtime(&probe), observe_runtime(&rt), "{p:?}");
-            e
+            assert!(matches!(e, Rejection::Runtime(_)), "{p:?}: {e:?}");
+            e.to_string()
         })
         .collect();
     assert_eq!(
@@ -305,7 +307,7 @@ impl<const F: u8> Binding for FaultyBinding<F> {
     type Action = Action;
     type Runtime = Faulty<F>;
     type Projection = Observation;
-    type Rejection = String;
+    type Rejection = Rejection;
 
     fn start(m: &Leadership, s: &State) -> Faulty<F> {
         Faulty {
@@ -338,7 +340,12 @@ impl<const F: u8> Binding for FaultyBinding<F> {
         seen
     }
 
-    fn step(m: &Leadership, f: &mut Faulty<F>, before: &State, a: &Action) -> Result<(), String> {
+    fn step(
+        m: &Leadership,
+        f: &mut Faulty<F>,
+        before: &State,
+        a: &Action,
+    ) -> Result<(), Rejection> {
         let running: BTreeSet<Session> = observe_runtime(&f.rt)
             .processes
             .iter()
@@ -355,8 +362,8 @@ impl<const F: u8> Binding for FaultyBinding<F> {
             (Fault::GrantsOverIssued, Action::GrantLeadership(_))
                 if f.rt.driver.environment().issued.is_some() =>
             {
-                f.rt.driver.unelect().map_err(|e| e.to_string())?;
-                f.rt.driver.elect().map_err(|e| e.to_string())?;
+                f.rt.driver.unelect()?;
+                f.rt.driver.elect()?;
                 return Ok(());
             }
             _ => {}
@@ -753,7 +760,7 @@ impl<const F: u8> Binding for LogFaultBinding<F> {
     type Action = Action;
     type Runtime = Runtime;
     type Projection = Observation;
-    type Rejection = String;
+    type Rejection = Rejection;
 
     fn start(m: &Leadership, s: &State) -> Runtime {
         LeadershipBinding::start(m, s)
@@ -767,7 +774,7 @@ impl<const F: u8> Binding for LogFaultBinding<F> {
         LeadershipBinding::runtime_view(rt)
     }
 
-    fn step(m: &Leadership, rt: &mut Runtime, before: &State, a: &Action) -> Result<(), String> {
+    fn step(m: &Leadership, rt: &mut Runtime, before: &State, a: &Action) -> Result<(), Rejection> {
         let (result, mut seen) = if F == 4 {
             // The dispatcher reports a lost leadership twice: a real second event.
             collect(|| {
@@ -913,7 +920,7 @@ impl Binding for WithoutLogCheck {
     type Action = Action;
     type Runtime = Runtime;
     type Projection = Observation;
-    type Rejection = String;
+    type Rejection = Rejection;
 
     fn start(m: &Leadership, s: &State) -> Runtime {
         let mut rt = LeadershipBinding::start(m, s);
@@ -929,7 +936,7 @@ impl Binding for WithoutLogCheck {
         LeadershipBinding::runtime_view(rt)
     }
 
-    fn step(m: &Leadership, rt: &mut Runtime, before: &State, a: &Action) -> Result<(), String> {
+    fn step(m: &Leadership, rt: &mut Runtime, before: &State, a: &Action) -> Result<(), Rejection> {
         LeadershipBinding::step(m, rt, before, a)
     }
 
