@@ -93,7 +93,7 @@ fn read_all(partition: usize, records: &[Stored]) -> Vec<LogRecord> {
         .collect()
 }
 
-#[derive(Clone, Default)]
+#[derive(Default)]
 struct State {
     partitions: Vec<Records>,
     acks: HashMap<u64, AckPoll>,
@@ -224,8 +224,23 @@ impl MemoryLog {
     /// unresolved sends, sharing nothing with this log afterwards. Acknowledgement
     /// handles of earlier sends keep referring to this log.
     pub fn fork(&self) -> Self {
-        let mut state = self.lock().clone();
-        state.waiters = 0;
+        let state = {
+            let s = self.lock();
+            State {
+                partitions: s.partitions.clone(),
+                // Every acknowledgement handle polls the log that made it: the fork's
+                // copy of this bookkeeping could never be read.
+                acks: HashMap::new(),
+                next_ack: s.next_ack,
+                faults: s.faults.clone(),
+                flush_faults: s.flush_faults.clone(),
+                linger: s.linger,
+                batch: s.batch.clone(),
+                batch_deadline: s.batch_deadline,
+                sends: s.sends,
+                waiters: 0,
+            }
+        };
         MemoryLog {
             shared: Arc::new(Shared {
                 state: Mutex::new(state),
@@ -545,5 +560,21 @@ mod tests {
         };
         assert_eq!(values(&log), [b"first".to_vec(), b"original".to_vec()]);
         assert_eq!(values(&fork), [b"first".to_vec(), b"forked".to_vec()]);
+    }
+
+    /// A send still lingering in a batch is copied into a fork and lands there at the
+    /// fork's flush; its acknowledgement handle answers for the log that made it.
+    #[test]
+    fn a_lingering_send_lands_in_a_fork_and_acknowledges_in_its_own_log() {
+        let mut log = MemoryLog::with_linger(1, Duration::from_secs(3600));
+        let mut ack = log.send(0, b"k", b"lingering").unwrap();
+        let mut fork = log.fork();
+        fork.flush().unwrap();
+        assert_eq!(fork.records(0).len(), 1);
+        assert_eq!(log.records(0).len(), 0);
+        assert_eq!(ack.poll(), AckPoll::Pending);
+        log.flush().unwrap();
+        assert_eq!(ack.poll(), AckPoll::Acked(0));
+        assert_eq!(log.records(0).len(), 1);
     }
 }
