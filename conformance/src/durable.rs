@@ -55,41 +55,12 @@ use steadfast_model::durable::{
 
 use crate::Binding;
 
-/// Why the runtime refused a step ([`Binding::Rejection`]): the operator's typed error,
-/// or what the binding found. Kept typed, so that the many refusals of probes, which
-/// are expected, are never written out.
-#[derive(Debug)]
-pub enum Rejection {
-    /// The operator refused the event.
-    Operator(OperatorError),
-    /// The binding found the runtime unable to take the step.
-    Binding(String),
-}
-
-impl std::fmt::Display for Rejection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Rejection::Operator(e) => e.fmt(f),
-            Rejection::Binding(m) => f.write_str(m),
-        }
-    }
-}
-
-impl From<String> for Rejection {
-    fn from(m: String) -> Self {
-        Rejection::Binding(m)
-    }
-}
-
-impl From<&str> for Rejection {
-    fn from(m: &str) -> Self {
-        Rejection::Binding(m.to_string())
-    }
-}
+/// Why the runtime refused a step: the operator's typed error, or what the binding found.
+pub type Rejection = crate::Rejection<OperatorError>;
 
 impl From<OperatorError> for Rejection {
     fn from(e: OperatorError) -> Self {
-        Rejection::Operator(e)
+        Rejection::Runtime(e)
     }
 }
 
@@ -369,7 +340,7 @@ impl<V: Variant> Runtime<V> {
     }
 
     fn handle(&mut self, event: Event) -> Result<(), Rejection> {
-        let effects = self.op()?.handle(event).map_err(Rejection::Operator)?;
+        let effects = self.op()?.handle(event).map_err(Rejection::Runtime)?;
         Ok(self.apply(effects)?)
     }
 
@@ -433,11 +404,11 @@ impl<V: Variant> Runtime<V> {
         let result = self.op()?.handle(event);
         match (fault, result) {
             (None, Ok(effects)) => Ok(self.apply(effects)?),
-            (None, Err(e)) => Err(Rejection::Operator(e)),
+            (None, Err(e)) => Err(Rejection::Runtime(e)),
             // A failed put fails the task: the projection shows it.
             (Some(SendFault::FailBeforeLanding | SendFault::FailAfterLanding), Err(_)) => Ok(()),
             (Some(SendFault::LandUnacked), Err(OperatorError::Cancelled)) => Ok(()),
-            (Some(_), Err(e)) => Err(Rejection::Operator(e)),
+            (Some(_), Err(e)) => Err(Rejection::Runtime(e)),
             // A put that succeeds despite its fault: the projection shows that too.
             (Some(_), Ok(effects)) => Ok(self.apply(effects)?),
         }

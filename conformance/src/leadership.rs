@@ -309,41 +309,12 @@ pub fn observe_runtime(rt: &Runtime) -> Observation {
     }
 }
 
-/// Why the runtime refused a step ([`Binding::Rejection`]): the runtime's typed error,
-/// or what the binding found. Kept typed, so that the refusals of probes, which are
-/// expected, are never written out.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Rejection {
-    /// The runtime refused the event.
-    Runtime(LeadershipError),
-    /// The binding found the runtime unable to take the step.
-    Binding(String),
-}
-
-impl fmt::Display for Rejection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Rejection::Runtime(e) => e.fmt(f),
-            Rejection::Binding(m) => f.write_str(m),
-        }
-    }
-}
+/// Why the runtime refused a step: the runtime's typed error, or what the binding found.
+pub type Rejection = crate::Rejection<LeadershipError>;
 
 impl From<LeadershipError> for Rejection {
     fn from(e: LeadershipError) -> Self {
         Rejection::Runtime(e)
-    }
-}
-
-impl From<String> for Rejection {
-    fn from(m: String) -> Self {
-        Rejection::Binding(m)
-    }
-}
-
-impl From<&str> for Rejection {
-    fn from(m: &str) -> Self {
-        Rejection::Binding(m.to_string())
     }
 }
 

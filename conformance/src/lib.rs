@@ -64,8 +64,9 @@ pub trait Binding {
         *out = Self::runtime_view(runtime);
     }
 
-    /// Why the runtime refused a step: its typed error, or what the binding found.
-    /// Written out only for a report; a probe's refusal is expected and never read.
+    /// Why the runtime refused a step: its typed error, or what the binding found (the
+    /// production bindings use [`Rejection`]). Written out only for a report; a probe's
+    /// refusal is expected and never read.
     type Rejection: fmt::Display;
 
     /// Drives the runtime through the events that realise `action`, taken by the model at
@@ -112,6 +113,38 @@ pub struct Divergence {
     /// The runtime as [`Binding::describe`] gives it: after the failing step, or, when
     /// the runtime accepted or mishandled a step the model forbids, at the state probed.
     pub runtime: String,
+}
+
+/// Why a runtime refused a step ([`Binding::Rejection`]): its typed error `E`, or what
+/// the binding found. Kept typed, so that the refusals of probes, which are expected,
+/// are never written out.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rejection<E> {
+    /// The runtime refused the event with its typed error.
+    Runtime(E),
+    /// The binding found the runtime unable to take the step.
+    Binding(String),
+}
+
+impl<E: fmt::Display> fmt::Display for Rejection<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rejection::Runtime(e) => e.fmt(f),
+            Rejection::Binding(m) => f.write_str(m),
+        }
+    }
+}
+
+impl<E> From<String> for Rejection<E> {
+    fn from(m: String) -> Self {
+        Rejection::Binding(m)
+    }
+}
+
+impl<E> From<&str> for Rejection<E> {
+    fn from(m: &str) -> Self {
+        Rejection::Binding(m.to_string())
+    }
 }
 
 /// The kinds of disagreement.

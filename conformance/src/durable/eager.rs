@@ -467,7 +467,7 @@ impl<D: Deliver> EagerConformant<D> {
         }
         match (fault, result) {
             (None, Ok(effects)) => Ok(rt.apply(effects)?),
-            (None, Err(err)) => Err(Rejection::Operator(err)),
+            (None, Err(err)) => Err(Rejection::Runtime(err)),
             // A failed put fails the task: the projection shows it.
             (Some(Action::FailPut { .. }), Err(_)) => Ok(()),
             (Some(Action::Crash { landed }), result) => {
@@ -489,7 +489,7 @@ impl<D: Deliver> EagerConformant<D> {
             }
             // A put that succeeds despite its fault: the projection shows that too.
             (Some(_), Ok(effects)) => Ok(rt.apply(effects)?),
-            (Some(_), Err(err)) => Err(Rejection::Operator(err)),
+            (Some(_), Err(err)) => Err(Rejection::Runtime(err)),
         }
     }
 }
