@@ -577,4 +577,64 @@ mod tests {
         assert_eq!(ack.poll(), AckPoll::Acked(0));
         assert_eq!(log.records(0).len(), 1);
     }
+
+    /// Cancels `cancel` after `after`, so that a wait that never ends fails its test
+    /// instead of hanging it.
+    fn watchdog(cancel: &Cancellation, after: Duration) {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(after);
+            cancel.cancel();
+        });
+    }
+
+    /// A wait on a send still lingering ends when the batch lands at its deadline, with
+    /// the offset, or with the send's failure.
+    #[test]
+    fn a_wait_ends_when_a_lingering_send_lands_at_its_deadline() {
+        let mut log = MemoryLog::with_linger(1, Duration::from_millis(5));
+        let cancel = Cancellation::new();
+        watchdog(&cancel, Duration::from_secs(30));
+        let mut first = log.send(0, b"k", b"lands").unwrap();
+        assert_eq!(first.wait(&cancel), Ok(0));
+        log.inject_send_fault(SendFault::FailBeforeLanding);
+        let mut second = log.send(0, b"k", b"fails").unwrap();
+        assert!(matches!(
+            second.wait(&cancel),
+            Err(AckError::Log(LogError::SendFailed(_)))
+        ));
+        assert_eq!(log.records(0).len(), 1);
+    }
+
+    /// Every send counts, failed ones too, and two sends pending at once are told apart:
+    /// dropping one handle leaves the other to its own outcome.
+    #[test]
+    fn sends_are_counted_and_pending_acknowledgements_kept_apart() {
+        let mut log = MemoryLog::with_linger(1, Duration::from_secs(3600));
+        let first = log.send(0, b"k", b"one").unwrap();
+        let mut second = log.send(0, b"k", b"two").unwrap();
+        log.inject_send_fault(SendFault::FailBeforeLanding);
+        let mut third = log.send(0, b"k", b"three").unwrap();
+        assert_eq!(log.send_count(), 3);
+        drop(first);
+        log.flush().unwrap();
+        assert_eq!(second.poll(), AckPoll::Acked(1));
+        assert!(matches!(
+            third.poll(),
+            AckPoll::Failed(LogError::SendFailed(_))
+        ));
+        assert_eq!(log.send_count(), 3);
+    }
+
+    /// The `Debug` text names the partitions and the records landed, not their bytes.
+    #[test]
+    fn debug_text_counts_partitions_and_records() {
+        let mut log = MemoryLog::new(3);
+        send(&mut log, 1, b"k", b"v");
+        send(&mut log, 2, b"k", b"v");
+        assert_eq!(
+            format!("{log:?}"),
+            "MemoryLog { partitions: 3, records: 2 }"
+        );
+    }
 }
