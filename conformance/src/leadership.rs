@@ -32,9 +32,9 @@ use std::fmt::{self, Write as _};
 use serde::Serialize;
 use stateright::Model;
 use steadfast::leadership::{
-    DispatcherEvent, Driver, Event, JobId, JobResultEntry, JobResultStore, JobStatus,
-    LeadershipError, ProcessEvent, ProcessResult, ProcessState, Query, RunnerResult, RunnerState,
-    Session,
+    DispatcherEvent, Driver, Event, JobGraphStore, JobId, JobResultEntry, JobResultStore,
+    JobStatus, LeadershipError, ProcessEvent, ProcessResult, ProcessState, Query, RunnerResult,
+    RunnerState, Session,
 };
 use steadfast_model::check;
 use steadfast_model::leadership::{
@@ -211,13 +211,38 @@ fn process_session(state: &State, id: u8) -> Session {
 
 /// The model side of the observation, of a settled state.
 fn observe_model(s: &State) -> Observation {
+    let mut out = Observation::blank();
+    observe_model_into(s, &mut out);
+    out
+}
+
+/// [`observe_model`] written over `out`, reusing the room of its list and text.
+fn observe_model_into(s: &State, out: &mut Observation) {
+    let mut processes = std::mem::take(&mut out.processes);
+    processes.clear();
+    processes.extend(
+        s.processes[..usize::from(s.process_count)]
+            .iter()
+            .map(|p| ProcessView {
+                session: Session(u32::from(p.session)),
+                state: match p.state {
+                    model::ProcessState::Running => ProcessState::Running,
+                    model::ProcessState::Closing => ProcessState::Closing,
+                    model::ProcessState::Terminated => ProcessState::Terminated,
+                },
+                result: process_result(p.result),
+                forward_pending: p.forward_pending,
+            }),
+    );
+    let mut log = std::mem::take(&mut out.log);
+    log.clear();
     let live = s.has_runner && !s.runner_terminated;
     // The session of the runner's current process; equal to `current_leader` wherever
     // the model keeps one (designs with the runner fix), and what the runtime keeps.
     let current = (s.has_runner && s.current != 0)
         .then(|| process_session(s, s.current))
         .filter(|_| s.processes[usize::from(s.current) - 1].epoch == s.epoch);
-    Observation {
+    *out = Observation {
         issued_session: session(s.issued).filter(|_| live),
         runner: s.has_runner.then(|| RunnerView {
             state: match s.runner {
@@ -235,19 +260,7 @@ fn observe_model(s: &State) -> Observation {
             current_process_leader: current,
             terminated: s.runner_terminated,
         }),
-        processes: s.processes[..usize::from(s.process_count)]
-            .iter()
-            .map(|p| ProcessView {
-                session: Session(u32::from(p.session)),
-                state: match p.state {
-                    model::ProcessState::Running => ProcessState::Running,
-                    model::ProcessState::Closing => ProcessState::Closing,
-                    model::ProcessState::Terminated => ProcessState::Terminated,
-                },
-                result: process_result(p.result),
-                forward_pending: p.forward_pending,
-            })
-            .collect(),
+        processes,
         job_graph_present: s.job_graph,
         job_result_entry: match s.job_result {
             model::JobResultEntry::Absent => JobResultEntry::None,
@@ -258,8 +271,8 @@ fn observe_model(s: &State) -> Observation {
         dispatcher_leader: s.dispatcher == DispatcherState::Leading,
         live_runner: live,
         runners_started: u32::from(latest_runner_epoch(s)),
-        log: String::new(),
-    }
+        log,
+    };
 }
 
 /// The epoch of the latest runner the dispatcher started. Recovery only ever stops (the
@@ -275,37 +288,79 @@ fn latest_runner_epoch(s: &State) -> u8 {
 
 /// The runtime side of the observation.
 pub fn observe_runtime(rt: &Runtime) -> Observation {
+    let mut out = Observation::blank();
+    observe_runtime_into(rt, &mut out);
+    out
+}
+
+/// [`observe_runtime`] written over `out`, reusing the room of its list and text. It
+/// reads the driver in place rather than through its projection, which would copy every
+/// process.
+fn observe_runtime_into(rt: &Runtime, out: &mut Observation) {
     let d = &rt.driver;
-    let p = d.projection();
+    let env = d.environment();
     let latest = d.runner();
-    let pending: Vec<Session> = latest.map(|r| r.pending_forwards()).unwrap_or_default();
-    let current_epoch = p.runners_started == p.dispatcher_epoch;
-    Observation {
-        issued_session: p.issued_session,
-        runner: latest.filter(|_| current_epoch).map(|r| RunnerView {
-            state: r.state(),
-            result: r.result(),
-            pending_terminal: r.pending_terminal(),
-            current_process_leader: r.current_process_leader(),
-            terminated: r.is_terminated(),
-        }),
-        processes: p
-            .processes
-            .iter()
-            .map(|q| ProcessView {
-                session: q.session,
-                state: q.state,
-                result: q.result,
-                forward_pending: pending.contains(&q.session),
-            })
-            .collect(),
-        job_graph_present: p.job_graph_present,
-        job_result_entry: p.job_result_entry,
-        dispatcher_epoch: p.dispatcher_epoch,
-        dispatcher_leader: d.dispatcher().is_leader(),
-        live_runner: d.dispatcher().live_runners() == [JOB],
-        runners_started: p.runners_started,
-        log: rt.log.clone(),
+    let dispatcher = d.dispatcher();
+    let runners_started = dispatcher.runners_started();
+    let dispatcher_epoch = dispatcher.epoch();
+    let mut processes = std::mem::take(&mut out.processes);
+    processes.clear();
+    // Sessions are never reused, so a retired process has no forward pending in the
+    // latest runner.
+    let forward_pending = |session| latest.is_some_and(|r| r.forward_scheduled(session));
+    processes.extend(d.retired_processes().iter().map(|q| ProcessView {
+        session: q.session,
+        state: q.state,
+        result: q.result,
+        forward_pending: forward_pending(q.session),
+    }));
+    if let Some(r) = latest {
+        processes.extend(r.processes().map(|q| ProcessView {
+            session: q.session(),
+            state: q.state(),
+            result: q.result(),
+            forward_pending: r.forward_scheduled(q.session()),
+        }));
+    }
+    let mut log = std::mem::take(&mut out.log);
+    log.clone_from(&rt.log);
+    *out = Observation {
+        issued_session: env.issued,
+        runner: latest
+            .filter(|_| runners_started == dispatcher_epoch)
+            .map(|r| RunnerView {
+                state: r.state(),
+                result: r.result(),
+                pending_terminal: r.pending_terminal(),
+                current_process_leader: r.current_process_leader(),
+                terminated: r.is_terminated(),
+            }),
+        processes,
+        job_graph_present: env.graphs.contains(JOB),
+        job_result_entry: env.results.entry(JOB),
+        dispatcher_epoch,
+        dispatcher_leader: dispatcher.is_leader(),
+        live_runner: dispatcher.live_runners() == [JOB],
+        runners_started,
+        log,
+    };
+}
+
+impl Observation {
+    /// An observation to fill ([`observe_model_into`], [`observe_runtime_into`]).
+    fn blank() -> Observation {
+        Observation {
+            issued_session: None,
+            runner: None,
+            processes: Vec::new(),
+            job_graph_present: false,
+            job_result_entry: JobResultEntry::None,
+            dispatcher_epoch: 0,
+            dispatcher_leader: false,
+            live_runner: false,
+            runners_started: 0,
+            log: String::new(),
+        }
     }
 }
 
@@ -323,7 +378,7 @@ impl From<LeadershipError> for Rejection {
 fn answer_queries(rt: &mut Runtime, before: &State) -> Result<(), Rejection> {
     // A step asks at most two questions (a grant: the store, then leadership).
     for _ in 0..4 {
-        let Some(query) = rt.driver.pending_queries().first().copied() else {
+        let Some(query) = rt.driver.next_query() else {
             return Ok(());
         };
         let (want, got) = match query {
@@ -1148,6 +1203,14 @@ impl Binding for LeadershipBinding {
 
     fn runtime_view(rt: &Runtime) -> Observation {
         observe_runtime(rt)
+    }
+
+    fn model_view_into(model: &Leadership, state: &State, out: &mut Observation) {
+        observe_model_into(&settle(model, state), out);
+    }
+
+    fn runtime_view_into(rt: &Runtime, out: &mut Observation) {
+        observe_runtime_into(rt, out);
     }
 
     type Rejection = Rejection;

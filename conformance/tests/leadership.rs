@@ -135,6 +135,85 @@ fn seeded_random_walks_conform_at_the_largest_bounds() {
     );
 }
 
+/// The observations filled in place, over the previous step's, equal fresh ones; and the
+/// runtime's, which reads the driver directly, says what the driver's own projection says.
+#[test]
+fn observations_filled_in_place_equal_fresh_ones_and_the_driver_projection() {
+    use stateright::Model;
+    use steadfast_conformance::walk::Rng;
+    let mut late = LARGEST.to_vec();
+    late.push(("late-signal", "true"));
+    let m = fixed(&late);
+    let mut rng = Rng::new(39704);
+    let (mut want, mut got) = (
+        observe_runtime(&Runtime::started()),
+        observe_runtime(&Runtime::started()),
+    );
+    let (mut compared, mut with_retired) = (0, 0);
+    for _ in 0..60 {
+        let mut state = initial(&m);
+        let mut rt = LeadershipBinding::start(&m, &state);
+        for _ in 0..80 {
+            LeadershipBinding::model_view_into(&m, &state, &mut want);
+            assert_eq!(want, LeadershipBinding::model_view(&m, &state));
+            LeadershipBinding::runtime_view_into(&rt, &mut got);
+            assert_eq!(got, LeadershipBinding::runtime_view(&rt));
+            assert_eq!(want, got);
+            let p = rt.driver.projection();
+            let processes: Vec<_> = got
+                .processes
+                .iter()
+                .map(|v| (v.session, v.state, v.result))
+                .collect();
+            let projected: Vec<_> = p
+                .processes
+                .iter()
+                .map(|q| (q.session, q.state, q.result))
+                .collect();
+            assert_eq!(processes, projected);
+            assert_eq!(got.issued_session, p.issued_session);
+            assert_eq!(got.job_graph_present, p.job_graph_present);
+            assert_eq!(got.job_result_entry, p.job_result_entry);
+            assert_eq!(
+                (got.dispatcher_epoch, got.runners_started),
+                (p.dispatcher_epoch, p.runners_started)
+            );
+            let pending = rt
+                .driver
+                .runner()
+                .map(|r| r.pending_forwards())
+                .unwrap_or_default();
+            for v in &got.processes {
+                assert_eq!(v.forward_pending, pending.contains(&v.session), "{v:?}");
+            }
+            assert_eq!(
+                rt.driver.next_query(),
+                rt.driver.pending_queries().first().copied()
+            );
+            with_retired += usize::from(!rt.driver.retired_processes().is_empty());
+            compared += 1;
+            let mut actions = Vec::new();
+            m.actions(&state, &mut actions);
+            let steps: Vec<(Action, State)> = actions
+                .into_iter()
+                .filter_map(|a| m.next_state(&state, a).map(|s| (a, s)))
+                .filter(|(_, s)| m.within_boundary(s))
+                .collect();
+            if steps.is_empty() {
+                break;
+            }
+            let (action, next) = steps[rng.below(steps.len())];
+            LeadershipBinding::step(&m, &mut rt, &state, &action).unwrap();
+            state = next;
+        }
+    }
+    // The walks reach runners replaced by a recovery, whose processes are retired.
+    assert!(
+        compared > 1000 && with_retired > 100,
+        "{compared} {with_retired}"
+    );
+}
+
 #[test]
 fn the_runtime_refuses_a_new_leader_before_the_old_runner_terminated() {
     // The runtime builds in the environment assumption `old-runner-first`; without it

@@ -341,6 +341,8 @@ fn ordering_a1_callback_delayed_while_session_still_issued() {
     // The callback is delayed; the session is still issued at this point.
     assert_eq!(d.projection().issued_session, Some(s));
     assert_eq!(d.runner().unwrap().pending_forwards(), vec![s]);
+    assert!(d.runner().unwrap().forward_scheduled(s));
+    assert!(!d.runner().unwrap().forward_scheduled(Session(s.0 + 1)));
     d.revoke().unwrap();
     d.runner_event(Event::ProcessServiceTerminated { session: s })
         .unwrap();
@@ -372,6 +374,10 @@ fn ordering_a2_result_reaches_running_process_after_election_revoked() {
     assert_eq!(
         d.pending_queries(),
         vec![steadfast::leadership::Query::Leadership(s)]
+    );
+    assert_eq!(
+        d.next_query(),
+        Some(steadfast::leadership::Query::Leadership(s))
     );
     assert_eq!(d.projection().pending_terminal, Some(JobStatus::Finished));
     let fx = d.answer_query().unwrap();

@@ -130,6 +130,19 @@ impl Driver {
         self.queries.iter().copied().collect()
     }
 
+    /// The oldest query waiting for an answer: the head of
+    /// [`Driver::pending_queries`], without collecting them.
+    pub fn next_query(&self) -> Option<Query> {
+        self.queries.front().copied()
+    }
+
+    /// The processes of the runners replaced so far, in creation order, as they were
+    /// when their runner was replaced: the head of [`LeadershipProjection::processes`]
+    /// before the latest runner's own, without copying them.
+    pub fn retired_processes(&self) -> &[ProcessProjection] {
+        &self.retired
+    }
+
     /// Grant/revoke messages issued by the election but not yet delivered to the runner.
     pub fn pending_election(&self) -> Vec<Event> {
         self.election_inbox.iter().copied().collect()

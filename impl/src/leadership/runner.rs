@@ -301,6 +301,14 @@ impl Runner {
             .collect()
     }
 
+    /// Whether the forward callback of the process of `session` is scheduled and has
+    /// not run: membership in [`Runner::pending_forwards`], without collecting them.
+    pub fn forward_scheduled(&self, session: Session) -> bool {
+        self.slots.iter().any(|slot| {
+            matches!(slot.forward, Forward::Scheduled(_)) && slot.process.session() == session
+        })
+    }
+
     /// The observable projection of this runner.
     pub fn projection(&self) -> RunnerProjection {
         RunnerProjection {
