@@ -550,10 +550,19 @@ impl fmt::Display for LogRecord {
 const REJECTED: &str = "rejected";
 
 /// The log's words, so that a record of them borrows instead of allocating; a word
-/// outside this list is kept as an owned string.
+/// outside this list is kept as an owned string. A `match`, so that the compiler tells
+/// the words apart by length before it compares bytes.
 fn word(text: &str) -> Cow<'static, str> {
-    const WORDS: [&str; 48] = [
-        REJECTED,
+    macro_rules! words {
+        ($($w:literal),* $(,)?) => {
+            match text {
+                $($w => Cow::Borrowed($w),)*
+                _ => Cow::Owned(text.to_owned()),
+            }
+        };
+    }
+    words!(
+        "rejected",
         "applied",
         "runner",
         "process",
@@ -601,11 +610,7 @@ fn word(text: &str) -> Cow<'static, str> {
         "terminated_not_finished",
         "already_completed",
         "closing",
-    ];
-    match WORDS.iter().find(|w| **w == text) {
-        Some(w) => Cow::Borrowed(w),
-        None => Cow::Owned(text.to_owned()),
-    }
+    )
 }
 
 impl Visit for LogRecord {
