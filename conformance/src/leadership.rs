@@ -1373,3 +1373,30 @@ pub fn replay_unpatched_counterexample(
         replay,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_known_word_is_borrowed_and_any_other_text_kept_whole() {
+        for known in [REJECTED, "runner", "cached_checking_leadership", "closing"] {
+            assert!(
+                matches!(word(known), Cow::Borrowed(w) if w == known),
+                "{known}"
+            );
+        }
+        // Same lengths as known words, one byte apart, and text no word has.
+        for other in [
+            "runnex",
+            "cached_checking_leadershiq",
+            "",
+            "a longer text than any word",
+        ] {
+            assert!(
+                matches!(word(other), Cow::Owned(ref w) if w == other),
+                "{other}"
+            );
+        }
+    }
+}
