@@ -249,6 +249,61 @@ fn start_with_call(op: &mut Operator<MemoryLog>) -> CallRef {
     }
 }
 
+/// An outcome for any other call of the key (another input, action or index) is refused
+/// with `UnexpectedCall`; the operator stays as it was, not failed, and still takes the
+/// outcome of the call it waits for.
+#[test]
+fn an_outcome_for_another_call_of_the_key_is_refused_and_changes_nothing() {
+    let mut op = Operator::new(
+        vec![ActionDef::new("act", LookupThenPublish)],
+        MemoryLog::new(1),
+    )
+    .unwrap();
+    let c0 = start_with_call(&mut op);
+    assert_eq!(op.outstanding_calls(), vec![c0.clone()]);
+    let others = [
+        CallRef {
+            seq: c0.seq + 1,
+            ..c0.clone()
+        },
+        CallRef {
+            action: "other".into(),
+            ..c0.clone()
+        },
+        CallRef {
+            index: c0.index + 1,
+            ..c0.clone()
+        },
+        CallRef {
+            key: "k2".into(),
+            ..c0.clone()
+        },
+    ];
+    for other in others {
+        let err = op
+            .handle(Event::CallReturned {
+                call: other.clone(),
+                outcome: CallOutcome::Value(json!(70)),
+            })
+            .unwrap_err();
+        assert_eq!(err, OperatorError::UnexpectedCall(other));
+        assert!(op.failure().is_none());
+        assert_eq!(op.outstanding_calls(), vec![c0.clone()]);
+        assert_eq!(op.store().cached_len(), 0);
+    }
+    let effects = op
+        .handle(Event::CallReturned {
+            call: c0.clone(),
+            outcome: CallOutcome::Value(json!(70)),
+        })
+        .unwrap();
+    assert!(
+        matches!(&effects[..], [Effect::Call { call, function, .. }] if call.index == 1 && function == "publish"),
+        "{effects:?}"
+    );
+    assert_eq!(op.outstanding_calls(), vec![call("k", 0, "act", 1)]);
+}
+
 /// A send that fails before landing: the put reports the error, nothing is
 /// cached, the log holds nothing, and the operator refuses further events.
 #[test]

@@ -287,13 +287,33 @@ impl From<StoreError> for OperatorError {
     }
 }
 
-/// An outstanding durable call of a key (not checkpointed).
+/// An outstanding durable call of a key (not checkpointed). The key is the map's: the
+/// call is [`Running::call`] of it.
 #[derive(Clone)]
 struct Running {
-    call: CallRef,
+    seq: u64,
+    action: String,
+    index: u32,
     function: String,
     digest: u64,
     state: ActionState,
+}
+
+impl Running {
+    /// The call this entry waits for, made for `key`.
+    fn call(&self, key: &str) -> CallRef {
+        CallRef {
+            key: key.to_string(),
+            seq: self.seq,
+            action: self.action.clone(),
+            index: self.index,
+        }
+    }
+
+    /// Whether `call`, made for the key of this entry, is the one it waits for.
+    fn awaits(&self, call: &CallRef) -> bool {
+        self.seq == call.seq && self.index == call.index && self.action == call.action
+    }
 }
 
 enum Progress {
@@ -325,6 +345,9 @@ pub struct Operator<L: Log> {
     pending_checkpoints: Arc<BTreeMap<u64, BTreeMap<String, u64>>>,
     cancel: Cancellation,
     failed: Option<String>,
+    /// Room for the outcomes an action's body is run from, kept from run to run (empty
+    /// between runs).
+    outcomes: Vec<CallOutcome>,
 }
 
 impl<L: Log> std::fmt::Debug for Operator<L> {
@@ -386,6 +409,7 @@ impl<L: Log> Operator<L> {
             pending_checkpoints: Arc::default(),
             cancel,
             failed: None,
+            outcomes: Vec::new(),
         })
     }
 
@@ -452,6 +476,7 @@ impl<L: Log> Operator<L> {
                 pending_checkpoints: Arc::default(),
                 cancel,
                 failed: None,
+                outcomes: Vec::new(),
             },
             report,
         ))
@@ -546,7 +571,7 @@ impl<L: Log> Operator<L> {
         effects: &mut Vec<Effect>,
     ) -> Result<(), OperatorError> {
         match self.running.get(&call.key) {
-            Some(r) if r.call == call => {}
+            Some(r) if r.awaits(&call) => {}
             _ => return Err(OperatorError::UnexpectedCall(call)),
         }
         let Some(mut running) = Arc::make_mut(&mut self.running).remove(&call.key) else {
@@ -752,7 +777,8 @@ impl<L: Log> Operator<L> {
             )));
         };
         let results = saved.map_or(&[][..], |s| s.call_results.as_slice());
-        let mut outcomes: Vec<CallOutcome> = Vec::with_capacity(results.len());
+        // The room is handed back at each return; an error drops it.
+        let mut outcomes = std::mem::take(&mut self.outcomes);
         outcomes.extend(results.iter().take(verified).map(|r| r.outcome.clone()));
         loop {
             match action.body.step(&head.input, &outcomes) {
@@ -795,12 +821,7 @@ impl<L: Log> Operator<L> {
                         completed: false,
                         output: saved.and_then(|s| s.output.clone()),
                     };
-                    let call = CallRef {
-                        key: key.to_string(),
-                        seq: head.seq,
-                        action: head.action.clone(),
-                        index: index as u32,
-                    };
+                    let index = index as u32;
                     tracing::debug!(
                         component = "durable.operator",
                         event = "call_requested",
@@ -811,22 +832,33 @@ impl<L: Log> Operator<L> {
                         function = %function,
                     );
                     effects.push(Effect::Call {
-                        call: call.clone(),
+                        call: CallRef {
+                            key: key.to_string(),
+                            seq: head.seq,
+                            action: head.action.clone(),
+                            index,
+                        },
                         function: function.clone(),
                         args,
                     });
                     Arc::make_mut(&mut self.running).insert(
                         key.to_string(),
                         Running {
-                            call,
+                            seq: head.seq,
+                            action: head.action.clone(),
+                            index,
                             function,
                             digest,
                             state,
                         },
                     );
+                    outcomes.clear();
+                    self.outcomes = outcomes;
                     return Ok(Progress::Waiting);
                 }
                 ActionStep::Finish { output } => {
+                    outcomes.clear();
+                    self.outcomes = outcomes;
                     let state = ActionState {
                         call_results: Vec::new(),
                         completed: true,
@@ -930,7 +962,7 @@ impl<L: Log> Operator<L> {
         KeyActivity {
             in_progress: running.is_some() || self.completing.contains_key(key),
             ready: self.is_ready(key),
-            awaiting: running.map(|r| r.call.index),
+            awaiting: running.map(|r| r.index),
         }
     }
 
@@ -977,6 +1009,7 @@ impl<L: Log> Operator<L> {
             pending_checkpoints: Arc::clone(&self.pending_checkpoints),
             cancel,
             failed: self.failed.clone(),
+            outcomes: Vec::new(),
         }
     }
 
@@ -998,7 +1031,7 @@ impl<L: Log> Operator<L> {
 
     /// The calls the operator waits for, one per key at most.
     pub fn outstanding_calls(&self) -> Vec<CallRef> {
-        self.running.values().map(|r| r.call.clone()).collect()
+        self.running.iter().map(|(key, r)| r.call(key)).collect()
     }
 
     /// The task's cancellation signal (shared with the store's puts).
