@@ -340,7 +340,7 @@ fn observe_runtime_into(rt: &Runtime, out: &mut Observation) {
         job_result_entry: env.results.entry(JOB),
         dispatcher_epoch,
         dispatcher_leader: dispatcher.is_leader(),
-        live_runner: dispatcher.live_runners() == [JOB],
+        live_runner: dispatcher.is_live(JOB) && dispatcher.live_count() == 1,
         runners_started,
         log,
     };

@@ -16,6 +16,7 @@ use super::store::{JobGraphStore, JobResultStore};
 use super::types::{JobId, JobResultEntry, JobStatus, RunnerResult};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Input to the [`Dispatcher`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,7 +108,9 @@ pub struct Dispatcher {
     leader: bool,
     epoch: u32,
     runners_started: u32,
-    live: BTreeMap<JobId, LiveRunner>,
+    /// Shared until changed, so that copying a dispatcher (a driver forked to explore a
+    /// branch) copies no tree.
+    live: Arc<BTreeMap<JobId, LiveRunner>>,
 }
 
 impl Dispatcher {
@@ -134,6 +137,18 @@ impl Dispatcher {
     /// Jobs whose runner has not terminated.
     pub fn live_runners(&self) -> Vec<JobId> {
         self.live.keys().copied().collect()
+    }
+
+    /// Whether `job` has a runner that has not terminated: membership in
+    /// [`Dispatcher::live_runners`], without collecting them.
+    pub fn is_live(&self, job: JobId) -> bool {
+        self.live.contains_key(&job)
+    }
+
+    /// How many jobs have a runner that has not terminated: the length of
+    /// [`Dispatcher::live_runners`], without collecting them.
+    pub fn live_count(&self) -> usize {
+        self.live.len()
     }
 
     /// Apply one event against the stores. On error neither the dispatcher nor the
@@ -200,7 +215,7 @@ impl Dispatcher {
                     return Err(LeadershipError::DispatcherNotLeader);
                 }
                 self.leader = false;
-                for (job, runner) in self.live.iter_mut() {
+                for (job, runner) in Arc::make_mut(&mut self.live).iter_mut() {
                     if !runner.closing {
                         runner.closing = true;
                         effects.push(DispatcherEffect::CloseRunner { job: *job });
@@ -247,7 +262,7 @@ impl Dispatcher {
                 // The job is done with this runner whatever the result: the dispatcher
                 // removes it and closes it (Flink's `removeJob` closes the runner during
                 // cleanup), unless a leadership loss is closing it already.
-                if let Some(runner) = self.live.get_mut(&job) {
+                if let Some(runner) = Arc::make_mut(&mut self.live).get_mut(&job) {
                     runner.result_received = true;
                     if !runner.closing {
                         runner.closing = true;
@@ -256,16 +271,17 @@ impl Dispatcher {
                 }
             }
             DispatcherEvent::RunnerTerminated { job } => {
-                if self.live.remove(&job).is_none() {
+                if !self.live.contains_key(&job) {
                     return Err(LeadershipError::NoLiveRunner { job });
                 }
+                Arc::make_mut(&mut self.live).remove(&job);
             }
         }
         Ok(effects)
     }
 
     fn start_runner(&mut self, job: JobId, effects: &mut Vec<DispatcherEffect>) {
-        self.live.insert(
+        Arc::make_mut(&mut self.live).insert(
             job,
             LiveRunner {
                 result_received: false,
@@ -354,6 +370,54 @@ mod tests {
             .unwrap();
         assert_eq!(fx, vec![DispatcherEffect::StartRunner { job }]);
         assert_eq!((d.epoch(), d.runners_started()), (2, 2));
+    }
+
+    /// Dispatcher and stores share their trees with their copies until one side
+    /// changes: a change to the original never shows in a copy taken before it.
+    #[test]
+    fn copies_taken_before_a_change_keep_what_they_had() {
+        let (mut d, mut g, mut r) = setup();
+        let job = JobId(1);
+        assert!(d.is_live(job) && !d.is_live(JobId(2)));
+        assert_eq!((d.live_count(), d.live_runners()), (1, vec![job]));
+        let (d0, g0, r0) = (d.clone(), g.clone(), r.clone());
+        let done = RunnerResult::Terminal(JobStatus::Failed);
+        d.handle(
+            DispatcherEvent::RunnerCompleted { job, result: done },
+            &mut g,
+            &mut r,
+        )
+        .unwrap();
+        d.handle(DispatcherEvent::RunnerTerminated { job }, &mut g, &mut r)
+            .unwrap();
+        assert!(!d.is_live(job));
+        assert_eq!((d.live_count(), d.live_runners()), (0, vec![]));
+        assert!(!g.contains(job));
+        assert_eq!(r.entry(job), JobResultEntry::Clean);
+        // The copies still hold the live runner, the JobGraph and no entry, and change
+        // on their own: their runner completes, unaffected by the original's.
+        assert!(d0.is_live(job) && g0.contains(job));
+        assert_eq!(r0.entry(job), JobResultEntry::None);
+        let (mut d1, mut g1, mut r1) = (d0.clone(), g0.clone(), r0.clone());
+        let fx = d1
+            .handle(
+                DispatcherEvent::RunnerCompleted {
+                    job,
+                    result: RunnerResult::Suspended,
+                },
+                &mut g1,
+                &mut r1,
+            )
+            .unwrap();
+        assert_eq!(
+            fx,
+            vec![
+                DispatcherEffect::LocalCleanup { job },
+                DispatcherEffect::CloseRunner { job }
+            ]
+        );
+        assert!(g1.contains(job) && d0.is_live(job) && d1.is_live(job));
+        assert_eq!((d0, g0, r0), (setup().0, setup().1, setup().2));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use super::error::LeadershipError;
 use super::types::{JobId, JobResultEntry, JobStatus};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Persisted JobGraphs, keyed by job.
 pub trait JobGraphStore {
@@ -45,7 +46,9 @@ pub trait JobResultStore {
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InMemoryJobGraphStore {
-    jobs: BTreeSet<JobId>,
+    /// Shared until changed: a copy of the store (a driver forked to explore a branch)
+    /// copies no tree.
+    jobs: Arc<BTreeSet<JobId>>,
 }
 
 impl JobGraphStore for InMemoryJobGraphStore {
@@ -54,14 +57,15 @@ impl JobGraphStore for InMemoryJobGraphStore {
     }
 
     fn put(&mut self, job: JobId) -> Result<(), LeadershipError> {
-        if !self.jobs.insert(job) {
+        if self.jobs.contains(&job) {
             return Err(LeadershipError::DuplicateJob { job });
         }
+        Arc::make_mut(&mut self.jobs).insert(job);
         Ok(())
     }
 
     fn remove(&mut self, job: JobId) -> bool {
-        self.jobs.remove(&job)
+        self.jobs.contains(&job) && Arc::make_mut(&mut self.jobs).remove(&job)
     }
 
     fn jobs(&self) -> Vec<JobId> {
@@ -83,7 +87,8 @@ impl JobGraphStore for InMemoryJobGraphStore {
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InMemoryJobResultStore {
-    entries: BTreeMap<JobId, (JobStatus, bool)>,
+    /// Shared until changed, as [`InMemoryJobGraphStore`]'s jobs.
+    entries: Arc<BTreeMap<JobId, (JobStatus, bool)>>,
 }
 
 impl JobResultStore for InMemoryJobResultStore {
@@ -103,17 +108,17 @@ impl JobResultStore for InMemoryJobResultStore {
         if self.entries.contains_key(&job) {
             return Err(LeadershipError::EntryExists { job });
         }
-        self.entries.insert(job, (status, false));
+        Arc::make_mut(&mut self.entries).insert(job, (status, false));
         Ok(())
     }
 
     fn mark_clean(&mut self, job: JobId) -> Result<(), LeadershipError> {
-        match self.entries.get_mut(&job) {
-            None => Err(LeadershipError::NoEntry { job }),
-            Some(entry) => {
-                entry.1 = true;
-                Ok(())
-            }
+        if !self.entries.contains_key(&job) {
+            return Err(LeadershipError::NoEntry { job });
         }
+        if let Some(entry) = Arc::make_mut(&mut self.entries).get_mut(&job) {
+            entry.1 = true;
+        }
+        Ok(())
     }
 }
