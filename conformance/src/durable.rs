@@ -118,6 +118,8 @@ pub struct Names {
     /// Every state key within the bounds, in the order of their views (key, input,
     /// action), with its view.
     state_keys: Vec<(ImplKey, StateKeyView)>,
+    /// Per key, its partition (`partition_for` of its name, computed once).
+    key_partitions: Vec<u32>,
 }
 
 impl Names {
@@ -152,6 +154,7 @@ impl Names {
             }
         }
         Names {
+            key_partitions: keys.iter().map(|k| partition_for(k, partitions)).collect(),
             keys,
             actions,
             calls: bounds.calls,
@@ -956,18 +959,20 @@ impl<V: Variant> Conformant<V> {
                 cache.clear();
                 let mut found = 0;
                 for (sk, v) in &names.state_keys {
-                    let Some(st) = store.get(sk) else { continue };
+                    let Some((st, partition, offset)) = store.entry_of(sk) else {
+                        continue;
+                    };
                     found += 1;
                     if Some(sk) == in_flight {
                         continue;
                     }
-                    let Some(offset) = offset_of(sk, problems) else {
-                        continue;
-                    };
+                    if partition != names.key_partitions[usize::from(v.key)] {
+                        problems.push(format!("cache: {sk:?} tracked in partition {partition}"));
+                    }
                     cache.push(CachedView {
                         state_key: *v,
                         state: impl_state_view(st),
-                        offset,
+                        offset: rt.tracks_offsets.then_some(offset),
                     });
                 }
                 if found != store.cached_len() {

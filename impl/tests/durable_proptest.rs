@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use serde_json::json;
 use steadfast::durable::{
     ActionDef, CallChain, CallOutcome, CallRef, Datum, Driver, FileLog, FileLogOptions, Log,
-    MemoryLog, SendFault,
+    MemoryLog, SendFault, StateKey,
 };
 
 #[derive(Clone, Debug)]
@@ -173,10 +173,20 @@ fn lookups_agree_with_lists<L: Log + Clone>(d: &Driver<L>) -> Result<(), TestCas
         store.cached_len(),
         "one offset per cached state"
     );
+    let cache = store.cache();
     for (sk, at) in offsets {
         prop_assert_eq!(store.offset_of(&sk), Some(at));
+        prop_assert_eq!(store.entry_of(&sk), Some((&cache[&sk], at.0, at.1)));
     }
-    let cache = store.cache();
+    // A state key the store does not hold: a key with one input more than any.
+    if let Some(sk) = cache.keys().next() {
+        let absent = StateKey {
+            seq: sk.seq + 1_000,
+            ..sk.clone()
+        };
+        prop_assert_eq!(store.entry_of(&absent), None);
+        prop_assert_eq!(store.offset_of(&absent), None);
+    }
     for k in keys.iter().chain(cache.keys().map(|sk| &sk.key)) {
         prop_assert_eq!(
             store.cached_count_of(k),

@@ -534,9 +534,12 @@ impl<L: Log> Operator<L> {
 
     /// Whether the key has a step to take without outside input.
     fn is_ready(&self, key: &str) -> bool {
-        if self.running.contains_key(key) {
-            return false;
-        }
+        !self.running.contains_key(key) && self.ready_unless_running(key)
+    }
+
+    /// [`Operator::is_ready`] for a key known not to wait for a call: a finished action's
+    /// completion put, or queued work.
+    fn ready_unless_running(&self, key: &str) -> bool {
         self.completing.contains_key(key)
             || self
                 .keys
@@ -958,11 +961,19 @@ impl<L: Log> Operator<L> {
     /// [`Operator::ready_keys`] and [`Operator::outstanding_calls`], looked up without
     /// building those lists.
     pub fn activity(&self, key: &str) -> KeyActivity {
-        let running = self.running.get(key);
-        KeyActivity {
-            in_progress: running.is_some() || self.completing.contains_key(key),
-            ready: self.is_ready(key),
-            awaiting: running.map(|r| r.index),
+        // Each map is looked up once: a key waiting for a call is in progress and not
+        // ready whatever else holds.
+        match self.running.get(key) {
+            Some(r) => KeyActivity {
+                in_progress: true,
+                ready: false,
+                awaiting: Some(r.index),
+            },
+            None => KeyActivity {
+                in_progress: self.completing.contains_key(key),
+                ready: self.ready_unless_running(key),
+                awaiting: None,
+            },
         }
     }
 

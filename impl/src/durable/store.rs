@@ -399,6 +399,15 @@ impl<L: Log> ActionStateStore<L> {
             .map(|i| (list[i].partition, list[i].offset))
     }
 
+    /// The cached state of `key` with its latest acknowledged (partition, offset):
+    /// [`ActionStateStore::get`] and [`ActionStateStore::offset_of`] in one lookup.
+    pub fn entry_of(&self, key: &StateKey) -> Option<(&ActionState, Partition, Offset)> {
+        let list = self.states.get(key.key.as_str())?;
+        search(list, key.seq, &key.action)
+            .ok()
+            .map(|i| (&list[i].state, list[i].partition, list[i].offset))
+    }
+
     /// Number of cached states of input key `key`: how many entries of
     /// [`ActionStateStore::cache`] have that key, without building the map.
     pub fn cached_count_of(&self, key: &str) -> usize {
