@@ -305,8 +305,8 @@ fn observe_runtime_into(rt: &Runtime, out: &mut Observation) {
     let dispatcher_epoch = dispatcher.epoch();
     let mut processes = std::mem::take(&mut out.processes);
     processes.clear();
-    // Sessions are never reused, so a retired process has no forward pending in the
-    // latest runner.
+    // A retired process's session is looked up in the latest runner's forwards too, as
+    // every process's was: sessions are never reused, so a hit would be a fault to show.
     let forward_pending = |session| latest.is_some_and(|r| r.forward_scheduled(session));
     processes.extend(d.retired_processes().iter().map(|q| ProcessView {
         session: q.session,
