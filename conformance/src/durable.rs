@@ -1489,13 +1489,7 @@ mod tests {
                 assert_eq!(got, DurableBinding::runtime_view(&rt));
                 assert_eq!(want, got);
                 compared += 1;
-                let mut actions = Vec::new();
-                m.actions(&state, &mut actions);
-                let steps: Vec<(Action, model::State)> = actions
-                    .into_iter()
-                    .filter_map(|a| m.next_state(&state, a).map(|s| (a, s)))
-                    .filter(|(_, s)| m.within_boundary(s))
-                    .collect();
+                let steps = crate::walk::successors(&m, &state);
                 if steps.is_empty() {
                     break;
                 }

@@ -34,6 +34,21 @@ impl Rng {
     }
 }
 
+/// The steps the model can take at `state`: each enabled action with the state it
+/// leads to, those beyond the model's boundary left out.
+pub fn successors<M: Model>(model: &M, state: &M::State) -> Vec<(M::Action, M::State)>
+where
+    M::Action: Clone,
+{
+    let mut actions = Vec::new();
+    model.actions(state, &mut actions);
+    actions
+        .into_iter()
+        .filter_map(|a| model.next_state(state, a.clone()).map(|s| (a, s)))
+        .filter(|(_, s)| model.within_boundary(s))
+        .collect()
+}
+
 /// What a set of walks did.
 #[derive(Clone, Debug, Serialize)]
 pub struct WalkReport {
@@ -105,13 +120,7 @@ pub fn walk<B: Binding>(
                     .map_err(|p| fail(&path, format!("{probe:?}"), p, &runtime))?;
                 report.probes += 1;
             }
-            let mut actions = Vec::new();
-            model.actions(&state, &mut actions);
-            let steps: Vec<(B::Action, B::State)> = actions
-                .into_iter()
-                .filter_map(|a| model.next_state(&state, a.clone()).map(|s| (a, s)))
-                .filter(|(_, s)| model.within_boundary(s))
-                .collect();
+            let steps = successors(model, &state);
             if steps.is_empty() {
                 break;
             }

@@ -139,8 +139,7 @@ fn seeded_random_walks_conform_at_the_largest_bounds() {
 /// runtime's, which reads the driver directly, says what the driver's own projection says.
 #[test]
 fn observations_filled_in_place_equal_fresh_ones_and_the_driver_projection() {
-    use stateright::Model;
-    use steadfast_conformance::walk::Rng;
+    use steadfast_conformance::walk::{successors, Rng};
     let mut late = LARGEST.to_vec();
     late.push(("late-signal", "true"));
     let m = fixed(&late);
@@ -192,13 +191,7 @@ fn observations_filled_in_place_equal_fresh_ones_and_the_driver_projection() {
             );
             with_retired += usize::from(!rt.driver.retired_processes().is_empty());
             compared += 1;
-            let mut actions = Vec::new();
-            m.actions(&state, &mut actions);
-            let steps: Vec<(Action, State)> = actions
-                .into_iter()
-                .filter_map(|a| m.next_state(&state, a).map(|s| (a, s)))
-                .filter(|(_, s)| m.within_boundary(s))
-                .collect();
+            let steps = successors(&m, &state);
             if steps.is_empty() {
                 break;
             }
