@@ -86,6 +86,14 @@ fn call(key: &str, seq: u64, action: &str, index: u32) -> CallRef {
     }
 }
 
+/// The return of `call` with the value 70 (the seed's lookup result).
+fn returned_70(call: CallRef) -> Event {
+    Event::CallReturned {
+        call,
+        outcome: CallOutcome::Value(json!(70)),
+    }
+}
+
 fn count(driver: &Driver<MemoryLog>, c: &CallRef) -> u32 {
     driver.supplier_calls().get(c).copied().unwrap_or(0)
 }
@@ -174,11 +182,7 @@ fn end_offset_marker_would_repeat_the_call() {
     let Effect::Call { call: c0, .. } = &effects[0] else {
         panic!("expected a call, got {effects:?}")
     };
-    op.handle(Event::CallReturned {
-        call: c0.clone(),
-        outcome: CallOutcome::Value(json!(70)),
-    })
-    .unwrap();
+    op.handle(returned_70(c0.clone())).unwrap();
     let mut cp = op.snapshot(1).unwrap();
     drop(op);
 
@@ -280,23 +284,13 @@ fn an_outcome_for_another_call_of_the_key_is_refused_and_changes_nothing() {
         },
     ];
     for other in others {
-        let err = op
-            .handle(Event::CallReturned {
-                call: other.clone(),
-                outcome: CallOutcome::Value(json!(70)),
-            })
-            .unwrap_err();
+        let err = op.handle(returned_70(other.clone())).unwrap_err();
         assert_eq!(err, OperatorError::UnexpectedCall(other));
         assert!(op.failure().is_none());
         assert_eq!(op.outstanding_calls(), vec![c0.clone()]);
         assert_eq!(op.store().cached_len(), 0);
     }
-    let effects = op
-        .handle(Event::CallReturned {
-            call: c0.clone(),
-            outcome: CallOutcome::Value(json!(70)),
-        })
-        .unwrap();
+    let effects = op.handle(returned_70(c0.clone())).unwrap();
     assert!(
         matches!(&effects[..], [Effect::Call { call, function, .. }] if call.index == 1 && function == "publish"),
         "{effects:?}"
@@ -313,12 +307,7 @@ fn failed_write_is_not_reported_as_saved() {
         Operator::new(vec![ActionDef::new("act", LookupThenPublish)], log.clone()).unwrap();
     let c0 = start_with_call(&mut op);
     log.inject_send_fault(SendFault::FailBeforeLanding);
-    let err = op
-        .handle(Event::CallReturned {
-            call: c0.clone(),
-            outcome: CallOutcome::Value(json!(70)),
-        })
-        .unwrap_err();
+    let err = op.handle(returned_70(c0.clone())).unwrap_err();
     assert!(
         matches!(
             err,
@@ -344,12 +333,7 @@ fn failed_flush_is_not_reported_as_saved() {
         Operator::new(vec![ActionDef::new("act", LookupThenPublish)], log.clone()).unwrap();
     let c0 = start_with_call(&mut op);
     log.inject_flush_failure("broker unavailable");
-    let err = op
-        .handle(Event::CallReturned {
-            call: c0.clone(),
-            outcome: CallOutcome::Value(json!(70)),
-        })
-        .unwrap_err();
+    let err = op.handle(returned_70(c0.clone())).unwrap_err();
     assert_eq!(
         err,
         OperatorError::Store(StoreError::Log(LogError::FlushFailed(
@@ -402,12 +386,7 @@ fn cancellation_reaches_the_caller() {
         std::thread::sleep(Duration::from_millis(20));
         token.cancel();
     });
-    let err = op
-        .handle(Event::CallReturned {
-            call: c0.clone(),
-            outcome: CallOutcome::Value(json!(70)),
-        })
-        .unwrap_err();
+    let err = op.handle(returned_70(c0.clone())).unwrap_err();
     canceller.join().unwrap();
     assert_eq!(err, OperatorError::Cancelled);
     assert!(op.is_cancelled());
