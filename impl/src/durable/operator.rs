@@ -26,6 +26,7 @@
 //! are copied on write: [`Operator::fork`] shares them until one side changes one, so a
 //! fork that then refuses an event has copied nothing.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -287,12 +288,13 @@ impl From<StoreError> for OperatorError {
     }
 }
 
-/// An outstanding durable call of a key (not checkpointed). The key is the map's: the
-/// call is [`Running::call`] of it.
+/// An outstanding durable call of a key (not checkpointed). The key is the map's and
+/// the action's name the configured action's: the call is [`Running::call`] of them.
 #[derive(Clone)]
 struct Running {
     seq: u64,
-    action: String,
+    /// The action's position among the configured actions.
+    action: usize,
     index: u32,
     function: String,
     digest: u64,
@@ -300,19 +302,20 @@ struct Running {
 }
 
 impl Running {
-    /// The call this entry waits for, made for `key`.
-    fn call(&self, key: &str) -> CallRef {
+    /// The call this entry waits for, made for `key` by one of `actions`.
+    fn call(&self, key: &str, actions: &[ActionDef]) -> CallRef {
         CallRef {
             key: key.to_string(),
             seq: self.seq,
-            action: self.action.clone(),
+            action: actions[self.action].name.clone(),
             index: self.index,
         }
     }
 
-    /// Whether `call`, made for the key of this entry, is the one it waits for.
-    fn awaits(&self, call: &CallRef) -> bool {
-        self.seq == call.seq && self.index == call.index && self.action == call.action
+    /// Whether `call`, made for the key of this entry by one of `actions`, is the one it
+    /// waits for.
+    fn awaits(&self, call: &CallRef, actions: &[ActionDef]) -> bool {
+        self.seq == call.seq && self.index == call.index && actions[self.action].name == call.action
     }
 }
 
@@ -574,7 +577,7 @@ impl<L: Log> Operator<L> {
         effects: &mut Vec<Effect>,
     ) -> Result<(), OperatorError> {
         match self.running.get(&call.key) {
-            Some(r) if r.awaits(&call) => {}
+            Some(r) if r.awaits(&call, &self.actions) => {}
             _ => return Err(OperatorError::UnexpectedCall(call)),
         }
         let Some(mut running) = Arc::make_mut(&mut self.running).remove(&call.key) else {
@@ -591,22 +594,23 @@ impl<L: Log> Operator<L> {
             action,
             index,
         } = call;
-        let sk = StateKey { key, seq, action };
-        self.store.put(&sk, running.state)?;
+        // The event's action name becomes the cache's, if the put makes a new entry.
+        self.store
+            .put_at(&key, seq, Cow::Owned(action), running.state)?;
         tracing::debug!(
             component = "durable.operator",
             event = "call_saved",
-            key = %sk.key,
+            key = %key,
             seq,
-            action = %sk.action,
+            action = %self.actions[running.action].name,
             index,
         );
         match self.scheduling {
             // The action goes on from the result just saved: every saved result
             // before it answered a call this operator made, so none needs checking.
-            Scheduling::Eager => self.drive(&sk.key, index as usize + 1, effects),
+            Scheduling::Eager => self.drive(&key, index as usize + 1, effects),
             // ... to its next call, or to its completion step.
-            Scheduling::Stepwise => self.step(&sk.key, index as usize + 1, effects).map(|_| ()),
+            Scheduling::Stepwise => self.step(&key, index as usize + 1, effects).map(|_| ()),
         }
     }
 
@@ -773,7 +777,12 @@ impl<L: Log> Operator<L> {
             );
             return Ok(Progress::Completed);
         }
-        let Some(action) = self.actions.iter().find(|a| a.name == head.action) else {
+        let Some((position, action)) = self
+            .actions
+            .iter()
+            .enumerate()
+            .find(|(_, a)| a.name == head.action)
+        else {
             return Err(OperatorError::InvalidCheckpoint(format!(
                 "queued action {:?} is not configured",
                 head.action
@@ -848,7 +857,7 @@ impl<L: Log> Operator<L> {
                         key.to_string(),
                         Running {
                             seq: head.seq,
-                            action: head.action.clone(),
+                            action: position,
                             index,
                             function,
                             digest,
@@ -870,7 +879,8 @@ impl<L: Log> Operator<L> {
                     if self.scheduling == Scheduling::Eager {
                         // The completion put is the very next step: take it now rather
                         // than park the state for a step that would take it at once.
-                        self.store.put_at(key, head.seq, &head.action, state)?;
+                        self.store
+                            .put_at(key, head.seq, Cow::Borrowed(&head.action), state)?;
                         return Ok(Progress::Completed);
                     }
                     let sk = StateKey {
@@ -1042,7 +1052,10 @@ impl<L: Log> Operator<L> {
 
     /// The calls the operator waits for, one per key at most.
     pub fn outstanding_calls(&self) -> Vec<CallRef> {
-        self.running.iter().map(|(key, r)| r.call(key)).collect()
+        self.running
+            .iter()
+            .map(|(key, r)| r.call(key, &self.actions))
+            .collect()
     }
 
     /// The task's cancellation signal (shared with the store's puts).

@@ -21,6 +21,7 @@
 //! Records use a compact binary format of ours (see [`super::record`]); decoding is
 //! strict and names what is wrong with a damaged record.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -232,23 +233,24 @@ impl<L: Log> ActionStateStore<L> {
     /// cache and offset tracking are unchanged; the record may still have landed
     /// (the log can fail a send after appending it), and a rebuild would read it.
     pub fn put(&mut self, key: &StateKey, state: ActionState) -> Result<Offset, StoreError> {
-        self.put_at(&key.key, key.seq, &key.action, state)
+        self.put_at(&key.key, key.seq, Cow::Borrowed(&key.action), state)
     }
 
     /// [`ActionStateStore::put`] for the state key's parts, borrowed: the key's strings
-    /// are copied only when the cache gets a new entry.
+    /// are copied only when the cache gets a new entry (an owned action name is moved
+    /// there instead).
     pub(crate) fn put_at(
         &mut self,
         key: &str,
         seq: u64,
-        action: &str,
+        action: Cow<'_, str>,
         state: ActionState,
     ) -> Result<Offset, StoreError> {
         let partition = self.partition_of(key);
         encode_parts(
             key,
             seq,
-            action,
+            &action,
             &state,
             &mut self.key_buf,
             &mut self.value_buf,
@@ -269,7 +271,7 @@ impl<L: Log> ActionStateStore<L> {
                     event = "put",
                     key,
                     seq,
-                    action,
+                    action = &*action,
                     partition,
                     offset,
                     completed = state.completed,
@@ -285,7 +287,7 @@ impl<L: Log> ActionStateStore<L> {
                     event = "put",
                     key,
                     seq,
-                    action,
+                    action = &*action,
                     partition,
                     outcome = "failed",
                     error = %err,
@@ -310,36 +312,37 @@ impl<L: Log> ActionStateStore<L> {
         }
     }
 
-    /// Cache `state` as the latest of `key`, acknowledged at (partition, offset).
+    /// Cache `state` as the latest of `key`, acknowledged at (partition, offset). The
+    /// action's name is taken (or copied, if borrowed) only for a new entry.
     fn remember(
         &mut self,
         key: &str,
         seq: u64,
-        action: &str,
+        action: Cow<'_, str>,
         state: ActionState,
         partition: Partition,
         offset: Offset,
     ) {
         let states = Arc::make_mut(&mut self.states);
-        let tracked = |state| Tracked {
+        let tracked = |action: Cow<'_, str>, state| Tracked {
             seq,
-            action: action.to_string(),
+            action: action.into_owned(),
             state,
             partition,
             offset,
         };
         match states.get_mut(key) {
-            Some(list) => match search(list, seq, action) {
+            Some(list) => match search(list, seq, &action) {
                 Ok(i) => {
                     let t = &mut list[i];
                     t.state = state;
                     t.partition = partition;
                     t.offset = offset;
                 }
-                Err(i) => list.insert(i, tracked(state)),
+                Err(i) => list.insert(i, tracked(action, state)),
             },
             None => {
-                states.insert(key.to_string(), vec![tracked(state)]);
+                states.insert(key.to_string(), vec![tracked(action, state)]);
             }
         }
     }
@@ -538,7 +541,15 @@ impl<L: Log> ActionStateStore<L> {
                         report.finished_skipped += 1;
                         continue;
                     }
-                    self.remember(&sk.key, sk.seq, &sk.action, state, partition, record.offset);
+                    let StateKey { key, seq, action } = sk;
+                    self.remember(
+                        &key,
+                        seq,
+                        Cow::Owned(action),
+                        state,
+                        partition,
+                        record.offset,
+                    );
                 }
             }
         }
