@@ -67,10 +67,10 @@ fn steps_unchecked<B: Binding>(model: &B::Model) -> usize {
             let last = moves.len();
             let mut source = Some(runtime);
             for (i, (action, next)) in moves.into_iter().enumerate() {
-                let mut runtime = match (i + 1 == last, &mut source) {
-                    (true, source) => source.take().expect("taken once"),
-                    (false, Some(source)) => source.clone(),
-                    (false, None) => unreachable!("the source is taken by the last step"),
+                let mut runtime = if i + 1 == last {
+                    source.take().expect("the source runtime is taken once")
+                } else {
+                    source.as_ref().expect("the source runtime").clone()
                 };
                 if let Err(e) = B::step(model, &mut runtime, &state, &action) {
                     panic!("the runtime refuses {action:?}: {e}");
