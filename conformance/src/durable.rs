@@ -1,35 +1,43 @@
 //! The durable-actions model (`steadfast_model::durable`, flink-agents issue 1158) bound to
-//! the production operator and action state store (`steadfast::durable`).
+//! the production operator (`steadfast::durable`).
 //!
-//! The runtime is the operator with stepwise scheduling over an in-memory log with fault
-//! injection, plus the environment the model's choices configure: a scripted supplier, a
-//! source that delivers one input at a time, a checkpoint coordinator and a sink that
-//! commits outputs per completed checkpoint. Cloning a runtime copies the log too
-//! ([`MemoryLog::fork`]), so the branches of the state graph never share records.
+//! The runtime is the sans-IO operator with stepwise scheduling, plus the environment the
+//! model's choices configure: a log (one list of records per partition, appended to as
+//! the model's records land), a scripted supplier, a source that delivers one input at a
+//! time, a checkpoint coordinator and a sink that commits outputs per completed
+//! checkpoint. The operator is a plain value and the log's partitions are shared until
+//! appended to, so cloning a runtime at every branch of the state graph copies little.
 //!
-//! Mapping of the model's steps (the impl implements the `fixed` design):
+//! Mapping of the model's steps, one to one (the impl implements the `fixed` design):
 //! - `DeliverInput(k)`: [`Event::Input`] with the key's next sequence number as value;
 //! - `StartAction(k)`: [`Event::Continue`], the start of the queue's head (the operator
 //!   reuses saved results as far as they go, then asks for a call or awaits completion);
 //! - `ReuseResult(k)`: nothing; checked: the operator did not ask for that call;
 //! - `CallSupplier(k)`: the supplier runs for the call the operator asked for, which must
 //!   be the model's call (same state key and index); its outcome is held back;
-//! - `SendPut(k)`, `CompleteAction(k)`: nothing yet. A put is synchronous in the
-//!   runtime (send, flush, await the acknowledgement), so it happens at the step that
-//!   resolves it: `AckPut` delivers the held outcome (or, for a completion, continues the
-//!   key), `FailPut { landed }` does so with [`SendFault::FailBeforeLanding`] /
-//!   [`SendFault::FailAfterLanding`] queued on the log, `Crash { landed: true }` with
-//!   [`SendFault::LandUnacked`] queued and the task's cancellation set (the put's wait
-//!   ends cancelled) before the crash; `Crash { landed: false }` drops it;
+//! - `SendPut(k)`: [`Event::CallReturned`] with the held outcome; the operator must answer
+//!   with exactly [`Effect::Append`] of the model's record (state key, saved results)
+//!   and [`Effect::Flush`]; the put is then in flight;
+//! - `CompleteAction(k)`: [`Event::Continue`]; the same check, for the completed state;
+//! - `LandPut`: the log takes the in-flight record (asynchronous puts only);
+//! - `AckPut`: the log takes the record if it has not yet, then [`Event::PutAcked`] with
+//!   its offset;
+//! - `FailPut { landed }`: the log takes the record if `landed`, then
+//!   [`Event::PutFailed`]; the operator must fail;
 //! - `TriggerCheckpoint`: [`Operator::snapshot`] with the next checkpoint id (ids count
-//!   from 1, as the model's do); `CompleteCheckpoint(id)`:
+//!   from 1, as the model's do) and the log's end offsets; `CompleteCheckpoint(id)`:
 //!   [`Operator::checkpoint_complete`] of that id, and the sink commits what was emitted
 //!   before its snapshot; older pending checkpoints are subsumed (the coordinator
 //!   forgets them, and so must the operator);
-//! - `Crash`: the coordinator aborts every pending checkpoint; the operator, held calls,
-//!   the pending checkpoints and uncommitted outputs are dropped; `Restore`:
-//!   [`Operator::restore`] from the completed checkpoint over the same log
+//! - `Crash { landed }`: the log takes the in-flight record if `landed`; the coordinator
+//!   aborts every pending checkpoint; the operator, held calls, the pending checkpoints
+//!   and uncommitted outputs are dropped; `Restore`: [`Operator::restore`] from the
+//!   completed checkpoint, fed the log's records from its marker
 //!   ([`Operator::new`] without one).
+//!
+//! Refusals are checked too ([`Binding::probes`]): among them a snapshot while a put is
+//! in flight, which the model's synchronous puts never take and the operator must refuse
+//! ([`OperatorError::PutInFlight`]).
 //!
 //! The projection ([`View`]) is described field by field in `specs/conformance.md`.
 //!
@@ -47,7 +55,8 @@ use stateright::Model;
 use steadfast::durable::store::{decode_record, RebuildReport};
 use steadfast::durable::{
     partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Datum, Effect, Event,
-    Log, MemoryLog, Operator, OperatorError, Scheduling, SendFault, StateKey as ImplKey,
+    LogError, LogRecord, Offset, Operator, OperatorError, PutId, PutRecord, Scheduling,
+    StateKey as ImplKey,
 };
 use steadfast_model::durable::{
     self as model, Action, ActionState, Durable, Phase, Record, StateKey, NONE,
@@ -66,36 +75,23 @@ impl From<OperatorError> for Rejection {
 
 pub mod eager;
 
-/// The log behind the operator and the hooks that test variants use to re-introduce a
-/// bug around the production code (never inside it).
+/// Hooks that test variants use to re-introduce a bug around the production operator
+/// (never inside it). The production runtime uses none.
 pub trait Variant: 'static {
-    /// The log the operator writes to.
-    type Log: Log + Clone + Send;
-    /// A fresh log with `partitions` partitions.
-    fn open(partitions: u32) -> Self::Log;
-    /// An independent copy of `log`.
-    fn fork(log: &Self::Log) -> Self::Log;
-    /// Queue `fault` for the log's next send.
-    fn inject(log: &Self::Log, fault: SendFault);
-    /// Called with every checkpoint just taken.
-    fn after_snapshot(_log: &mut Self::Log, _checkpoint: &mut Checkpoint) {}
+    /// Called with every checkpoint just taken, and the log's end offsets.
+    fn after_snapshot(_log_ends: &[Offset], _checkpoint: &mut Checkpoint) {}
+    /// Whether the log swallows a failed send and acknowledges it at the offset where
+    /// it was to land (the unpatched put order seen from the operator).
+    fn swallows_failures() -> bool {
+        false
+    }
 }
 
-/// The production runtime: the memory log, checkpoints as the operator takes them.
+/// The production runtime: checkpoints as the operator takes them, answers as the log
+/// gives them.
 pub struct Production;
 
-impl Variant for Production {
-    type Log = MemoryLog;
-    fn open(partitions: u32) -> MemoryLog {
-        MemoryLog::new(partitions)
-    }
-    fn fork(log: &MemoryLog) -> MemoryLog {
-        log.fork()
-    }
-    fn inject(log: &MemoryLog, fault: SendFault) {
-        log.inject_send_fault(fault);
-    }
-}
+impl Variant for Production {}
 
 /// The binding, generic over the runtime variant.
 pub struct Conformant<V>(PhantomData<V>);
@@ -221,6 +217,23 @@ struct Pending {
     outputs_before: usize,
 }
 
+/// The put the operator sent and the model has not resolved.
+#[derive(Clone, Debug)]
+struct InFlight {
+    /// Model key.
+    k: u8,
+    put: PutId,
+    record: Arc<PutRecord>,
+    /// Whose state it saves.
+    state_key: Arc<ImplKey>,
+    /// Where the record landed, once it did.
+    landed: Option<Offset>,
+}
+
+/// The log: per partition, its records in offset order. Partitions are shared between
+/// clones of a runtime and copied (their records' handles only) when appended to.
+type Partitions = Vec<Arc<Vec<Arc<LogRecord>>>>;
+
 /// The operator and its environment. Cloned at every transition and probe, so what does
 /// not change at every step is shared (`Arc`, copied on write), like the operator's
 /// own maps.
@@ -232,14 +245,14 @@ pub struct Runtime<V: Variant> {
     ranked_offsets: bool,
     /// The model's design tracks acknowledged offsets: views compare the store's.
     tracks_offsets: bool,
-    log: V::Log,
-    op: Option<Operator<V::Log>>,
+    log: Partitions,
+    op: Option<Operator>,
     /// Per model key, the call the operator asked for and the supplier has not run.
     requested: Arc<BTreeMap<u8, Requested>>,
     /// Per model key, a call whose supplier ran and whose outcome is held back.
     returned: Arc<BTreeMap<u8, (CallRef, CallOutcome)>>,
-    /// The put the model has sent and not resolved: its key and state key.
-    in_flight: Option<(u8, Arc<ImplKey>)>,
+    /// The put in flight.
+    in_flight: Option<InFlight>,
     /// Supplier runs per durable call (its state key in model indices, its index).
     supplier_calls: Arc<BTreeMap<(StateKeyView, u32), u32>>,
     /// Outputs emitted since the last commit, as (key, sequence).
@@ -254,13 +267,14 @@ pub struct Runtime<V: Variant> {
     reports: Vec<String>,
     /// The log as the views have read it so far (see [`PartitionMirror`]).
     mirror: RefCell<Vec<Arc<PartitionMirror>>>,
+    variant: PhantomData<fn() -> V>,
 }
 
 /// What the runtime's view has read of one log partition: every record below `end`,
-/// decoded and folded into the partition's view. A log only appends (a landed record
-/// stays at its offset: the [`Log`] contract), so a view reads and decodes only the
-/// records that landed since the last view of this runtime or of the runtime it was
-/// cloned from; an end offset that moves back is reported and the partition read anew.
+/// decoded and folded into the partition's view. A log only appends, so a view decodes
+/// only the records that landed since the last view of this runtime or of the runtime
+/// it was cloned from; an end offset that moves back is reported and the partition read
+/// anew.
 #[derive(Clone, Debug, Default)]
 struct PartitionMirror {
     end: u64,
@@ -272,14 +286,13 @@ struct PartitionMirror {
 
 impl<V: Variant> Clone for Runtime<V> {
     fn clone(&self) -> Self {
-        let log = V::fork(&self.log);
         Runtime {
             names: Arc::clone(&self.names),
             scheduling: self.scheduling,
             ranked_offsets: self.ranked_offsets,
             tracks_offsets: self.tracks_offsets,
-            op: self.op.as_ref().map(|op| op.fork(log.clone())),
-            log,
+            log: self.log.clone(),
+            op: self.op.clone(),
             requested: Arc::clone(&self.requested),
             returned: Arc::clone(&self.returned),
             in_flight: self.in_flight.clone(),
@@ -291,6 +304,7 @@ impl<V: Variant> Clone for Runtime<V> {
             next_checkpoint: self.next_checkpoint,
             reports: self.reports.clone(),
             mirror: self.mirror.clone(),
+            variant: PhantomData,
         }
     }
 }
@@ -302,16 +316,16 @@ impl<V: Variant> Runtime<V> {
         tracks_offsets: bool,
         scheduling: Scheduling,
     ) -> Runtime<V> {
-        let log = V::open(names.partitions);
-        let mut op = Operator::new(names.defs(), log.clone()).expect("action names are distinct");
+        let mut op =
+            Operator::new(names.defs(), names.partitions).expect("action names are distinct");
         op.set_scheduling(scheduling);
         Runtime {
             scheduling,
             committed: Arc::new(vec![Vec::new(); names.keys.len()]),
+            log: vec![Arc::default(); names.partitions as usize],
             names: Arc::new(names),
             ranked_offsets,
             tracks_offsets,
-            log,
             op: Some(op),
             requested: Arc::default(),
             returned: Arc::default(),
@@ -323,23 +337,31 @@ impl<V: Variant> Runtime<V> {
             next_checkpoint: 1,
             reports: Vec::new(),
             mirror: RefCell::new(Vec::new()),
+            variant: PhantomData,
         }
     }
 
     /// The running operator.
-    pub fn operator(&self) -> Option<&Operator<V::Log>> {
+    pub fn operator(&self) -> Option<&Operator> {
         self.op.as_ref()
     }
 
-    /// The log.
-    pub fn log(&self) -> &V::Log {
-        &self.log
+    /// The log's records, per partition.
+    pub fn records(&self) -> Vec<Vec<LogRecord>> {
+        self.log
+            .iter()
+            .map(|p| p.iter().map(|r| (**r).clone()).collect())
+            .collect()
     }
 
-    fn op(&mut self) -> Result<&mut Operator<V::Log>, String> {
+    fn op(&mut self) -> Result<&mut Operator, String> {
         self.op
             .as_mut()
             .ok_or_else(|| "no operator is running (crashed, not restored)".to_string())
+    }
+
+    fn ends(&self) -> Vec<Offset> {
+        self.log.iter().map(|p| p.len() as Offset).collect()
     }
 
     fn handle(&mut self, event: Event) -> Result<(), Rejection> {
@@ -348,6 +370,7 @@ impl<V: Variant> Runtime<V> {
     }
 
     fn apply(&mut self, effects: Vec<Effect>) -> Result<(), String> {
+        let mut appended = false;
         for effect in effects {
             match effect {
                 Effect::Call {
@@ -369,7 +392,51 @@ impl<V: Variant> Runtime<V> {
                     let k = self.key_of(&key)?;
                     self.uncommitted.push((k, seq));
                 }
+                Effect::Append { key, put, record } => {
+                    if self.in_flight.is_some() {
+                        return Err(format!(
+                            "the operator sends put {put:?} of {key:?} while another put is in flight"
+                        ));
+                    }
+                    let k = self.key_of(&key)?;
+                    let (state_key, _) = decode_record(&LogRecord {
+                        partition: record.partition,
+                        offset: 0,
+                        key: record.key.clone(),
+                        value: record.value.clone(),
+                    })
+                    .map_err(|e| format!("the operator's put {put:?} is undecodable: {e}"))?;
+                    if state_key.key != key {
+                        return Err(format!(
+                            "put {put:?} of key {key:?} carries a state of key {:?}",
+                            state_key.key
+                        ));
+                    }
+                    if record.partition != self.names.key_partitions[usize::from(k)] {
+                        return Err(format!(
+                            "put {put:?} of key {key:?} goes to partition {}",
+                            record.partition
+                        ));
+                    }
+                    self.in_flight = Some(InFlight {
+                        k,
+                        put,
+                        record: Arc::new(record),
+                        state_key: Arc::new(state_key),
+                        landed: None,
+                    });
+                    appended = true;
+                }
+                Effect::Flush => {
+                    if !appended {
+                        return Err("the operator flushes with no record sent".into());
+                    }
+                    appended = false;
+                }
             }
+        }
+        if appended {
+            return Err("the operator sends a record and never flushes it".into());
         }
         Ok(())
     }
@@ -380,40 +447,78 @@ impl<V: Variant> Runtime<V> {
             .ok_or_else(|| format!("the operator names an unknown key {name:?}"))
     }
 
-    /// Resolves the in-flight put, with `fault` queued on the log for its send.
-    fn resolve(&mut self, fault: Option<SendFault>) -> Result<(), Rejection> {
-        let (k, _) = self
+    /// The log takes the in-flight put's record, if it has not yet: it lands at the end
+    /// of its partition.
+    fn land(&mut self) -> Result<Offset, String> {
+        let put = self
+            .in_flight
+            .as_mut()
+            .ok_or_else(|| "no put in flight".to_string())?;
+        if let Some(offset) = put.landed {
+            return Ok(offset);
+        }
+        let partition = Arc::make_mut(&mut self.log[put.record.partition as usize]);
+        let offset = partition.len() as Offset;
+        partition.push(Arc::new(LogRecord {
+            partition: put.record.partition,
+            offset,
+            key: put.record.key.clone(),
+            value: put.record.value.clone(),
+        }));
+        put.landed = Some(offset);
+        Ok(offset)
+    }
+
+    /// The in-flight put is acknowledged (landing first if it has not).
+    fn acknowledge(&mut self) -> Result<(), Rejection> {
+        let offset = self.land()?;
+        let put = self
             .in_flight
             .take()
             .ok_or_else(|| "no put in flight".to_string())?;
-        if let Some(fault) = fault {
-            V::inject(&self.log, fault);
-            if fault == SendFault::LandUnacked {
-                // The acknowledgement never comes: the task is cancelled while waiting.
-                self.op()?.cancellation().cancel();
-            }
-        }
-        let returned = if self.returned.contains_key(&k) {
-            Arc::make_mut(&mut self.returned).remove(&k)
+        let key = self.names.keys[usize::from(put.k)].clone();
+        self.handle(Event::PutAcked {
+            key,
+            put: put.put,
+            offset,
+        })
+    }
+
+    /// The in-flight put fails (its record landed first if `landed`): the operator must
+    /// fail.
+    fn fail(&mut self, landed: bool) -> Result<(), Rejection> {
+        let at = if landed {
+            self.land()?
         } else {
-            None
+            self.ends()[self
+                .in_flight
+                .as_ref()
+                .ok_or_else(|| "no put in flight".to_string())?
+                .record
+                .partition as usize]
         };
-        let event = match returned {
-            Some((call, outcome)) => Event::CallReturned { call, outcome },
-            None => Event::Continue {
-                key: self.names.keys[k as usize].clone(),
-            },
-        };
-        let result = self.op()?.handle(event);
-        match (fault, result) {
-            (None, Ok(effects)) => Ok(self.apply(effects)?),
-            (None, Err(e)) => Err(Rejection::Runtime(e)),
+        let put = self
+            .in_flight
+            .take()
+            .ok_or_else(|| "no put in flight".to_string())?;
+        let key = self.names.keys[usize::from(put.k)].clone();
+        if V::swallows_failures() {
+            return self.handle(Event::PutAcked {
+                key,
+                put: put.put,
+                offset: at,
+            });
+        }
+        let error = LogError::SendFailed(format!("the model fails put {:?}", put.put));
+        match self.op()?.handle(Event::PutFailed {
+            key,
+            put: put.put,
+            error,
+        }) {
             // A failed put fails the task: the projection shows it.
-            (Some(SendFault::FailBeforeLanding | SendFault::FailAfterLanding), Err(_)) => Ok(()),
-            (Some(SendFault::LandUnacked), Err(OperatorError::Cancelled)) => Ok(()),
-            (Some(_), Err(e)) => Err(Rejection::Runtime(e)),
-            // A put that succeeds despite its fault: the projection shows that too.
-            (Some(_), Ok(effects)) => Ok(self.apply(effects)?),
+            Err(OperatorError::Store(_)) => Ok(()),
+            Err(e) => Err(Rejection::Runtime(e)),
+            Ok(_) => Err("the operator took a failed put as saved".into()),
         }
     }
 
@@ -426,13 +531,10 @@ impl<V: Variant> Runtime<V> {
             .ok_or_else(|| "no completed checkpoint".to_string())?
             .marker
             .offsets;
-        let mut log = self.log.clone();
-        let ends = log.end_offsets().map_err(|e| e.to_string())?;
         let mut skipped = 0;
-        for (p, (&from, &end)) in marker.iter().zip(&ends).enumerate() {
-            let len = end.saturating_sub(from) as usize;
-            for record in log.read(p as u32, from, len).map_err(|e| e.to_string())? {
-                let (sk, _) = decode_record(&record).map_err(|e| e.to_string())?;
+        for (&from, partition) in marker.iter().zip(&self.log) {
+            for record in partition.iter().skip(from as usize) {
+                let (sk, _) = decode_record(record).map_err(|e| e.to_string())?;
                 let v = self.names.view_of(&sk)?;
                 if v.seq < u64::from(c.finished[v.key as usize]) {
                     skipped += 1;
@@ -440,22 +542,6 @@ impl<V: Variant> Runtime<V> {
             }
         }
         Ok(skipped)
-    }
-
-    /// After a put whose wait was cancelled: the operator failed, and it and its store
-    /// see the one cancellation signal.
-    fn check_cancelled(&mut self) {
-        let Some(op) = &self.op else { return };
-        let seen = (
-            op.failure().is_some(),
-            op.is_cancelled(),
-            op.store().cancellation().is_cancelled(),
-        );
-        if seen != (true, true, true) {
-            self.reports.push(format!(
-                "after a cancelled put the operator reports (failed, cancelled, store cancelled) {seen:?}"
-            ));
-        }
     }
 
     /// The task fails: the coordinator aborts every pending checkpoint, each of which the
@@ -493,21 +579,24 @@ impl<V: Variant> Runtime<V> {
     }
 
     /// Restores; the rebuild's report when there was a checkpoint to restore from.
-    fn restore(&mut self) -> Result<Option<RebuildReport>, String> {
+    fn restore(&mut self) -> Result<Option<RebuildReport>, Rejection> {
         if self.op.is_some() {
             return Err("restore while the operator runs".into());
         }
         let defs = self.names.defs();
         let (mut op, report) = match &self.completed {
             Some(cp) => {
-                let (op, r) =
-                    Operator::restore(defs, self.log.clone(), cp).map_err(|e| e.to_string())?;
+                let mut restoring = Operator::restore(defs, cp)?;
+                for (p, partition) in self.log.iter().enumerate() {
+                    let from = restoring.marker().get(p).copied().unwrap_or(0);
+                    for record in partition.iter().skip(from as usize) {
+                        restoring.feed(record)?;
+                    }
+                }
+                let (op, r) = restoring.finish(&self.ends())?;
                 (op, Some(r))
             }
-            None => (
-                Operator::new(defs, self.log.clone()).map_err(|e| e.to_string())?,
-                None,
-            ),
+            None => (Operator::new(defs, self.names.partitions)?, None),
         };
         op.set_scheduling(self.scheduling);
         self.op = Some(op);
@@ -550,6 +639,8 @@ pub struct KeyView {
     pub in_progress: bool,
     /// The index of the call whose outcome the key waits for.
     pub awaiting: Option<u64>,
+    /// The key waits for its put's answer.
+    pub saving: bool,
     /// The key has a step to take without outside input.
     pub ready: bool,
 }
@@ -624,8 +715,6 @@ pub struct View {
     pub up: bool,
     /// The operator failed (a put's error reached the action).
     pub failed: bool,
-    /// The task's cancellation signal is set.
-    pub cancelled: bool,
     /// Cached states (as the store counts them), the in-flight put's state key left out.
     pub cache_size: u64,
     /// Keys with per-key tracking (as the store counts them): keys with a cached state,
@@ -789,7 +878,6 @@ impl<V: Variant> Conformant<V> {
         let in_flight = (s.put_key != NONE).then(|| Record::decode(s.put_record).state_key);
         out.up = !s.down;
         out.failed = s.failed;
-        out.cancelled = false;
         resize(&mut out.keys, if s.down { 0 } else { b.keys as usize });
         for (k, view) in out.keys.iter_mut().enumerate() {
             let phase = s.phase_of(k);
@@ -802,12 +890,15 @@ impl<V: Variant> Conformant<V> {
                     let saved = s.cached(s.head(k)).map_or(0, |st| st.calls);
                     (i.max(saved) < b.calls).then_some(i.max(saved))
                 }
-                Phase::HaveResult(i) | Phase::AwaitPut(i) if !ended => Some(i),
+                // The supplier returned; its outcome is not delivered yet.
+                Phase::HaveResult(i) => Some(i),
                 _ => None,
             };
+            let saving = !ended && matches!(phase, Phase::AwaitPut(_) | Phase::AwaitCompletion);
             let queued = s.finished[k] < s.next_seq[k];
             view.awaiting = awaiting.map(u64::from);
-            view.ready = awaiting.is_none() && (phase != Phase::Idle || queued);
+            view.saving = saving;
+            view.ready = awaiting.is_none() && !saving && (phase != Phase::Idle || queued);
             view.next_seq = u64::from(s.next_seq[k]);
             view.finished = u64::from(s.finished[k]);
             view.next_action = u64::from(s.next_action[k]);
@@ -938,9 +1029,10 @@ impl<V: Variant> Conformant<V> {
                     let activity = op.activity(&names.keys[k]);
                     view.in_progress = activity.in_progress;
                     view.awaiting = activity.awaiting.map(u64::from);
+                    view.saving = activity.saving.is_some();
                     view.ready = activity.ready;
                 }
-                let in_flight = rt.in_flight.as_ref().map(|(_, sk)| &**sk);
+                let in_flight = rt.in_flight.as_ref().map(|put| &*put.state_key);
                 let store = op.store();
                 // Each cached state has its tracked offset, in its key's partition.
                 let offset_of = |sk: &ImplKey, problems: &mut Vec<String>| {
@@ -997,11 +1089,7 @@ impl<V: Variant> Conformant<V> {
                 }
             }
         }
-        let mut log = rt.log.clone();
-        let ends = log.end_offsets().unwrap_or_else(|e| {
-            problems.push(format!("end offsets: {e}"));
-            Vec::new()
-        });
+        let ends = rt.ends();
         let mut mirror = rt.mirror.borrow_mut();
         mirror.resize_with(ends.len(), Default::default);
         resize(&mut out.log, ends.len());
@@ -1017,14 +1105,8 @@ impl<V: Variant> Conformant<V> {
             if end > part.end {
                 let part = Arc::make_mut(part);
                 let from = part.end;
-                let records = log
-                    .read(p as u32, from, (end - from) as usize)
-                    .unwrap_or_else(|e| {
-                        part.problems.push(format!("partition {p}: {e}"));
-                        Vec::new()
-                    });
                 part.end = end;
-                for record in &records {
+                for record in rt.log[p].iter().skip(from as usize) {
                     let decoded = decode_record(record)
                         .map_err(|e| e.to_string())
                         .and_then(|(sk, st)| Ok((names.view_of(&sk)?, st)));
@@ -1074,19 +1156,19 @@ impl<V: Variant> Conformant<V> {
                 }),
         );
         out.failed = rt.op.as_ref().is_some_and(|op| op.failure().is_some());
-        out.cancelled = rt.op.as_ref().is_some_and(|op| op.is_cancelled());
         out.cache_size = rt.op.as_ref().map_or(0, |op| {
             let store = op.store();
             let open = rt
                 .in_flight
                 .as_ref()
-                .filter(|(_, sk)| store.get(sk).is_some());
+                .filter(|put| store.get(&put.state_key).is_some());
             (store.cached_len() - usize::from(open.is_some())) as u64
         });
         out.tracked_keys = rt.op.as_ref().map_or(0, |op| {
             let store = op.store();
             // The in-flight put's key is left out when that state is its only one.
-            let alone = rt.in_flight.as_ref().is_some_and(|(_, open)| {
+            let alone = rt.in_flight.as_ref().is_some_and(|put| {
+                let open = &put.state_key;
                 store.get(open).is_some() && store.cached_count_of(&open.key) == 1
             });
             store.tracked_keys().saturating_sub(usize::from(alone)) as u64
@@ -1167,46 +1249,29 @@ impl<V: Variant> Conformant<V> {
                 Ok(())
             }
             Action::SendPut(k) => {
-                let (call, _) = rt
-                    .returned
-                    .get(&k)
+                let Phase::HaveResult(i) = s.phase_of(k as usize) else {
+                    return Err(format!("key {k} has no call result to save").into());
+                };
+                let (call, outcome) = Arc::make_mut(&mut rt.returned)
+                    .remove(&k)
                     .ok_or_else(|| format!("no call outcome of key {k} to save"))?;
-                rt.in_flight = Some((k, Arc::new(call.state_key())));
-                Ok(())
+                rt.handle(Event::CallReturned { call, outcome })?;
+                Self::check_put(rt, s, k, i + 1, false)
             }
             Action::CompleteAction(k) => {
-                let op = rt.op()?;
-                let head = op
-                    .keys()
-                    .get(&name(k))
-                    .and_then(|ks| ks.queue.front().cloned())
-                    .ok_or_else(|| format!("key {k} has no action to complete"))?;
-                if !op.keys_in_progress().contains(&name(k)) {
-                    return Err(format!("key {k} has no action in progress").into());
-                }
-                rt.in_flight = Some((
-                    k,
-                    Arc::new(ImplKey {
-                        key: name(k),
-                        seq: head.seq,
-                        action: head.action,
-                    }),
-                ));
-                Ok(())
+                rt.handle(Event::Continue { key: name(k) })?;
+                Self::check_put(rt, s, k, 0, true)
             }
             Action::AckPut if s.put_key == NONE => Self::stale_outcome(m, rt, s),
-            Action::AckPut => rt.resolve(None),
-            Action::FailPut { landed } => rt.resolve(Some(if landed {
-                SendFault::FailAfterLanding
-            } else {
-                SendFault::FailBeforeLanding
-            })),
-            Action::LandPut => Err("asynchronous puts are not a runtime behaviour".into()),
+            Action::AckPut => rt.acknowledge(),
+            Action::FailPut { landed } => rt.fail(landed),
+            Action::LandPut => rt.land().map(|_| ()).map_err(Rejection::from),
             Action::TriggerCheckpoint => {
                 let id = rt.next_checkpoint;
-                let mut checkpoint = rt.op()?.snapshot(id).map_err(|e| e.to_string())?;
+                let ends = rt.ends();
+                let mut checkpoint = rt.op()?.snapshot(id, &ends)?;
                 rt.next_checkpoint += 1;
-                V::after_snapshot(&mut rt.log, &mut checkpoint);
+                V::after_snapshot(&ends, &mut checkpoint);
                 rt.pending.push(Pending {
                     id,
                     checkpoint: Arc::new(checkpoint),
@@ -1269,8 +1334,7 @@ impl<V: Variant> Conformant<V> {
             }
             Action::Crash { landed } => {
                 if landed && rt.in_flight.is_some() {
-                    rt.resolve(Some(SendFault::LandUnacked))?;
-                    rt.check_cancelled();
+                    rt.land()?;
                 }
                 rt.abort_checkpoints();
                 rt.crash();
@@ -1308,6 +1372,51 @@ impl<V: Variant> Conformant<V> {
                 Ok(())
             }
         }
+    }
+
+    /// After `SendPut(k)` / `CompleteAction(k)`: the operator sent exactly the model's
+    /// record, the state of the key's head action with `calls` saved results (or
+    /// completed), and flushed it.
+    fn check_put(
+        rt: &Runtime<V>,
+        s: &model::State,
+        k: u8,
+        calls: u8,
+        completed: bool,
+    ) -> Result<(), Rejection> {
+        let put = rt
+            .in_flight
+            .as_ref()
+            .filter(|put| put.k == k)
+            .ok_or_else(|| format!("the operator sent no put for key {k}"))?;
+        let want = rt.names.state_key(s.head(k as usize));
+        if *put.state_key != want {
+            return Err(format!(
+                "the operator saves {:?} where the model saves {want:?}",
+                put.state_key
+            )
+            .into());
+        }
+        let record = LogRecord {
+            partition: put.record.partition,
+            offset: 0,
+            key: put.record.key.clone(),
+            value: put.record.value.clone(),
+        };
+        let (_, state) = decode_record(&record).map_err(|e| e.to_string())?;
+        let got = (state.call_results.len(), state.completed);
+        let want = if completed {
+            (0, true)
+        } else {
+            (usize::from(calls), false)
+        };
+        if got != want {
+            return Err(format!(
+                "the operator's put carries (results, completed) {got:?}, the model's {want:?}"
+            )
+            .into());
+        }
+        Ok(())
     }
 
     /// `AckPut` with no put in flight: the outcome of the call before key `k`'s current
@@ -1370,6 +1479,17 @@ impl<V: Variant> Conformant<V> {
         }
         if s.put_key == NONE && Self::stale_call(s).is_some() {
             probes.push(Action::AckPut);
+        }
+        // A snapshot while a put is in flight, where nothing else holds it back: the
+        // model's synchronous puts never take it, and the operator must refuse it.
+        let quiet = b.mid_action_checkpoints || !running;
+        if s.put_key != NONE
+            && b.synchronous_puts
+            && quiet
+            && s.checkpoints < b.checkpoints
+            && s.pending_count() < b.concurrent_checkpoints as usize
+        {
+            probes.push(Action::TriggerCheckpoint);
         }
         // Completing a checkpoint that is not pending. With one checkpoint at a time an id
         // stops being pending only as the last one taken: with none pending, that one is

@@ -7,15 +7,10 @@
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use stateright::{Checker, Model};
-use steadfast::durable::{
-    AckError, AckPoll, Checkpoint, Effect, Event, Log, LogError, LogRecord, MemoryAck, MemoryLog,
-    Offset, Operator, OperatorError, Partition, PendingAck, Scheduling, SendFault,
-};
+use steadfast::durable::{Checkpoint, Effect, Event, Offset, Operator, OperatorError, Scheduling};
 use steadfast_conformance::cover::{cover, cover_threads, Coverage};
-use steadfast_conformance::durable::eager::{
-    Deliver, EagerBinding, EagerConformant, EagerDurable, PlannedLog,
-};
-use steadfast_conformance::durable::{Conformant, DurableBinding, Production, Rejection, Variant};
+use steadfast_conformance::durable::eager::{Deliver, EagerBinding, EagerConformant, EagerDurable};
+use steadfast_conformance::durable::{Conformant, DurableBinding, Rejection, Variant};
 use steadfast_conformance::trace;
 use steadfast_conformance::walk::walk;
 use steadfast_conformance::{Binding, Problem};
@@ -179,8 +174,9 @@ fn every_transition_with_two_checkpoints_pending_at_once() {
     let c = full_coverage("fixed, two pending checkpoints", &m, &SYNCHRONOUS_KINDS);
     assert_eq!(c.unique_states, 3_431);
     assert_eq!(c.transitions, 9_116);
-    // Every checkpoint taken and not pending is offered for completion and refused.
-    assert_eq!(c.probes, 6_741);
+    // Every checkpoint taken and not pending is offered for completion and refused, and
+    // so is a snapshot while a put is in flight.
+    assert_eq!(c.probes, 6_961);
 }
 
 /// Steps `actions` through the model and the runtime, comparing their views after each;
@@ -292,83 +288,20 @@ fn seeded_walks_at_larger_bounds() {
 struct EndOffsetMarker;
 
 impl Variant for EndOffsetMarker {
-    type Log = MemoryLog;
-    fn open(partitions: u32) -> MemoryLog {
-        Production::open(partitions)
-    }
-    fn fork(log: &MemoryLog) -> MemoryLog {
-        Production::fork(log)
-    }
-    fn inject(log: &MemoryLog, fault: SendFault) {
-        Production::inject(log, fault)
-    }
-    fn after_snapshot(log: &mut MemoryLog, checkpoint: &mut Checkpoint) {
-        checkpoint.marker.offsets = log.end_offsets().unwrap();
+    fn after_snapshot(log_ends: &[Offset], checkpoint: &mut Checkpoint) {
+        checkpoint.marker.offsets = log_ends.to_vec();
     }
 }
 
-/// The unpatched put order seen from the store: the send's error never reaches the
+/// The unpatched put order seen from the operator: the send's error never reaches the
 /// put (send, cache, flush), so a failed send is cached as saved. Re-introduced around
-/// the production store by a log whose acknowledgements swallow failures.
-#[derive(Clone)]
-struct Swallowing(MemoryLog);
-
-struct SwallowedAck {
-    inner: MemoryAck,
-    /// Where the record was to land.
-    at: Offset,
-}
-
-impl PendingAck for SwallowedAck {
-    fn poll(&mut self) -> AckPoll {
-        match self.inner.poll() {
-            AckPoll::Failed(_) => AckPoll::Acked(self.at),
-            other => other,
-        }
-    }
-    fn wait(&mut self, cancel: &steadfast::durable::Cancellation) -> Result<Offset, AckError> {
-        match self.inner.wait(cancel) {
-            Err(AckError::Log(_)) => Ok(self.at),
-            other => other,
-        }
-    }
-}
-
-impl Log for Swallowing {
-    type Ack = SwallowedAck;
-    fn partition_count(&self) -> u32 {
-        self.0.partition_count()
-    }
-    fn send(&mut self, p: Partition, key: &[u8], value: &[u8]) -> Result<SwallowedAck, LogError> {
-        let at = self.0.end_offsets()?.get(p as usize).copied().unwrap_or(0);
-        Ok(SwallowedAck {
-            inner: self.0.send(p, key, value)?,
-            at,
-        })
-    }
-    fn flush(&mut self) -> Result<(), LogError> {
-        self.0.flush()
-    }
-    fn read(&mut self, p: Partition, from: Offset, max: usize) -> Result<Vec<LogRecord>, LogError> {
-        self.0.read(p, from, max)
-    }
-    fn end_offsets(&mut self) -> Result<Vec<Offset>, LogError> {
-        self.0.end_offsets()
-    }
-}
-
+/// the production operator by a log that acknowledges a failed send where its record
+/// was to land.
 struct CacheBeforeAck;
 
 impl Variant for CacheBeforeAck {
-    type Log = Swallowing;
-    fn open(partitions: u32) -> Swallowing {
-        Swallowing(MemoryLog::new(partitions))
-    }
-    fn fork(log: &Swallowing) -> Swallowing {
-        Swallowing(log.0.fork())
-    }
-    fn inject(log: &Swallowing, fault: SendFault) {
-        log.0.inject_send_fault(fault);
+    fn swallows_failures() -> bool {
+        true
     }
 }
 
@@ -437,8 +370,8 @@ fn end_offset_marker_diverges_at_the_first_checkpoint_after_a_save() {
     );
     assert!(
         d.runtime.ends_with(
-            "store: ActionStateStore { partitions: 1, cached_states: 1, tracked_keys: 1, \
-             order: FlushThenAwait }, failed: None }"
+            "store: ActionStateStore { partitions: 1, cached_states: 1, tracked_keys: 1 }, \
+             failed: None }"
         ),
         "{}",
         d.runtime
@@ -803,7 +736,7 @@ fn eager_every_event_of_one_key_with_two_actions_and_three_inputs() {
 struct OneStepPerEvent;
 
 impl Deliver for OneStepPerEvent {
-    fn deliver(op: &mut Operator<PlannedLog>, event: Event) -> Result<Vec<Effect>, OperatorError> {
+    fn deliver(op: &mut Operator, event: Event) -> Result<Vec<Effect>, OperatorError> {
         op.set_scheduling(Scheduling::Stepwise);
         let started = match &event {
             Event::Input { key, .. } => vec![key.clone()],
@@ -886,4 +819,91 @@ fn eager_every_event_at_default_bounds() {
         assert_eq!(c.unique_states, checker.unique_state_count());
         assert_eq!(c.transitions, checker.state_count() - 1);
     }
+}
+
+/// The fixed design under asynchronous puts repeats a call (the model's
+/// `asynchronous-puts` scenario): its shortest counterexample snapshots while a put is in
+/// flight. The runtime refuses exactly that step, with its typed error, after agreeing
+/// with the model on every step before it.
+#[test]
+fn asynchronous_puts_counterexample_is_refused_at_its_snapshot() {
+    let m = model(
+        "fixed",
+        &[
+            ("synchronous-puts", "false"),
+            ("inputs", "1"),
+            ("compact-offsets", "false"),
+        ],
+    );
+    let path = check::shortest(&m, property::CALL_AT_MOST_ONCE).expect("a counterexample");
+    let states = path.into_vec();
+    let snapshot_in_flight = states
+        .iter()
+        .position(|(s, a)| *a == Some(Action::TriggerCheckpoint) && s.put_key != model_none())
+        .expect("the counterexample snapshots while a put is in flight");
+    let mut rt = DurableBinding::start(&m, &states[0].0);
+    for (i, (state, action)) in states.iter().enumerate() {
+        let Some(action) = action else { break };
+        let result = DurableBinding::step(&m, &mut rt, state, action);
+        if i < snapshot_in_flight {
+            result.unwrap_or_else(|e| panic!("step {}: {e}", i + 1));
+            assert_eq!(
+                DurableBinding::model_view(&m, &states[i + 1].0),
+                DurableBinding::runtime_view(&rt),
+                "step {}",
+                i + 1
+            );
+        } else {
+            let refusal = result.expect_err("the runtime refuses the snapshot");
+            assert!(
+                matches!(
+                    refusal,
+                    Rejection::Runtime(OperatorError::PutInFlight { .. })
+                ),
+                "{refusal}"
+            );
+            break;
+        }
+    }
+    // With synchronous puts the model never snapshots there, and the fixed design holds.
+    let sync = model("fixed", &[("inputs", "1"), ("compact-offsets", "false")]);
+    assert!(check::shortest(&sync, property::CALL_AT_MOST_ONCE).is_none());
+}
+
+/// A snapshot probed while a put is in flight is refused and changes nothing.
+#[test]
+fn a_snapshot_while_a_put_is_in_flight_is_refused() {
+    let m = model("fixed", &[]);
+    let actions = [
+        Action::DeliverInput(0),
+        Action::StartAction(0),
+        Action::CallSupplier(0),
+        Action::SendPut(0),
+    ];
+    let states = trace::states_of(&m, 0, &actions).unwrap();
+    let (at, _) = states.last().unwrap();
+    assert!(DurableBinding::probes(&m, at).contains(&Action::TriggerCheckpoint));
+    let mut rt = DurableBinding::start(&m, &states[0].0);
+    for (state, action) in &states {
+        let Some(action) = action else { break };
+        DurableBinding::step(&m, &mut rt, state, action).unwrap();
+    }
+    let before = DurableBinding::runtime_view(&rt);
+    let mut probe = rt.clone();
+    let refusal = DurableBinding::step(&m, &mut probe, at, &Action::TriggerCheckpoint).unwrap_err();
+    assert_eq!(
+        refusal,
+        Rejection::Runtime(OperatorError::PutInFlight {
+            key: "key0.0".into()
+        })
+    );
+    assert_eq!(DurableBinding::runtime_view(&probe), before);
+    // Acknowledged, the put no longer holds the snapshot back.
+    let after_ack = m.next_state(at, Action::AckPut).unwrap();
+    DurableBinding::step(&m, &mut rt, at, &Action::AckPut).unwrap();
+    DurableBinding::step(&m, &mut rt, &after_ack, &Action::TriggerCheckpoint).unwrap();
+}
+
+fn model_none() -> u8 {
+    steadfast_model::durable::NONE
 }

@@ -1,6 +1,7 @@
-//! Put cost of the action state store (flink-agents issue 1158): on the in-memory
-//! log, on the file log with an fsync per flush and with group commit, the disk's
-//! raw write+fsync rate for comparison, and the put order on a log whose
+//! Put cost (flink-agents issue 1158): a put's parts (encoding, decoding, the in-memory
+//! log's send, flush and acknowledgement), puts through the blocking driver on the file
+//! log with one key in flight and with 16 (one fsync for the puts of all 16 keys), the
+//! disk's raw write+fsync rate beside them, and the put order on a log whose
 //! acknowledgements wait out a linger interval (await-then-flush against
 //! flush-then-await; the seed measured 6.88 ms against 0.84 ms per put with
 //! kafka-clients' 5 ms default linger).
@@ -13,8 +14,8 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::json;
 use steadfast::durable::store::{decode_record, encode_record};
 use steadfast::durable::{
-    args_digest, ActionState, ActionStateStore, CallOutcome, CallResult, Cancellation, FileLog,
-    FileLogOptions, Log, LogRecord, MemoryLog, PendingAck, PutOrder, StateKey,
+    args_digest, ActionDef, ActionState, CallChain, CallOutcome, CallResult, Cancellation, Driver,
+    FileLog, FileLogOptions, Log, LogRecord, MemoryLog, PendingAck, StateKey,
 };
 
 fn state() -> ActionState {
@@ -46,27 +47,6 @@ fn put_memory(c: &mut Criterion) {
     let mut g = c.benchmark_group("put");
     g.throughput(Throughput::Elements(1));
     let s = state();
-    g.bench_function("memory_log", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            let mut done = 0;
-            while done < iters {
-                // A fresh log per chunk keeps memory bounded.
-                let mut store = ActionStateStore::new(MemoryLog::new(4));
-                let n = (iters - done).min(50_000);
-                // Keys and states are built outside the timed loop.
-                let work: Vec<(StateKey, ActionState)> =
-                    (0..n).map(|i| (key(i), s.clone())).collect();
-                let start = Instant::now();
-                for (k, st) in work {
-                    store.put(&k, st).expect("put");
-                }
-                total += start.elapsed();
-                done += n;
-            }
-            total
-        })
-    });
     // The parts of a put alone, to see how much of it each is: the record encoding,
     // its decoding (a rebuild's cost per record), and the in-memory log's send, flush
     // and acknowledgement of an encoded record.
@@ -111,56 +91,62 @@ fn put_memory(c: &mut Criterion) {
     g.finish();
 }
 
+/// A blocking driver over the file log in `dir`: one action with one durable call, so
+/// an input makes two puts (the call's result, then the completion).
+fn file_driver(dir: &std::path::Path) -> Driver<FileLog> {
+    let dir = dir.to_path_buf();
+    Driver::new(
+        vec![ActionDef::new("enrich", CallChain::new(["lookup"]))],
+        Box::new(move || {
+            FileLog::open(
+                &dir,
+                FileLogOptions {
+                    partitions: Some(4),
+                    ..FileLogOptions::default()
+                },
+            )
+        }),
+        Box::new(|_, _, _| CallOutcome::Value(json!(70))),
+    )
+    .expect("driver")
+}
+
 fn put_file(c: &mut Criterion) {
     let mut g = c.benchmark_group("put_file");
-    g.sample_size(20);
+    g.sample_size(10);
     g.measurement_time(Duration::from_secs(4));
-    g.throughput(Throughput::Elements(1));
-    let s = state();
     let dir = bench_dir();
-    let mut store = ActionStateStore::new(
-        FileLog::open(
-            dir.path().join("store"),
-            FileLogOptions {
-                partitions: Some(4),
-                ..FileLogOptions::default()
-            },
-        )
-        .expect("open"),
-    );
-    let mut i = 0u64;
-    g.bench_function("fsync_per_put", |b| {
+    // One key in flight: every put waits for its own fsync.
+    let mut one = file_driver(&dir.path().join("one"));
+    let mut seq = 0u64;
+    g.throughput(Throughput::Elements(2));
+    g.bench_function("driver_1_key", |b| {
         b.iter(|| {
-            i += 1;
-            store.put(&key(i), s.clone()).expect("put")
+            seq += 1;
+            one.input("user-0", json!(seq)).expect("input");
+            one.run_until_idle().expect("run");
         })
     });
-
-    // Group commit: 16 sends, one flush (one fsync), then every acknowledgement.
-    const GROUP: u64 = 16;
-    let mut log = FileLog::open(
-        dir.path().join("group"),
-        FileLogOptions {
-            partitions: Some(1),
-            ..FileLogOptions::default()
-        },
-    )
-    .expect("open");
-    let (mut kb, mut value) = (Vec::new(), Vec::new());
-    encode_record(&key(0), &s, &mut kb, &mut value).expect("encode");
-    g.throughput(Throughput::Elements(GROUP));
-    g.bench_function("group_commit_16", |b| {
+    // Sixteen keys in flight: their calls return together, their puts share a flush
+    // (one fsync), and so do their completion puts.
+    const KEYS: u64 = 16;
+    let mut group = file_driver(&dir.path().join("group"));
+    g.throughput(Throughput::Elements(2 * KEYS));
+    g.bench_function("driver_16_keys", |b| {
         b.iter(|| {
-            let mut acks: Vec<_> = (0..GROUP)
-                .map(|_| log.send(0, b"k", &value).expect("send"))
-                .collect();
-            log.flush().expect("flush");
-            for ack in &mut acks {
-                ack.wait(&Cancellation::new()).expect("ack");
+            seq += 1;
+            for k in 0..KEYS {
+                group.input(format!("user-{k}"), json!(seq)).expect("input");
             }
+            group.run_until_idle_grouped().expect("run");
         })
     });
     g.finish();
+    // Memory stays bounded: completed inputs are pruned at each checkpoint.
+    for d in [&mut one, &mut group] {
+        let id = d.checkpoint().expect("checkpoint");
+        d.complete_checkpoint(id).expect("complete");
+    }
 }
 
 fn raw_fsync(c: &mut Criterion) {
@@ -184,24 +170,41 @@ fn raw_fsync(c: &mut Criterion) {
     g.finish();
 }
 
+/// Whether a put awaits its acknowledgement before or after the flush.
+#[derive(Clone, Copy)]
+enum PutOrder {
+    FlushThenAwait,
+    AwaitThenFlush,
+}
+
 fn put_order(c: &mut Criterion) {
     let mut g = c.benchmark_group("put_order_linger_5ms");
     g.sample_size(10);
     g.warm_up_time(Duration::from_millis(200));
     g.measurement_time(Duration::from_secs(2));
     g.throughput(Throughput::Elements(1));
-    let s = state();
+    let (mut kb, mut vb) = (Vec::new(), Vec::new());
+    encode_record(&key(1), &state(), &mut kb, &mut vb).expect("encode");
+    let cancel = Cancellation::new();
     for (name, order) in [
         ("flush_then_await", PutOrder::FlushThenAwait),
         ("await_then_flush", PutOrder::AwaitThenFlush),
     ] {
-        let mut store = ActionStateStore::new(MemoryLog::with_linger(1, Duration::from_millis(5)));
-        store.set_put_order(order);
-        let mut i = 0u64;
+        let mut log = MemoryLog::with_linger(1, Duration::from_millis(5));
         g.bench_function(name, |b| {
             b.iter(|| {
-                i += 1;
-                store.put(&key(i), s.clone()).expect("put")
+                let mut ack = log.send(0, &kb, &vb).expect("send");
+                match order {
+                    PutOrder::FlushThenAwait => {
+                        log.flush().expect("flush");
+                        ack.wait(&cancel).expect("ack")
+                    }
+                    PutOrder::AwaitThenFlush => {
+                        let offset = ack.wait(&cancel).expect("ack");
+                        log.flush().expect("flush");
+                        offset
+                    }
+                }
             })
         });
     }

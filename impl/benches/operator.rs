@@ -1,8 +1,10 @@
 //! Events per second of the durable action operator (flink-agents issue 1158's fixed
-//! design), sans-IO on the in-memory log: an input that starts an action making one
-//! external call, and the call's return, which saves the result (a durable put),
-//! finishes the action (a second put) and emits the output. Eager scheduling, as a
-//! production driver runs it. One operator serves many samples and is replaced (outside
+//! design), sans-IO with no log at all: an input that starts an action making one
+//! external call, and the call's return, which saves the result (a put: an append
+//! effect, then its acknowledgement as an event), finishes the action (a second put)
+//! and emits the output. A "return" is those three events: the call's return and the
+//! two acknowledgements, with offsets counted here. Eager scheduling, as a production
+//! driver runs it. One operator serves many samples and is replaced (outside
 //! the timed part) every `CHUNK` inputs, so its cache stays bounded.
 
 use std::cell::RefCell;
@@ -10,14 +12,16 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::json;
-use steadfast::durable::{ActionDef, CallChain, CallOutcome, Effect, Event, MemoryLog, Operator};
+use steadfast::durable::{ActionDef, CallChain, CallOutcome, Effect, Event, Operator};
 
 /// Inputs per operator.
 const CHUNK: u64 = 20_000;
 
 struct Bench {
-    op: Operator<MemoryLog>,
+    op: Operator,
     inputs: u64,
+    /// The next offset of each of the four partitions.
+    offsets: [u64; 4],
     keys: u64,
 }
 
@@ -26,10 +30,11 @@ impl Bench {
         Bench {
             op: Operator::new(
                 vec![ActionDef::new("enrich", CallChain::new(["lookup"]))],
-                MemoryLog::new(4),
+                4,
             )
             .expect("one action"),
             inputs: 0,
+            offsets: [0; 4],
             keys,
         }
     }
@@ -60,7 +65,22 @@ impl Bench {
                 outcome: CallOutcome::Value(json!(i)),
             };
             let start = Instant::now();
-            let effects = self.op.handle(back).expect("return accepted");
+            let mut effects = self.op.handle(back).expect("return accepted");
+            // The result's put and the completion's put, each acknowledged.
+            for _ in 0..2 {
+                let Some(Effect::Append { key, put, record }) = effects.first() else {
+                    panic!("a put follows: {effects:?}");
+                };
+                let slot = &mut self.offsets[record.partition as usize];
+                let offset = *slot;
+                *slot += 1;
+                let ack = Event::PutAcked {
+                    key: key.clone(),
+                    put: *put,
+                    offset,
+                };
+                effects = self.op.handle(ack).expect("ack accepted");
+            }
             if time_return {
                 total += start.elapsed();
             }

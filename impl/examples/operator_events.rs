@@ -1,8 +1,8 @@
 //! The operator bench's event pattern without the timing harness, for instruction
-//! counts (flink-agents issue 1158's fixed operator, eager scheduling, in-memory log):
+//! counts (flink-agents issue 1158's fixed operator, eager scheduling, no log):
 //! 20,000 inputs over `KEYS` keys (first argument, default 64), each starting one
-//! action that makes one call, then that call's return (two durable puts and the
-//! output). Each event kind goes through its own function that is never inlined, so
+//! action that makes one call, then that call's return with the acknowledgements of
+//! its two durable puts (the output follows the second). Each event kind goes through its own function that is never inlined, so
 //! that callgrind can count one kind alone:
 //!
 //! ```text
@@ -15,19 +15,35 @@
 //! one event.
 
 use serde_json::json;
-use steadfast::durable::{ActionDef, CallChain, CallOutcome, Effect, Event, MemoryLog, Operator};
+use steadfast::durable::{ActionDef, CallChain, CallOutcome, Effect, Event, Operator};
 
 /// Input and return pairs run.
 const INPUTS: u64 = 20_000;
 
 #[inline(never)]
-fn on_input(op: &mut Operator<MemoryLog>, event: Event) -> Vec<Effect> {
+fn on_input(op: &mut Operator, event: Event) -> Vec<Effect> {
     op.handle(event).expect("input accepted")
 }
 
 #[inline(never)]
-fn on_return(op: &mut Operator<MemoryLog>, event: Event) -> Vec<Effect> {
-    op.handle(event).expect("return accepted")
+fn on_return(op: &mut Operator, offsets: &mut [u64; 4], event: Event) -> Vec<Effect> {
+    let mut effects = op.handle(event).expect("return accepted");
+    // The result's put and the completion's put, each acknowledged.
+    for _ in 0..2 {
+        let Some(Effect::Append { key, put, record }) = effects.first() else {
+            panic!("a put follows: {effects:?}");
+        };
+        let slot = &mut offsets[record.partition as usize];
+        let offset = *slot;
+        *slot += 1;
+        let ack = Event::PutAcked {
+            key: key.clone(),
+            put: *put,
+            offset,
+        };
+        effects = op.handle(ack).expect("ack accepted");
+    }
+    effects
 }
 
 fn main() {
@@ -43,9 +59,10 @@ fn main() {
     };
     let mut op = Operator::new(
         vec![ActionDef::new("enrich", CallChain::new(["lookup"]))],
-        MemoryLog::new(4),
+        4,
     )
     .expect("one action");
+    let mut offsets = [0u64; 4];
     for i in 0..INPUTS {
         let input = Event::Input {
             key: format!("user-{}", i % keys),
@@ -58,7 +75,7 @@ fn main() {
             call,
             outcome: CallOutcome::Value(json!(i)),
         };
-        let effects = on_return(&mut op, back);
+        let effects = on_return(&mut op, &mut offsets, back);
         assert!(matches!(effects.as_slice(), [Effect::Emit { .. }]));
     }
 }

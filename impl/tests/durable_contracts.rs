@@ -1,8 +1,10 @@
 //! The behavioural contracts of the fix for flink-agents issue 1158, checked through
 //! the public API: restored actions reuse saved results, finished inputs stay
-//! finished, failed writes are not reported as saved, cancellation reaches the
-//! caller, pruning leaves no per-key tracking behind, and the known replay cost of
-//! a pending action.
+//! finished, failed writes are not reported as saved, a put is cached only on its
+//! acknowledgement, snapshots wait for puts in flight, impossible checkpoints are
+//! refused, cancellation reaches the caller, pruning leaves no per-key tracking
+//! behind, and the known replay cost of a pending action. The operator is driven
+//! directly (events in, effects out) or through the blocking driver over a log.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -12,8 +14,9 @@ use std::time::Duration;
 use serde_json::json;
 use steadfast::durable::{
     args_digest, ActionBody, ActionDef, ActionStateStore, ActionStep, CallOutcome, CallRef,
-    Checkpoint, Datum, Driver, DriverError, Effect, Event, Log, LogError, MemoryLog, Operator,
-    OperatorError, RecoveryMarker, Scheduling, SendFault, StateKey, StoreError,
+    Checkpoint, Datum, Driver, DriverError, Effect, Event, FileLog, FileLogOptions, Log, LogError,
+    MemoryLog, Offset, Operator, OperatorError, PutId, RecoveryMarker, Scheduling, SendFault,
+    StateKey, StoreError,
 };
 
 /// The seed's action: ask an external service (input 10 gives 70), then publish
@@ -98,6 +101,44 @@ fn count(driver: &Driver<MemoryLog>, c: &CallRef) -> u32 {
     driver.supplier_calls().get(c).copied().unwrap_or(0)
 }
 
+/// The put among `effects`: its key, id and record, checked to be followed by a flush.
+fn the_put(effects: &[Effect]) -> (String, PutId, steadfast::durable::PutRecord) {
+    match effects {
+        [Effect::Append { key, put, record }, Effect::Flush] => (key.clone(), *put, record.clone()),
+        other => panic!("expected one append and its flush, got {other:?}"),
+    }
+}
+
+/// Acknowledges the put among `effects` at `offset`; the effects that follow.
+fn ack(op: &mut Operator, effects: &[Effect], offset: Offset) -> Vec<Effect> {
+    let (key, put, _) = the_put(effects);
+    op.handle(Event::PutAcked { key, put, offset }).unwrap()
+}
+
+/// A fresh operator over a one-partition log.
+fn operator(actions: Vec<ActionDef>) -> Operator {
+    Operator::new(actions, 1).unwrap()
+}
+
+/// Restores `checkpoint` over a one-partition log holding `records`.
+fn restore_over(
+    actions: Vec<ActionDef>,
+    checkpoint: &Checkpoint,
+    records: &[steadfast::durable::PutRecord],
+) -> Result<Operator, OperatorError> {
+    let mut restoring = Operator::restore(actions, checkpoint)?;
+    let from = restoring.marker()[0];
+    for (offset, r) in records.iter().enumerate().skip(from as usize) {
+        restoring.feed(&steadfast::durable::LogRecord {
+            partition: 0,
+            offset: offset as u64,
+            key: r.key.clone(),
+            value: r.value.clone(),
+        })?;
+    }
+    Ok(restoring.finish(&[records.len() as u64])?.0)
+}
+
 /// Mid-action checkpoint (the continuation executor's window): the first call is
 /// saved, the checkpoint is taken with the action still queued, the job crashes,
 /// restores and finishes. The saved result is reused: the supplier of call 0 ran
@@ -170,9 +211,8 @@ fn three_attempt_regression_calls_the_supplier_once() {
 /// runs a second time. This pins what the marker rewind prevents.
 #[test]
 fn end_offset_marker_would_repeat_the_call() {
-    let log = MemoryLog::new(1);
     let actions = vec![ActionDef::new("act", LookupThenPublish)];
-    let mut op = Operator::new(actions.clone(), log.clone()).unwrap();
+    let mut op = operator(actions.clone());
     let effects = op
         .handle(Event::Input {
             key: "k".into(),
@@ -182,13 +222,20 @@ fn end_offset_marker_would_repeat_the_call() {
     let Effect::Call { call: c0, .. } = &effects[0] else {
         panic!("expected a call, got {effects:?}")
     };
-    op.handle(returned_70(c0.clone())).unwrap();
-    let mut cp = op.snapshot(1).unwrap();
+    let saved = op.handle(returned_70(c0.clone())).unwrap();
+    let (_, _, record) = the_put(&saved);
+    ack(&mut op, &saved, 0);
+    let mut cp = op.snapshot(1, &[1]).unwrap();
+    assert_eq!(
+        cp.marker.offsets,
+        vec![0],
+        "the fix rewinds to the saved result"
+    );
     drop(op);
 
     // Unpatched marker: the log's end offset.
     cp.marker = RecoveryMarker { offsets: vec![1] };
-    let (mut restored, _) = Operator::restore(actions, log, &cp).unwrap();
+    let mut restored = restore_over(actions, &cp, &[record]).unwrap();
     let effects = restored.handle(Event::Resume).unwrap();
     assert_eq!(
         effects,
@@ -240,7 +287,7 @@ fn restore_without_new_input_recognises_finished_inputs() {
     );
 }
 
-fn start_with_call(op: &mut Operator<MemoryLog>) -> CallRef {
+fn start_with_call(op: &mut Operator) -> CallRef {
     let effects = op
         .handle(Event::Input {
             key: "k".into(),
@@ -258,11 +305,7 @@ fn start_with_call(op: &mut Operator<MemoryLog>) -> CallRef {
 /// outcome of the call it waits for.
 #[test]
 fn an_outcome_for_another_call_of_the_key_is_refused_and_changes_nothing() {
-    let mut op = Operator::new(
-        vec![ActionDef::new("act", LookupThenPublish)],
-        MemoryLog::new(1),
-    )
-    .unwrap();
+    let mut op = operator(vec![ActionDef::new("act", LookupThenPublish)]);
     let c0 = start_with_call(&mut op);
     assert_eq!(op.outstanding_calls(), vec![c0.clone()]);
     let others = [
@@ -290,7 +333,8 @@ fn an_outcome_for_another_call_of_the_key_is_refused_and_changes_nothing() {
         assert_eq!(op.outstanding_calls(), vec![c0.clone()]);
         assert_eq!(op.store().cached_len(), 0);
     }
-    let effects = op.handle(returned_70(c0.clone())).unwrap();
+    let saved = op.handle(returned_70(c0.clone())).unwrap();
+    let effects = ack(&mut op, &saved, 0);
     assert!(
         matches!(&effects[..], [Effect::Call { call, function, .. }] if call.index == 1 && function == "publish"),
         "{effects:?}"
@@ -298,49 +342,238 @@ fn an_outcome_for_another_call_of_the_key_is_refused_and_changes_nothing() {
     assert_eq!(op.outstanding_calls(), vec![call("k", 0, "act", 1)]);
 }
 
+/// A put's state is cached on its acknowledgement and not before: between the append
+/// and the answer the key waits, nothing is cached, a snapshot is refused, and an answer
+/// naming another put or key is refused without a change.
+#[test]
+fn a_put_is_cached_on_its_acknowledgement_only() {
+    let mut op = operator(vec![ActionDef::new("act", LookupThenPublish)]);
+    let c0 = start_with_call(&mut op);
+    let saved = op.handle(returned_70(c0.clone())).unwrap();
+    let (key, put, record) = the_put(&saved);
+    assert_eq!((key.as_str(), record.partition), ("k", 0));
+    assert_eq!(op.puts_in_flight(), vec![("k".to_string(), put)]);
+    assert!(
+        op.store().get(&c0.state_key()).is_none(),
+        "not cached before the ack"
+    );
+    assert!(op.outstanding_calls().is_empty());
+    assert_eq!(
+        op.snapshot(1, &[1]).unwrap_err(),
+        OperatorError::PutInFlight { key: "k".into() }
+    );
+    for (key, put) in [("k", PutId(put.0 + 1)), ("other", put)] {
+        let err = op
+            .handle(Event::PutAcked {
+                key: key.into(),
+                put,
+                offset: 0,
+            })
+            .unwrap_err();
+        assert_eq!(
+            err,
+            OperatorError::UnexpectedPut {
+                key: key.into(),
+                put
+            }
+        );
+        assert!(op.failure().is_none());
+        assert!(op.store().get(&c0.state_key()).is_none());
+    }
+    assert_eq!(
+        op.handle(Event::Continue { key: "k".into() }).unwrap_err(),
+        OperatorError::NothingToContinue("k".into()),
+        "a key waiting for its put has no step"
+    );
+    ack(&mut op, &saved, 0);
+    assert_eq!(op.store().offset_of(&c0.state_key()), Some((0, 0)));
+    assert!(op.puts_in_flight().is_empty());
+    op.snapshot(1, &[1]).unwrap();
+}
+
+/// A checkpoint whose key's sequence counter is at its end is refused: accepted, the
+/// counter would wrap and an acknowledged call would be requested again. An input at
+/// the end of a key's counter is refused too, and changes nothing.
+#[test]
+fn restore_refuses_a_sequence_counter_at_its_end() {
+    let actions = vec![ActionDef::new("act", LookupThenPublish)];
+    let mut op = operator(actions.clone());
+    start_with_call(&mut op);
+    let mut cp = op.snapshot(1, &[0]).unwrap();
+    let ks = cp.keys.get_mut("k").unwrap();
+    ks.next_seq = u64::MAX;
+    let err = Operator::restore(actions.clone(), &cp).unwrap_err();
+    assert!(
+        matches!(&err, OperatorError::InvalidCheckpoint(m) if m.contains("counter's end")),
+        "{err:?}"
+    );
+    // One below the end: restorable, but the last number is never handed out.
+    let ks = cp.keys.get_mut("k").unwrap();
+    ks.next_seq = u64::MAX - 1;
+    ks.queue.clear();
+    ks.pending_inputs.clear();
+    ks.last_completed = Some(u64::MAX - 2);
+    let mut restored = restore_over(actions, &cp, &[]).unwrap();
+    let before = format!("{restored:?}");
+    let err = restored
+        .handle(Event::Input {
+            key: "k".into(),
+            value: json!(1),
+        })
+        .unwrap_err();
+    assert_eq!(err, OperatorError::SequenceExhausted("k".into()));
+    assert_eq!(
+        format!("{restored:?}"),
+        before,
+        "a refused input changes nothing"
+    );
+    assert!(restored.failure().is_none());
+}
+
+/// Checkpoints no operator could have written are refused by name: a queue out of the
+/// configured order, a queued sequence that is not the current input, pending inputs
+/// that skip a number, a last completed input at or past the next sequence number.
+#[test]
+fn restore_refuses_impossible_keyed_state() {
+    let actions = vec![
+        ActionDef::new("a", LookupThenPublish),
+        ActionDef::new("b", LookupThenPublish),
+    ];
+    let mut op = operator(actions.clone());
+    op.handle(Event::Input {
+        key: "k".into(),
+        value: json!(10),
+    })
+    .unwrap();
+    op.handle(Event::Input {
+        key: "k".into(),
+        value: json!(11),
+    })
+    .unwrap();
+    let cp = op.snapshot(1, &[0]).unwrap();
+    assert!(Operator::restore(actions.clone(), &cp).is_ok());
+    type Breakage = Box<dyn Fn(&mut steadfast::durable::KeyState)>;
+    let broken: Vec<(&str, Breakage)> = vec![
+        (
+            "out of the configured order",
+            Box::new(|ks| ks.queue.swap(0, 1)),
+        ),
+        (
+            "while the current input is",
+            Box::new(|ks| ks.queue[0].seq = 1),
+        ),
+        (
+            "where 1 was expected",
+            Box::new(|ks| ks.pending_inputs[0].seq = 2),
+        ),
+        (
+            "is not below the next",
+            Box::new(|ks| ks.last_completed = Some(2)),
+        ),
+        ("accounted for", Box::new(|ks| ks.next_seq = 5)),
+    ];
+    for (why, change) in broken {
+        let mut bad = cp.clone();
+        change(bad.keys.get_mut("k").unwrap());
+        let err = Operator::restore(actions.clone(), &bad).unwrap_err();
+        assert!(
+            matches!(&err, OperatorError::InvalidCheckpoint(m) if m.contains(why)),
+            "{why}: {err:?}"
+        );
+    }
+}
+
+/// Every queue is bounded: inputs waiting behind a key's current one, and pending
+/// checkpoints. A refusal leaves the operator as it was.
+#[test]
+fn bounded_queues_refuse_and_change_nothing() {
+    let mut op = operator(vec![ActionDef::new("act", LookupThenPublish)]);
+    op.set_limits(steadfast::durable::Limits {
+        pending_inputs_per_key: 2,
+        pending_checkpoints: 1,
+    });
+    start_with_call(&mut op);
+    for v in 0..2 {
+        op.handle(Event::Input {
+            key: "k".into(),
+            value: json!(v),
+        })
+        .unwrap();
+    }
+    let before = format!("{op:?}");
+    let err = op
+        .handle(Event::Input {
+            key: "k".into(),
+            value: json!(3),
+        })
+        .unwrap_err();
+    assert!(
+        matches!(err, OperatorError::Full { limit: 2, .. }),
+        "{err:?}"
+    );
+    assert_eq!(format!("{op:?}"), before);
+    op.snapshot(1, &[0]).unwrap();
+    assert_eq!(
+        op.snapshot(2, &[0]).unwrap_err(),
+        OperatorError::TooManyPendingCheckpoints(1)
+    );
+    assert!(op.checkpoint_complete(1).is_some());
+    op.snapshot(2, &[0]).unwrap();
+}
+
 /// A send that fails before landing: the put reports the error, nothing is
 /// cached, the log holds nothing, and the operator refuses further events.
 #[test]
 fn failed_write_is_not_reported_as_saved() {
     let log = MemoryLog::new(1);
-    let mut op =
-        Operator::new(vec![ActionDef::new("act", LookupThenPublish)], log.clone()).unwrap();
-    let c0 = start_with_call(&mut op);
+    let mut d = memory_driver(&log, vec![ActionDef::new("act", LookupThenPublish)]);
+    d.input("k", json!(10)).unwrap();
     log.inject_send_fault(SendFault::FailBeforeLanding);
-    let err = op.handle(returned_70(c0.clone())).unwrap_err();
+    let err = d.call(0).unwrap_err();
     assert!(
         matches!(
             err,
-            OperatorError::Store(StoreError::Log(LogError::SendFailed(_)))
+            DriverError::Operator(OperatorError::Store(StoreError::Log(LogError::SendFailed(
+                _
+            ))))
         ),
         "{err:?}"
     );
-    assert!(op.store().get(&c0.state_key()).is_none());
+    let op = d.operator_mut().unwrap();
+    assert!(op
+        .store()
+        .get(&call("k", 0, "act", 0).state_key())
+        .is_none());
     assert!(op.store().latest_offsets().is_empty());
+    assert!(op.puts_in_flight().is_empty());
     assert!(log.records(0).is_empty());
     assert!(op.failure().is_some());
     assert!(matches!(
         op.handle(Event::Resume),
         Err(OperatorError::Failed(_))
     ));
+    assert_eq!(d.unlanded_runs()[&call("k", 0, "act", 0)], 1);
 }
 
 /// A failed flush fails the put and caches nothing.
 #[test]
 fn failed_flush_is_not_reported_as_saved() {
     let log = MemoryLog::with_linger(1, Duration::from_secs(60));
-    let mut op =
-        Operator::new(vec![ActionDef::new("act", LookupThenPublish)], log.clone()).unwrap();
-    let c0 = start_with_call(&mut op);
+    let mut d = memory_driver(&log, vec![ActionDef::new("act", LookupThenPublish)]);
+    d.input("k", json!(10)).unwrap();
     log.inject_flush_failure("broker unavailable");
-    let err = op.handle(returned_70(c0.clone())).unwrap_err();
+    let err = d.call(0).unwrap_err();
     assert_eq!(
         err,
-        OperatorError::Store(StoreError::Log(LogError::FlushFailed(
-            "broker unavailable".into()
+        DriverError::Operator(OperatorError::Store(StoreError::Log(
+            LogError::FlushFailed("broker unavailable".into())
         )))
     );
-    assert!(op.store().get(&c0.state_key()).is_none());
+    let op = d.operator().unwrap();
+    assert!(op
+        .store()
+        .get(&call("k", 0, "act", 0).state_key())
+        .is_none());
     assert!(log.records(0).is_empty());
 }
 
@@ -372,27 +605,34 @@ fn failure_after_landing_is_reused_after_restore() {
 }
 
 /// A put whose acknowledgement never comes is cancelled from another thread: the
-/// caller gets the distinct `Cancelled` error, the task stays marked cancelled,
-/// nothing is cached.
+/// caller gets the distinct `Cancelled` error, the signal stays set, nothing is cached,
+/// and the put stays in flight, so the operator refuses a snapshot.
 #[test]
 fn cancellation_reaches_the_caller() {
     let log = MemoryLog::new(1);
-    let mut op =
-        Operator::new(vec![ActionDef::new("act", LookupThenPublish)], log.clone()).unwrap();
-    let c0 = start_with_call(&mut op);
+    let mut d = memory_driver(&log, vec![ActionDef::new("act", LookupThenPublish)]);
+    d.input("k", json!(10)).unwrap();
     log.inject_send_fault(SendFault::Hang);
-    let token = op.cancellation();
+    let token = d.cancellation().clone();
     let canceller = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(20));
         token.cancel();
     });
-    let err = op.handle(returned_70(c0.clone())).unwrap_err();
+    let err = d.call(0).unwrap_err();
     canceller.join().unwrap();
-    assert_eq!(err, OperatorError::Cancelled);
-    assert!(op.is_cancelled());
-    assert!(op.cancellation().is_cancelled(), "the signal stays set");
-    assert!(op.store().get(&c0.state_key()).is_none());
+    assert_eq!(err, DriverError::Cancelled);
+    assert!(d.cancellation().is_cancelled(), "the signal stays set");
+    let op = d.operator().unwrap();
+    assert!(op
+        .store()
+        .get(&call("k", 0, "act", 0).state_key())
+        .is_none());
+    assert_eq!(op.puts_in_flight().len(), 1);
     assert!(log.records(0).is_empty());
+    assert!(matches!(
+        d.checkpoint(),
+        Err(DriverError::Operator(OperatorError::PutInFlight { .. }))
+    ));
 }
 
 /// A record that lands without its acknowledgement: the put is cancelled, yet the
@@ -405,9 +645,9 @@ fn landed_unacknowledged_record_is_reused() {
     d.complete_checkpoint(id).unwrap();
     d.input("k", json!(10)).unwrap();
     log.inject_send_fault(SendFault::LandUnacked);
-    d.operator().unwrap().cancellation().cancel();
+    d.cancellation().cancel();
     let err = d.call(0).unwrap_err();
-    assert_eq!(err, DriverError::Operator(OperatorError::Cancelled));
+    assert_eq!(err, DriverError::Cancelled);
     assert_eq!(log.records(0).len(), 1);
 
     d.restore().unwrap();
@@ -416,12 +656,11 @@ fn landed_unacknowledged_record_is_reused() {
     assert_eq!(d.emitted()[0].outputs, vec![json!(70)]);
 }
 
-/// The store alone: a failed put returns the error and leaves get() empty; a
-/// successful one returns its offset and is readable.
+/// The store alone: encoding a put changes nothing; the acknowledgement caches the
+/// state and tracks its offset.
 #[test]
 fn store_put_caches_only_acknowledged_states() {
-    let log = MemoryLog::new(2);
-    let mut store = ActionStateStore::new(log.clone());
+    let mut store = ActionStateStore::new(2);
     let sk = StateKey {
         key: "k".into(),
         seq: 0,
@@ -436,14 +675,11 @@ fn store_put_caches_only_acknowledged_states() {
         completed: false,
         output: None,
     };
-    log.inject_send_fault(SendFault::FailBeforeLanding);
-    assert!(matches!(
-        store.put(&sk, state.clone()),
-        Err(StoreError::Log(LogError::SendFailed(_)))
-    ));
+    let record = store.encode_put(&sk, &state).unwrap();
+    assert_eq!(record.partition, store.partition_of("k"));
     assert_eq!(store.get(&sk), None);
-    let offset = store.put(&sk, state.clone()).unwrap();
-    assert_eq!(offset, 0);
+    assert_eq!(store.cached_len(), 0);
+    store.acknowledge(&sk, state.clone(), 0);
     assert_eq!(store.get(&sk), Some(&state));
     let p = store.partition_of("k");
     assert_eq!(store.latest_offsets()[&sk], (p, 0));
@@ -589,11 +825,7 @@ fn a_returned_call_continues_the_run_and_a_restore_checks_every_saved_result() {
 #[test]
 fn a_returned_call_continues_the_run_under_stepwise_scheduling() {
     let asked = Arc::new(AtomicU32::new(0));
-    let mut op = Operator::new(
-        vec![ActionDef::new("act", Counting(Arc::clone(&asked)))],
-        MemoryLog::new(1),
-    )
-    .unwrap();
+    let mut op = operator(vec![ActionDef::new("act", Counting(Arc::clone(&asked)))]);
     op.set_scheduling(Scheduling::Stepwise);
     let input = Event::Input {
         key: "k".into(),
@@ -610,14 +842,18 @@ fn a_returned_call_continues_the_run_under_stepwise_scheduling() {
             call,
             outcome: CallOutcome::Value(json!(index)),
         };
-        effects = op.handle(back).unwrap();
+        let saved = op.handle(back).unwrap();
+        effects = ack(&mut op, &saved, u64::from(index));
     }
     assert!(
         effects.is_empty(),
         "the completion put is a step of its own"
     );
     assert_eq!(asked.load(Ordering::SeqCst), 4);
-    let effects = op.handle(Event::Continue { key: "k".into() }).unwrap();
+    let completion = op.handle(Event::Continue { key: "k".into() }).unwrap();
+    let (_, _, record) = the_put(&completion);
+    assert_eq!(record.partition, 0);
+    let effects = ack(&mut op, &completion, 3);
     assert!(
         matches!(effects.as_slice(), [Effect::Emit { seq: 0, .. }]),
         "{effects:?}"
@@ -679,63 +915,94 @@ fn rescan_with_one_pending_action(m: u64) {
 /// A marker that does not fit the log is refused with a clear error.
 #[test]
 fn rebuild_rejects_a_marker_that_does_not_fit() {
-    let log = MemoryLog::new(2);
-    let mut store = ActionStateStore::new(log);
-    let err = store
-        .rebuild(&RecoveryMarker { offsets: vec![0] }, &BTreeMap::new())
+    let err = ActionStateStore::rebuild(2, &RecoveryMarker { offsets: vec![0] }, BTreeMap::new())
         .unwrap_err();
     assert_eq!(
         err,
         StoreError::InvalidMarker("marker has 1 partitions, the log has 2".into())
     );
-    let err = store
-        .rebuild(
-            &RecoveryMarker {
-                offsets: vec![0, 5],
-            },
-            &BTreeMap::new(),
-        )
-        .unwrap_err();
+    let rebuild = ActionStateStore::rebuild(
+        2,
+        &RecoveryMarker {
+            offsets: vec![0, 5],
+        },
+        BTreeMap::new(),
+    )
+    .unwrap();
+    let err = rebuild.finish(&[0, 0]).unwrap_err();
     assert_eq!(
         err,
         StoreError::InvalidMarker(
             "partition 1: marker offset 5 is past the log's end offset 0".into()
         )
     );
+    // Records must come in offset order from the marker, and up to the end.
+    let mut store = ActionStateStore::new(2);
+    let sk = StateKey {
+        key: "k".into(),
+        seq: 0,
+        action: "a".into(),
+    };
+    let state = steadfast::durable::ActionState::default();
+    let put = store.encode_put(&sk, &state).unwrap();
+    store.acknowledge(&sk, state, 0);
+    let record = |offset| steadfast::durable::LogRecord {
+        partition: put.partition,
+        offset,
+        key: put.key.clone(),
+        value: put.value.clone(),
+    };
+    let mut rebuild = ActionStateStore::rebuild(
+        2,
+        &RecoveryMarker {
+            offsets: vec![0, 0],
+        },
+        BTreeMap::new(),
+    )
+    .unwrap();
+    let err = rebuild.feed(&record(1)).unwrap_err();
+    assert!(
+        matches!(err, StoreError::Replay(ref m) if m.contains("where 0 was expected")),
+        "{err}"
+    );
+    rebuild.feed(&record(0)).unwrap();
+    let mut ends = [0, 0];
+    ends[put.partition as usize] = 2;
+    let err = rebuild.finish(&ends).unwrap_err();
+    assert!(
+        matches!(err, StoreError::Replay(ref m) if m.contains("read up to offset 1")),
+        "{err}"
+    );
 }
 
 /// A checkpoint survives a JSON round trip and restores the same queue.
 #[test]
 fn checkpoint_round_trips_through_json() {
-    let log = MemoryLog::new(1);
     let actions = vec![ActionDef::new("act", LookupThenPublish)];
-    let mut op = Operator::new(actions.clone(), log.clone()).unwrap();
+    let mut op = operator(actions.clone());
     start_with_call(&mut op);
     op.handle(Event::Input {
         key: "k".into(),
         value: json!(11),
     })
     .unwrap();
-    let cp = op.snapshot(7).unwrap();
+    let cp = op.snapshot(7, &[0]).unwrap();
     let text = serde_json::to_string(&cp).unwrap();
     let back: Checkpoint = serde_json::from_str(&text).unwrap();
     assert_eq!(back, cp);
     assert_eq!(back.keys["k"].next_seq, 2);
     assert_eq!(back.keys["k"].pending_inputs.len(), 1);
-    let (restored, _) = Operator::restore(actions, log, &back).unwrap();
+    let restored = restore_over(actions, &back, &[]).unwrap();
     assert_eq!(restored.keys(), op.keys());
 }
 
 /// A checkpoint naming an action the operator does not have is refused.
 #[test]
 fn restore_rejects_unknown_actions() {
-    let log = MemoryLog::new(1);
-    let mut op =
-        Operator::new(vec![ActionDef::new("act", LookupThenPublish)], log.clone()).unwrap();
+    let mut op = operator(vec![ActionDef::new("act", LookupThenPublish)]);
     start_with_call(&mut op);
-    let cp = op.snapshot(1).unwrap();
-    let err =
-        Operator::restore(vec![ActionDef::new("other", LookupThenPublish)], log, &cp).unwrap_err();
+    let cp = op.snapshot(1, &[0]).unwrap();
+    let err = Operator::restore(vec![ActionDef::new("other", LookupThenPublish)], &cp).unwrap_err();
     assert!(
         matches!(err, OperatorError::InvalidCheckpoint(_)),
         "{err:?}"
@@ -789,35 +1056,53 @@ fn projection_reports_keys_cache_log_outputs_and_calls() {
     assert_eq!(p.log[0].len(), 3);
 }
 
-/// `ActionStateStore::open(dir)` gives the file log; a reopened store rebuilds
-/// from a marker.
+/// The blocking driver over the file log: a run's records survive a reopen, and a
+/// restore from a checkpoint replays them from the marker and reuses the saved result.
 #[test]
-fn store_open_uses_the_file_log() {
+fn driver_over_the_file_log_restores_from_its_records() {
     let dir = tempfile::tempdir().unwrap();
-    let sk = StateKey {
-        key: "k".into(),
-        seq: 0,
-        action: "a".into(),
-    };
-    let state = steadfast::durable::ActionState {
-        call_results: vec![],
-        completed: true,
-        output: Some(json!("done")),
-    };
-    let marker = {
-        let mut store = ActionStateStore::open(dir.path()).unwrap();
-        let marker = store.recovery_marker(&BTreeMap::new()).unwrap();
-        store.put(&sk, state.clone()).unwrap();
-        marker
-    };
-    let mut store = ActionStateStore::open(dir.path()).unwrap();
-    assert_eq!(store.partition_count(), 4);
+    let path = dir.path().to_path_buf();
+    let mut d = Driver::new(
+        vec![ActionDef::new("act", LookupThenPublish)],
+        Box::new(move || {
+            FileLog::open(
+                &path,
+                FileLogOptions {
+                    partitions: Some(4),
+                    ..FileLogOptions::default()
+                },
+            )
+        }),
+        Box::new(supplier),
+    )
+    .unwrap();
+    d.input("k", json!(10)).unwrap();
+    d.call(0).unwrap(); // the lookup's result saved; the publish call waits
+    let id = d.checkpoint().unwrap();
+    d.complete_checkpoint(id).unwrap();
     assert!(dir.path().join("log.json").exists());
-    let report = store.rebuild(&marker, &BTreeMap::new()).unwrap();
-    assert_eq!(report.records_scanned, 1);
-    assert_eq!(store.get(&sk), Some(&state));
-    assert_eq!(
-        store.log_mut().end_offsets().unwrap().iter().sum::<u64>(),
-        1
-    );
+    let report = d.restore().unwrap().unwrap();
+    assert_eq!((report.records_scanned, report.states_loaded), (1, 1));
+    d.run_until_idle().unwrap();
+    assert_eq!(d.supplier_calls()[&call("k", 0, "act", 0)], 1);
+    assert_eq!(d.emitted().last().unwrap().outputs, vec![json!(70)]);
+    let mut log = d.log().unwrap().clone();
+    assert_eq!(log.end_offsets().unwrap().iter().sum::<u64>(), 3);
+}
+
+/// Group commit: the puts of several keys whose calls return together share one flush.
+#[test]
+fn returned_calls_of_several_keys_share_one_flush() {
+    let log = MemoryLog::new(4);
+    let mut d = memory_driver(&log, vec![ActionDef::new("act", CountedCalls)]);
+    for k in 0..16 {
+        d.input(format!("key-{k}"), json!({ "calls": 1 })).unwrap();
+    }
+    assert_eq!(d.requested_calls().len(), 16);
+    let before = d.flushes();
+    d.run_until_idle_grouped().unwrap();
+    // One flush for the 16 call results, one for the 16 completions.
+    assert_eq!(d.flushes() - before, 2);
+    assert_eq!(d.emitted().len(), 16);
+    assert_eq!(log.all_records().iter().map(Vec::len).sum::<usize>(), 32);
 }

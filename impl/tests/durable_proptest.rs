@@ -94,7 +94,8 @@ fn arm_cancel<L: Log + Clone>(d: &Driver<L>, faults: Option<&MemoryLog>) {
             .iter()
             .any(|f| matches!(f, SendFault::Hang | SendFault::LandUnacked))
         {
-            op.cancellation().cancel();
+            let _ = op;
+            d.cancellation().cancel();
         }
     }
 }

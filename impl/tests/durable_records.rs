@@ -7,8 +7,8 @@ use proptest::prelude::*;
 use serde_json::json;
 use steadfast::durable::store::{decode_record, encode_record, RECORD_FORMAT};
 use steadfast::durable::{
-    args_digest, ActionState, ActionStateStore, CallOutcome, CallResult, Datum, Log, LogRecord,
-    MemoryLog, RecoveryMarker, StateKey, StoreError,
+    args_digest, ActionState, ActionStateStore, CallOutcome, CallResult, Datum, LogRecord,
+    RecoveryMarker, StateKey, StoreError,
 };
 
 fn sk(key: &str, seq: u64, action: &str) -> StateKey {
@@ -232,14 +232,24 @@ fn damaged_fields_are_named() {
 
 #[test]
 fn a_damaged_record_in_the_log_fails_the_rebuild_with_its_place() {
-    let mut store = ActionStateStore::new(MemoryLog::new(1));
-    store
-        .put(&sk("k", 0, "a"), ActionState::default())
-        .expect("put");
-    // A key cut after its format byte lands at offset 1.
-    let _ack = store.log_mut().send(0, b"\x01", b"\x01\x00").expect("send");
-    let marker = RecoveryMarker { offsets: vec![0] };
-    match store.rebuild(&marker, &Default::default()) {
+    let store = ActionStateStore::new(1);
+    let put = store
+        .encode_put(&sk("k", 0, "a"), &ActionState::default())
+        .expect("encode");
+    let mut rebuild =
+        ActionStateStore::rebuild(1, &RecoveryMarker { offsets: vec![0] }, Default::default())
+            .expect("marker fits");
+    let record = |offset, key: &[u8], value: &[u8]| LogRecord {
+        partition: 0,
+        offset,
+        key: key.to_vec(),
+        value: value.to_vec(),
+    };
+    rebuild
+        .feed(&record(0, &put.key, &put.value))
+        .expect("a good record");
+    // A key cut after its format byte at offset 1.
+    match rebuild.feed(&record(1, b"\x01", b"\x01\x00")) {
         Err(StoreError::Decode {
             partition: 0,
             offset: 1,

@@ -19,20 +19,19 @@
 //! crash.
 //!
 //! The runtime, its environment and the projection are the stepwise binding's
-//! ([`super::Runtime`], [`super::View`]); the log is wrapped ([`PlannedLog`]) so that a
-//! fault can hit the *n*-th put of one event.
+//! ([`super::Runtime`], [`super::View`]). The operator answers each put of a run with
+//! its effects and waits for the answer, so the binding meets every put in turn: it
+//! acknowledges each (the record lands first), and at the run's last put, when the run
+//! ends at a fault, fails it or crashes the task instead.
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stateright::{Model, Property};
-use steadfast::durable::{
-    Cancellation, Effect, Event, Log, LogError, LogRecord, MemoryAck, MemoryLog, Offset, Operator,
-    OperatorError, Partition, Scheduling, SendFault,
-};
+use steadfast::durable::{Effect, Event, Operator, OperatorError, Scheduling};
 use steadfast_model::durable::{self as model, Action, Durable};
 use steadfast_model::{Expectation, Param, Settings, SettingsError, Spec};
 
@@ -285,93 +284,11 @@ impl Spec for EagerDurable {
     }
 }
 
-/// What the next event's puts meet: the `skip` first succeed, the next one gets `fault`
-/// (a `LandUnacked` one with `cancel` set as it is sent: the task dies while it waits).
-#[derive(Default)]
-struct Plan {
-    skip: usize,
-    fault: Option<SendFault>,
-    cancel: Option<Cancellation>,
-}
-
-/// The memory log with a fault planned for one put of an event. Clones share the plan
-/// (the runtime's handle and the operator's); a fork has its own.
-#[derive(Clone)]
-pub struct PlannedLog {
-    inner: MemoryLog,
-    plan: Arc<Mutex<Plan>>,
-}
-
-impl PlannedLog {
-    fn plan(&self) -> MutexGuard<'_, Plan> {
-        self.plan.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The records and faults underneath.
-    pub fn memory(&self) -> &MemoryLog {
-        &self.inner
-    }
-
-    /// Plans `fault` for the put after the next `skip` ones.
-    fn arm(&self, skip: usize, fault: SendFault, cancel: Cancellation) {
-        *self.plan() = Plan {
-            skip,
-            fault: Some(fault),
-            cancel: Some(cancel),
-        };
-    }
-
-    /// Clears the plan; whether a planned fault was never applied.
-    fn disarm(&self) -> bool {
-        std::mem::take(&mut *self.plan()).fault.is_some()
-    }
-}
-
-impl Log for PlannedLog {
-    type Ack = MemoryAck;
-
-    fn partition_count(&self) -> u32 {
-        self.inner.partition_count()
-    }
-
-    fn send(&mut self, p: Partition, key: &[u8], value: &[u8]) -> Result<MemoryAck, LogError> {
-        {
-            let mut plan = self.plan();
-            if let Some(fault) = plan.fault {
-                if plan.skip == 0 {
-                    plan.fault = None;
-                    self.inner.inject_send_fault(fault);
-                    if fault == SendFault::LandUnacked {
-                        if let Some(c) = plan.cancel.take() {
-                            c.cancel();
-                        }
-                    }
-                } else {
-                    plan.skip -= 1;
-                }
-            }
-        }
-        self.inner.send(p, key, value)
-    }
-
-    fn flush(&mut self) -> Result<(), LogError> {
-        self.inner.flush()
-    }
-
-    fn read(&mut self, p: Partition, from: Offset, max: usize) -> Result<Vec<LogRecord>, LogError> {
-        self.inner.read(p, from, max)
-    }
-
-    fn end_offsets(&mut self) -> Result<Vec<Offset>, LogError> {
-        self.inner.end_offsets()
-    }
-}
-
 /// How an eager event reaches the operator: production hands it over as is; a test
 /// variant may re-introduce a scheduling bug around the unchanged operator.
 pub trait Deliver: 'static {
     /// Hands `event` to `op`.
-    fn deliver(op: &mut Operator<PlannedLog>, event: Event) -> Result<Vec<Effect>, OperatorError> {
+    fn deliver(op: &mut Operator, event: Event) -> Result<Vec<Effect>, OperatorError> {
         op.handle(event)
     }
 }
@@ -381,27 +298,10 @@ pub struct Production;
 
 impl Deliver for Production {}
 
-/// The runtime variant of the eager binding: the planned log and delivery `D`.
+/// The runtime variant of the eager binding: production answers, delivery `D`.
 pub struct Planned<D>(PhantomData<D>);
 
-impl<D: Deliver> Variant for Planned<D> {
-    type Log = PlannedLog;
-    fn open(partitions: u32) -> PlannedLog {
-        PlannedLog {
-            inner: MemoryLog::new(partitions),
-            plan: Arc::default(),
-        }
-    }
-    fn fork(log: &PlannedLog) -> PlannedLog {
-        PlannedLog {
-            inner: log.inner.fork(),
-            plan: Arc::default(),
-        }
-    }
-    fn inject(log: &PlannedLog, fault: SendFault) {
-        log.inner.inject_send_fault(fault);
-    }
-}
+impl<D: Deliver> Variant for Planned<D> {}
 
 /// The eager binding, generic over how events are delivered.
 pub struct EagerConformant<D>(PhantomData<D>);
@@ -447,50 +347,43 @@ impl<D: Deliver> EagerConformant<D> {
             _ => return Err(format!("{first:?} starts no eager run").into()),
         };
         let fault = e.fault();
-        let planned = match fault {
-            Some(Action::FailPut { landed: true }) => Some(SendFault::FailAfterLanding),
-            // A crash while the put waits loses the record, or lands it unacknowledged.
-            Some(Action::Crash { landed: true }) => Some(SendFault::LandUnacked),
-            Some(_) => Some(SendFault::FailBeforeLanding),
-            None => None,
-        };
         let puts = e.puts();
-        if let Some(f) = planned {
-            let cancel = rt.op()?.cancellation();
-            rt.log.arm(puts.saturating_sub(1), f, cancel);
+        let effects = D::deliver(rt.op()?, event).map_err(Rejection::Runtime)?;
+        rt.apply(effects)?;
+        let mut made = 0;
+        while let Some(put) = rt.in_flight.clone() {
+            made += 1;
+            match fault {
+                Some(Action::FailPut { landed }) if made == puts => {
+                    rt.fail(landed)?;
+                    break;
+                }
+                Some(Action::Crash { landed }) if made == puts => {
+                    if landed {
+                        rt.land()?;
+                    }
+                    rt.abort_checkpoints();
+                    rt.crash();
+                    break;
+                }
+                _ => {}
+            }
+            let offset = rt.land()?;
+            rt.in_flight = None;
+            let ack = Event::PutAcked {
+                key: rt.names.keys[usize::from(put.k)].clone(),
+                put: put.put,
+                offset,
+            };
+            let effects = D::deliver(rt.op()?, ack).map_err(Rejection::Runtime)?;
+            rt.apply(effects)?;
         }
-        let result = D::deliver(rt.op()?, event);
-        if rt.log.disarm() {
+        if made != puts {
             rt.reports.push(format!(
-                "the model's run makes {puts} puts; the event ended before the last one"
+                "the model's run makes {puts} puts; the event made {made}"
             ));
         }
-        match (fault, result) {
-            (None, Ok(effects)) => Ok(rt.apply(effects)?),
-            (None, Err(err)) => Err(Rejection::Runtime(err)),
-            // A failed put fails the task: the projection shows it.
-            (Some(Action::FailPut { .. }), Err(_)) => Ok(()),
-            (Some(Action::Crash { landed }), result) => {
-                match result {
-                    Ok(_) => rt
-                        .reports
-                        .push("a put failed under the run, yet the event succeeded".into()),
-                    Err(OperatorError::Cancelled) if landed => rt.check_cancelled(),
-                    Err(err) if landed => {
-                        rt.reports.push(format!(
-                            "the put's wait was cancelled; the event failed with {err}"
-                        ));
-                    }
-                    Err(_) => {}
-                }
-                rt.abort_checkpoints();
-                rt.crash();
-                Ok(())
-            }
-            // A put that succeeds despite its fault: the projection shows that too.
-            (Some(_), Ok(effects)) => Ok(rt.apply(effects)?),
-            (Some(_), Err(err)) => Err(Rejection::Runtime(err)),
-        }
+        Ok(())
     }
 }
 
@@ -560,44 +453,5 @@ impl<D: Deliver> Binding for EagerConformant<D> {
             (Some(first), None) => name(first),
             (None, _) => String::new(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Sends one record and waits for its acknowledgement under `cancel`.
-    fn sent_under(log: &mut PlannedLog, cancel: &Cancellation) -> Result<Offset, String> {
-        let mut ack = log.send(0, b"k", b"v").map_err(|e| e.to_string())?;
-        log.flush().map_err(|e| e.to_string())?;
-        steadfast::durable::PendingAck::wait(&mut ack, cancel).map_err(|e| e.to_string())
-    }
-
-    fn sent(log: &mut PlannedLog) -> Result<Offset, String> {
-        sent_under(log, &Cancellation::new())
-    }
-
-    /// A planned fault hits exactly the put after the skipped ones; a fork does not share
-    /// the plan; disarming tells whether the fault was used.
-    #[test]
-    fn a_planned_fault_hits_the_nth_put() {
-        let mut log = Planned::<Production>::open(1);
-        log.arm(1, SendFault::FailBeforeLanding, Cancellation::new());
-        let mut fork = Planned::<Production>::fork(&log);
-        assert_eq!(sent(&mut fork), Ok(0));
-        assert_eq!(sent(&mut log), Ok(0));
-        assert!(sent(&mut log).is_err());
-        assert_eq!(sent(&mut log), Ok(1));
-        assert!(!log.disarm());
-        log.arm(5, SendFault::FailBeforeLanding, Cancellation::new());
-        assert_eq!(sent(&mut log), Ok(2));
-        assert!(log.disarm(), "the fault was never met");
-        // A crash while the put waits: the record lands and the wait ends cancelled.
-        let cancel = Cancellation::new();
-        log.arm(0, SendFault::LandUnacked, cancel.clone());
-        assert!(sent_under(&mut log, &cancel).is_err());
-        assert!(cancel.is_cancelled());
-        assert_eq!(log.end_offsets().unwrap(), [4]);
     }
 }

@@ -1,8 +1,17 @@
-//! A driver around the sans-IO [`Operator`]: it runs the supplier for each
-//! requested call, feeds outcomes back, keeps a replayable source and a sink that
-//! commits outputs per checkpoint, and can crash and restore the operator over
-//! the same log. It is the harness for the flink-agents issue 1158 scenarios
-//! ("checkpoint with an action queued, crash, restore") and for conformance.
+//! The blocking driver around the sans-IO [`Operator`]: the one place that owns a
+//! [`Log`]. It executes the operator's effects (runs the supplier for each requested
+//! call, sends appended records, flushes, waits for acknowledgements) and feeds the
+//! answers back as events. It also keeps a replayable source and a sink that commits
+//! outputs per checkpoint, and can crash and restore the operator over the same log. It
+//! runs the flink-agents issue 1158 scenarios ("checkpoint with an action queued, crash,
+//! restore") in the tests.
+//!
+//! Puts are answered before a driver call returns, so no put is in flight when a
+//! snapshot is taken (the operator would refuse it). [`Driver::deliver_all`] delivers
+//! every returned call at once: the puts of several keys are sent together and made
+//! durable by one flush (group commit). A wait for an acknowledgement observes the
+//! driver's [`Cancellation`] and ends with [`DriverError::Cancelled`], leaving the put in
+//! flight: the task is being stopped, and a crash follows.
 //!
 //! The driver counts supplier runs per durable call, and separately the runs
 //! whose result record never reached the log (the put failed before landing, or
@@ -11,8 +20,8 @@
 
 use std::collections::BTreeMap;
 
-use super::log::{Cancellation, Log, LogError, LogRecord};
-use super::operator::{ActionDef, Checkpoint, Effect, Event, Operator, OperatorError};
+use super::log::{AckError, Cancellation, Log, LogError, LogRecord, Offset, PendingAck};
+use super::operator::{ActionDef, Checkpoint, Effect, Event, Operator, OperatorError, PutId};
 use super::projection::{
     project_cache, project_keys, project_log, CallCount, OutputRecord, Projection,
 };
@@ -23,6 +32,9 @@ use super::{partition_for, CallOutcome, CallRef, Datum};
 pub type Supplier = Box<dyn FnMut(&CallRef, &str, &Datum) -> CallOutcome>;
 /// Opens the log for a new operator incarnation (after a crash, a reopen).
 pub type Reopen<L> = Box<dyn FnMut() -> Result<L, LogError>>;
+
+/// Records read per request while a restore replays the log.
+const REPLAY_BATCH: usize = 512;
 
 /// A call the operator requested and the driver has not run yet.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +59,9 @@ pub enum DriverError {
     /// Decoding the log failed.
     #[error("store: {0}")]
     Store(#[from] StoreError),
+    /// A wait for a put's acknowledgement was cancelled; the put stays in flight.
+    #[error("cancelled while waiting for a put's acknowledgement")]
+    Cancelled,
     /// No operator is running (crashed and not restored).
     #[error("no operator is running")]
     NotRunning,
@@ -63,12 +78,13 @@ struct Snapshot {
 }
 
 /// The driver.
-pub struct Driver<L: Log + Clone> {
+pub struct Driver<L: Log> {
     actions: Vec<ActionDef>,
     reopen: Reopen<L>,
     supplier: Supplier,
     log: Option<L>,
-    op: Option<Operator<L>>,
+    op: Option<Operator>,
+    cancel: Cancellation,
     source: Vec<(String, Datum)>,
     delivered: usize,
     requested: Vec<RequestedCall>,
@@ -82,9 +98,10 @@ pub struct Driver<L: Log + Clone> {
     completed: Option<Snapshot>,
     next_checkpoint: u64,
     last_rebuild: Option<RebuildReport>,
+    flushes: u64,
 }
 
-impl<L: Log + Clone> Driver<L> {
+impl<L: Log> Driver<L> {
     /// Open the log and start a fresh operator.
     pub fn new(
         actions: Vec<ActionDef>,
@@ -92,13 +109,14 @@ impl<L: Log + Clone> Driver<L> {
         supplier: Supplier,
     ) -> Result<Self, DriverError> {
         let log = reopen()?;
-        let op = Operator::new(actions.clone(), log.clone())?;
+        let op = Operator::new(actions.clone(), log.partition_count())?;
         Ok(Driver {
             actions,
             reopen,
             supplier,
             log: Some(log),
             op: Some(op),
+            cancel: Cancellation::new(),
             source: Vec::new(),
             delivered: 0,
             requested: Vec::new(),
@@ -112,31 +130,83 @@ impl<L: Log + Clone> Driver<L> {
             completed: None,
             next_checkpoint: 1,
             last_rebuild: None,
+            flushes: 0,
         })
     }
 
-    fn apply(&mut self, effects: Vec<Effect>) {
-        for effect in effects {
-            match effect {
-                Effect::Call {
-                    call,
-                    function,
-                    args,
-                } => self.requested.push(RequestedCall {
-                    call,
-                    function,
-                    args,
-                }),
-                Effect::Emit { key, seq, outputs } => {
-                    let out = OutputRecord { key, seq, outputs };
-                    self.emitted.push(out.clone());
-                    self.uncommitted.push(out);
+    /// Hand `event` to the operator and carry out what follows, until no put is in
+    /// flight.
+    fn handle(&mut self, event: Event) -> Result<(), DriverError> {
+        let effects = self.op_mut()?.handle(event)?;
+        self.execute(effects)
+    }
+
+    /// Carry out `effects`: calls are queued for the supplier, outputs go to the sink,
+    /// appends are sent and, after the flush, their acknowledgements awaited and handed
+    /// back; the effects those answers cause are carried out in turn.
+    fn execute(&mut self, mut effects: Vec<Effect>) -> Result<(), DriverError> {
+        loop {
+            let mut sends: Vec<(String, PutId, L::Ack)> = Vec::new();
+            let mut answers: Vec<Event> = Vec::new();
+            let mut flush = false;
+            for effect in effects.drain(..) {
+                match effect {
+                    Effect::Call {
+                        call,
+                        function,
+                        args,
+                    } => self.requested.push(RequestedCall {
+                        call,
+                        function,
+                        args,
+                    }),
+                    Effect::Emit { key, seq, outputs } => {
+                        let out = OutputRecord { key, seq, outputs };
+                        self.emitted.push(out.clone());
+                        self.uncommitted.push(out);
+                    }
+                    Effect::Append { key, put, record } => {
+                        let log = self.log.as_mut().ok_or(DriverError::NotRunning)?;
+                        match log.send(record.partition, &record.key, &record.value) {
+                            Ok(ack) => sends.push((key, put, ack)),
+                            Err(error) => answers.push(Event::PutFailed { key, put, error }),
+                        }
+                    }
+                    Effect::Flush => flush = true,
                 }
+            }
+            if flush && !sends.is_empty() {
+                let log = self.log.as_mut().ok_or(DriverError::NotRunning)?;
+                self.flushes += 1;
+                if let Err(error) = log.flush() {
+                    // A failed flush fails every send it covered.
+                    for (key, put, _) in sends.drain(..) {
+                        answers.push(Event::PutFailed {
+                            key,
+                            put,
+                            error: error.clone(),
+                        });
+                    }
+                }
+            }
+            for (key, put, mut ack) in sends {
+                match ack.wait(&self.cancel) {
+                    Ok(offset) => answers.push(Event::PutAcked { key, put, offset }),
+                    Err(AckError::Log(error)) => answers.push(Event::PutFailed { key, put, error }),
+                    Err(AckError::Cancelled) => return Err(DriverError::Cancelled),
+                }
+            }
+            if answers.is_empty() {
+                return Ok(());
+            }
+            for answer in answers {
+                let more = self.op_mut()?.handle(answer)?;
+                effects.extend(more);
             }
         }
     }
 
-    fn op_mut(&mut self) -> Result<&mut Operator<L>, DriverError> {
+    fn op_mut(&mut self) -> Result<&mut Operator, DriverError> {
         self.op.as_mut().ok_or(DriverError::NotRunning)
     }
 
@@ -155,8 +225,7 @@ impl<L: Log + Clone> Driver<L> {
         while self.delivered < self.source.len() {
             let (key, value) = self.source[self.delivered].clone();
             self.delivered += 1;
-            let effects = self.op_mut()?.handle(Event::Input { key, value })?;
-            self.apply(effects);
+            self.handle(Event::Input { key, value })?;
         }
         Ok(())
     }
@@ -191,7 +260,8 @@ impl<L: Log + Clone> Driver<L> {
         Ok(())
     }
 
-    /// Deliver returned call `index` to the operator (which saves it with a put).
+    /// Deliver returned call `index` to the operator, which saves it with a put; the
+    /// put is answered before this returns.
     pub fn deliver(&mut self, index: usize) -> Result<(), DriverError> {
         if index >= self.returned.len() {
             return Err(DriverError::NoSuchCall(index));
@@ -200,27 +270,62 @@ impl<L: Log + Clone> Driver<L> {
             return Err(DriverError::NotRunning);
         }
         let (req, outcome) = self.returned.remove(index);
-        let partition = {
-            let log = self.log.as_mut().ok_or(DriverError::NotRunning)?;
-            partition_for(&req.call.key, log.partition_count())
-        };
-        let before = self.end_of(partition)?;
-        let result = self.op_mut()?.handle(Event::CallReturned {
-            call: req.call.clone(),
-            outcome,
-        });
-        let landed = self.landed_since(partition, before, &req.call)?;
-        if !landed {
-            *self.unlanded.entry(req.call.clone()).or_default() += 1;
-        }
-        let effects = result?;
-        self.apply(effects);
-        Ok(())
+        self.deliver_calls(vec![(req, outcome)])
     }
 
-    fn end_of(&mut self, partition: u32) -> Result<u64, DriverError> {
+    /// Deliver every returned call at once: their puts are sent together and one flush
+    /// makes them durable (group commit).
+    pub fn deliver_all(&mut self) -> Result<(), DriverError> {
+        if self.op.is_none() {
+            return Err(DriverError::NotRunning);
+        }
+        let returned = std::mem::take(&mut self.returned);
+        self.deliver_calls(returned)
+    }
+
+    fn deliver_calls(
+        &mut self,
+        calls: Vec<(RequestedCall, CallOutcome)>,
+    ) -> Result<(), DriverError> {
+        let partitions = self
+            .log
+            .as_ref()
+            .ok_or(DriverError::NotRunning)?
+            .partition_count();
+        let ends_before = self.ends()?;
+        let mut effects = Vec::new();
+        let mut delivered = Vec::with_capacity(calls.len());
+        let mut result = Ok(());
+        for (req, outcome) in calls {
+            let event = Event::CallReturned {
+                call: req.call.clone(),
+                outcome,
+            };
+            delivered.push(req.call);
+            match self.op_mut().and_then(|op| Ok(op.handle(event)?)) {
+                Ok(more) => effects.extend(more),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if result.is_ok() {
+            result = self.execute(effects);
+        }
+        for call in delivered {
+            let partition = partition_for(&call.key, partitions);
+            let from = ends_before.get(partition as usize).copied().unwrap_or(0);
+            if !self.landed_since(partition, from, &call)? {
+                *self.unlanded.entry(call).or_default() += 1;
+            }
+        }
+        result
+    }
+
+    fn ends(&mut self) -> Result<Vec<Offset>, DriverError> {
         let log = self.log.as_mut().ok_or(DriverError::NotRunning)?;
-        Ok(log.end_offsets()?[partition as usize])
+        Ok(log.end_offsets()?)
     }
 
     /// Whether a record saving `call`'s result landed at or after `from`.
@@ -254,7 +359,7 @@ impl<L: Log + Clone> Driver<L> {
         self.deliver(self.returned.len() - 1)
     }
 
-    /// Run and deliver requested calls until none is left.
+    /// Run and deliver requested calls until none is left, one at a time.
     pub fn run_until_idle(&mut self) -> Result<(), DriverError> {
         while !self.requested.is_empty() {
             self.call(0)?;
@@ -262,11 +367,24 @@ impl<L: Log + Clone> Driver<L> {
         Ok(())
     }
 
+    /// Run every requested call, then deliver their outcomes together (one flush for
+    /// all their puts), until none is left.
+    pub fn run_until_idle_grouped(&mut self) -> Result<(), DriverError> {
+        while !self.requested.is_empty() {
+            while !self.requested.is_empty() {
+                self.run_supplier(0)?;
+            }
+            self.deliver_all()?;
+        }
+        Ok(())
+    }
+
     /// Take a checkpoint; returns its id.
     pub fn checkpoint(&mut self) -> Result<u64, DriverError> {
+        let ends = self.ends()?;
         let id = self.next_checkpoint;
+        let checkpoint = self.op_mut()?.snapshot(id, &ends)?;
         self.next_checkpoint += 1;
-        let checkpoint = self.op_mut()?.snapshot(id)?;
         self.snapshots.push(Snapshot {
             id,
             checkpoint,
@@ -327,9 +445,9 @@ impl<L: Log + Clone> Driver<L> {
         self.restore_with(Cancellation::new())
     }
 
-    /// [`Driver::restore`] for a task asked to stop while it restores: the new
-    /// operator's cancellation signal is already set, so a put whose
-    /// acknowledgement does not come at once fails with `Cancelled`.
+    /// [`Driver::restore`] for a task asked to stop while it restores: the driver's
+    /// cancellation signal is already set, so a put whose acknowledgement does not come
+    /// at once ends the wait with [`DriverError::Cancelled`].
     pub fn restore_cancelled(&mut self) -> Result<Option<RebuildReport>, DriverError> {
         let cancel = Cancellation::new();
         cancel.cancel();
@@ -340,25 +458,38 @@ impl<L: Log + Clone> Driver<L> {
         if self.op.is_some() {
             self.crash();
         }
-        let log = (self.reopen)()?;
+        let mut log = (self.reopen)()?;
         let (op, report, pos) = match &self.completed {
             Some(snap) => {
-                let (op, report) = Operator::restore_with_cancellation(
-                    self.actions.clone(),
-                    log.clone(),
-                    &snap.checkpoint,
-                    cancel,
-                )?;
+                let mut restoring = Operator::restore(self.actions.clone(), &snap.checkpoint)?;
+                let ends = log.end_offsets()?;
+                for (p, &end) in ends.iter().enumerate() {
+                    let Some(mut next) = restoring.marker().get(p).copied() else {
+                        break;
+                    };
+                    while next < end {
+                        let batch = log.read(p as u32, next, REPLAY_BATCH)?;
+                        if batch.is_empty() {
+                            break;
+                        }
+                        for record in &batch {
+                            restoring.feed(record)?;
+                            next = record.offset + 1;
+                        }
+                    }
+                }
+                let (op, report) = restoring.finish(&ends)?;
                 (op, Some(report), snap.source_pos)
             }
             None => (
-                Operator::new_with_cancellation(self.actions.clone(), log.clone(), cancel)?,
+                Operator::new(self.actions.clone(), log.partition_count())?,
                 None,
                 0,
             ),
         };
         self.log = Some(log);
         self.op = Some(op);
+        self.cancel = cancel;
         self.delivered = pos;
         self.last_rebuild = report.clone();
         tracing::info!(
@@ -367,25 +498,34 @@ impl<L: Log + Clone> Driver<L> {
             checkpoint = self.completed.as_ref().map(|s| s.id),
             source_pos = pos,
         );
-        let effects = self.op_mut()?.handle(Event::Resume)?;
-        self.apply(effects);
+        self.handle(Event::Resume)?;
         self.deliver_source()?;
         Ok(report)
     }
 
     /// The running operator, if any.
-    pub fn operator(&self) -> Option<&Operator<L>> {
+    pub fn operator(&self) -> Option<&Operator> {
         self.op.as_ref()
     }
 
     /// The running operator, mutably.
-    pub fn operator_mut(&mut self) -> Option<&mut Operator<L>> {
+    pub fn operator_mut(&mut self) -> Option<&mut Operator> {
         self.op.as_mut()
     }
 
     /// The current log handle, if an operator is running.
     pub fn log(&self) -> Option<&L> {
         self.log.as_ref()
+    }
+
+    /// The cancellation signal the driver's waits observe.
+    pub fn cancellation(&self) -> &Cancellation {
+        &self.cancel
+    }
+
+    /// Flushes the driver asked of the log so far.
+    pub fn flushes(&self) -> u64 {
+        self.flushes
     }
 
     /// Supplier runs per call.
@@ -421,9 +561,13 @@ impl<L: Log + Clone> Driver<L> {
     /// The projection of the current state. Reading the log needs a log handle, so
     /// between a crash and a restore the log is reopened for reading.
     pub fn projection(&mut self) -> Result<Projection, DriverError> {
-        let mut log = match &self.log {
-            Some(l) => l.clone(),
-            None => (self.reopen)()?,
+        let mut reopened;
+        let log = match &mut self.log {
+            Some(l) => l,
+            None => {
+                reopened = (self.reopen)()?;
+                &mut reopened
+            }
         };
         let ends = log.end_offsets()?;
         let mut parts = Vec::with_capacity(ends.len());

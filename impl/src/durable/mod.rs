@@ -7,12 +7,15 @@
 //! - [`log`]: the partitioned, offset-addressed log trait (what a Kafka topic offers);
 //! - [`memory_log`]: an in-memory log with fault injection;
 //! - [`file_log`]: the embedded default, append-only checksummed segment files;
-//! - [`store`]: the action state store (put, get, prune, recovery marker, rebuild);
+//! - [`store`]: the action state store, a plain value (cache, acknowledged offsets,
+//!   prune, recovery marker, rebuild from records handed to it);
 //! - [`record`]: the store's record format (encode, strict decode);
-//! - [`operator`]: the sans-IO action execution operator;
-//! - [`driver`]: a small driver that executes the operator's effects, crashes and
-//!   restores it, and counts supplier calls;
-//! - [`projection`]: the observable projection compared with the model.
+//! - [`operator`]: the sans-IO action execution operator (events in, effects out; a put
+//!   is an append and a flush, its acknowledgement an event);
+//! - [`driver`]: the blocking driver, the only owner of a [`Log`]: it executes the
+//!   operator's effects, groups puts under one flush, crashes and restores the
+//!   operator, and counts supplier calls;
+//! - [`projection`]: the driver's observable projection of a run.
 
 pub mod driver;
 pub mod file_log;
@@ -33,13 +36,13 @@ pub use log::{
 pub use memory_log::{MemoryAck, MemoryLog, SendFault};
 pub use operator::{
     ActionBody, ActionDef, ActionStep, CallChain, Checkpoint, Effect, Event, KeyActivity, KeyState,
-    Operator, OperatorError, PendingInput, QueuedAction, Scheduling,
+    Limits, Operator, OperatorError, PendingInput, PutId, QueuedAction, Restoring, Scheduling,
 };
 pub use projection::{
     CachedState, CallCount, KeyProjection, LoggedState, OutputRecord, Projection,
 };
 pub use store::{
-    ActionStateStore, PruneReport, PutOrder, RebuildReport, RecoveryMarker, StoreError,
+    ActionStateStore, PruneReport, PutRecord, Rebuild, RebuildReport, RecoveryMarker, StoreError,
 };
 
 /// Values flowing through actions: inputs, call arguments, call results, outputs.

@@ -7,24 +7,35 @@
 //! asks for the next durable call or finishes. A durable call first looks for a
 //! matching saved result at its index (same function id and argument digest); if
 //! there is none the operator returns an [`Effect::Call`] and waits for the
-//! driver's [`Event::CallReturned`], then saves the result with a put before the
-//! action continues. A mismatched saved result truncates the saved list there.
+//! driver's [`Event::CallReturned`]. A mismatched saved result truncates the saved list
+//! there.
 //!
-//! The operator owns an [`ActionStateStore`] over an injected [`Log`]; external
-//! calls and outputs are effects. A snapshot captures the keyed state and the
-//! recovery marker built from the same keyed state's completed-sequence
-//! boundaries; restore rebuilds the store from that marker.
+//! Nothing here does IO. A put (saving a call's result, or marking an action completed)
+//! is the effects [`Effect::Append`] then [`Effect::Flush`]; the key then waits for the
+//! put's answer, [`Event::PutAcked`] with the offset the log gave the record, or
+//! [`Event::PutFailed`]. Only the acknowledgement caches the state and tracks its offset
+//! (the fix's order: send, flush, await the acknowledgement, then cache); a failed put
+//! caches nothing and fails the operator, as the action's error would fail the task.
+//! Every put carries a [`PutId`], so an answer is matched to its put whatever else
+//! arrived in between; puts of different keys may be in flight at once.
+//!
+//! A snapshot is refused while any put is in flight ([`OperatorError::PutInFlight`]):
+//! the model of issue 1158 shows that every design repeats calls when a checkpoint can
+//! fall between a put's send and its acknowledgement (`asynchronous-puts`,
+//! `specs/durable-actions.md`). A driver defers the snapshot until the answers are in.
+//! Restore is sans-IO too: [`Operator::restore`] validates the checkpoint and gives a
+//! [`Restoring`] that takes the log's records from the checkpoint's marker on.
 //!
 //! [`Scheduling`] says how much work one event does. `Eager` runs a key's work
-//! until it waits on a call (a restored job resumes at once). `Stepwise` is the
+//! until it waits on a call or a put (a restored job resumes at once). `Stepwise` is the
 //! continuation executor's mailbox: starting an action and an action's completion
 //! put are each their own step, taken on [`Event::Continue`], so a checkpoint
 //! barrier or another key's work can come in between (the window in which a
 //! checkpoint sees an action queued after its first call was saved).
 //!
-//! The configured actions and every map of the operator's state sit behind `Arc`s and
-//! are copied on write: [`Operator::fork`] shares them until one side changes one, so a
-//! fork that then refuses an event has copied nothing.
+//! The operator is a plain value: [`Clone`] copies it (its maps are shared behind
+//! `Arc`s and copied on write, so a copy that then refuses an event has copied nothing).
+//! Every queue is bounded ([`Limits`]).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -33,9 +44,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::log::{Cancellation, Log};
-use super::store::{ActionStateStore, PruneReport, RebuildReport, RecoveryMarker, StoreError};
-use super::{args_digest, ActionState, CallOutcome, CallRef, CallResult, Datum, StateKey};
+use super::log::{LogError, LogRecord, Offset};
+use super::store::{
+    ActionStateStore, PruneReport, PutRecord, Rebuild, RebuildReport, RecoveryMarker, StoreError,
+};
+use super::{args_digest, ActionState, CallOutcome, CallRef, CallResult, Datum};
 
 /// What an action body asks for next.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,13 +152,15 @@ pub enum Scheduling {
 /// What one key of the operator is doing ([`Operator::activity`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KeyActivity {
-    /// An action is in progress: waiting for a call's outcome, or finished and
-    /// awaiting its completion put.
+    /// An action is in progress: waiting for a call's outcome or a put's answer, or
+    /// finished and awaiting its completion put.
     pub in_progress: bool,
     /// The key has a step to take on [`Event::Continue`].
     pub ready: bool,
     /// The index of the call the key waits for.
     pub awaiting: Option<u32>,
+    /// The key's put in flight.
+    pub saving: Option<PutId>,
 }
 
 /// One queued action of a key's current input (checkpointed).
@@ -199,6 +214,11 @@ impl Checkpoint {
     }
 }
 
+/// Identity of one put: numbered by the operator from 0 in the order the puts are made,
+/// never reused by that operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PutId(pub u64);
+
 /// Events the operator consumes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Event {
@@ -216,6 +236,26 @@ pub enum Event {
         /// What it returned.
         outcome: CallOutcome,
     },
+    /// The log acknowledged the record of put `put` (an [`Effect::Append`] for `key`) at
+    /// `offset` of its partition.
+    PutAcked {
+        /// The input key the put saves a state of.
+        key: String,
+        /// Which put.
+        put: PutId,
+        /// Where the record is.
+        offset: Offset,
+    },
+    /// The log failed put `put` (its send or the flush after it). The record may still
+    /// have landed; nothing is cached, and the operator fails.
+    PutFailed {
+        /// The input key the put saves a state of.
+        key: String,
+        /// Which put.
+        put: PutId,
+        /// What the log said.
+        error: LogError,
+    },
     /// Start running the actions a restore brought back (eager scheduling; with
     /// stepwise scheduling each key goes on with [`Event::Continue`]).
     Resume,
@@ -226,7 +266,7 @@ pub enum Event {
     },
 }
 
-/// Effects the operator asks its driver to carry out.
+/// Effects the operator asks its driver to carry out, in order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Effect {
     /// Run the external call (the supplier) and feed its outcome back as
@@ -239,6 +279,22 @@ pub enum Effect {
         /// Arguments.
         args: Datum,
     },
+    /// Send this record to the log (a put's first half). Its answer comes back as
+    /// [`Event::PutAcked`] or [`Event::PutFailed`] with the same `key` and `put`, after
+    /// the [`Effect::Flush`] that follows.
+    Append {
+        /// The input key the put saves a state of.
+        key: String,
+        /// Which put.
+        put: PutId,
+        /// The record: partition and bytes.
+        record: PutRecord,
+    },
+    /// Push every record sent so far out to the log; only then await their
+    /// acknowledgements (flink-agents issue 1158: an acknowledgement awaited before the
+    /// flush waits out the producer's linger interval). A driver may merge the flushes of
+    /// several events into one (group commit).
+    Flush,
     /// Input `seq` of `key` finished; its actions' outputs in action order.
     Emit {
         /// The key.
@@ -250,40 +306,91 @@ pub enum Effect {
     },
 }
 
-/// Errors of the operator.
+/// Errors of the operator. An error marked *unchanged* leaves the operator as it was
+/// before the event; the others fail it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum OperatorError {
-    /// A put or a store operation failed; the operator is failed.
+    /// A put failed, or a state could not be encoded; the operator is failed.
     #[error("store: {0}")]
     Store(StoreError),
-    /// A put's acknowledgement wait was cancelled; the operator is failed and its
-    /// cancellation signal stays set.
-    #[error("cancelled while saving a call result")]
-    Cancelled,
-    /// A call outcome arrived for a call the operator is not waiting for.
+    /// A call outcome arrived for a call the operator is not waiting for (unchanged).
     #[error("unexpected call outcome for {0:?}")]
     UnexpectedCall(CallRef),
+    /// An answer arrived for a put of `key` the operator is not waiting for (unchanged).
+    #[error("unexpected answer for put {put:?} of key {key:?}")]
+    UnexpectedPut {
+        /// The key named.
+        key: String,
+        /// The put named.
+        put: PutId,
+    },
+    /// A snapshot was asked for while a put of `key` is in flight (unchanged): a
+    /// checkpoint between a put's send and its acknowledgement can make a restored job
+    /// repeat a call. Snapshot once the put is answered.
+    #[error("snapshot refused: a put of key {key:?} is in flight")]
+    PutInFlight {
+        /// A key with a put in flight.
+        key: String,
+    },
     /// A checkpoint names an action this operator does not have, or is otherwise
-    /// inconsistent.
+    /// inconsistent (restore refused).
     #[error("invalid checkpoint: {0}")]
     InvalidCheckpoint(String),
-    /// The operator failed earlier and accepts nothing more; restore it.
+    /// The key's sequence numbers are used up (unchanged).
+    #[error("key {0:?} has used every sequence number")]
+    SequenceExhausted(String),
+    /// A bounded queue is full (unchanged): the driver must hold the event back.
+    #[error("{what} of key {key:?} is full ({limit})")]
+    Full {
+        /// The key.
+        key: String,
+        /// Which queue.
+        what: &'static str,
+        /// Its bound.
+        limit: usize,
+    },
+    /// Too many checkpoints are pending (unchanged): complete or abort one first.
+    #[error("{0} checkpoints are pending already")]
+    TooManyPendingCheckpoints(usize),
+    /// The operator failed earlier and accepts nothing more; restore it (unchanged).
     #[error("operator failed earlier: {0}")]
     Failed(String),
     /// Two actions share one name.
     #[error("duplicate action name {0:?}")]
     DuplicateAction(String),
     /// [`Event::Continue`] for a key with no step to take (idle, or waiting for a
-    /// call's outcome); the operator is unchanged.
+    /// call's outcome or a put's answer); unchanged.
     #[error("key {0:?} has no step to continue")]
     NothingToContinue(String),
 }
 
+impl OperatorError {
+    /// Whether the operator refused the event and stayed as it was (the others fail it).
+    pub fn leaves_unchanged(&self) -> bool {
+        !matches!(self, OperatorError::Store(_))
+    }
+}
+
 impl From<StoreError> for OperatorError {
     fn from(err: StoreError) -> Self {
-        match err {
-            StoreError::Cancelled => OperatorError::Cancelled,
-            other => OperatorError::Store(other),
+        OperatorError::Store(err)
+    }
+}
+
+/// Bounds of the operator's queues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Inputs of one key waiting behind its current one.
+    pub pending_inputs_per_key: usize,
+    /// Checkpoints snapshotted and neither completed nor aborted.
+    pub pending_checkpoints: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            pending_inputs_per_key: 4096,
+            pending_checkpoints: 64,
         }
     }
 }
@@ -319,13 +426,32 @@ impl Running {
     }
 }
 
-enum Progress {
-    /// Waiting for a call's outcome.
-    Waiting,
-    /// The action's state is completed in the store: saved before, or saved just now
-    /// by its completion put (eager scheduling).
+/// What a key does once its put is acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AfterPut {
+    /// The put saved call `index`'s result: the action goes on after it.
+    CallSaved { index: u32 },
+    /// The put marked the action completed.
     Completed,
-    /// The body finished; the completion put is the key's next step.
+}
+
+/// A put in flight of a key (not checkpointed).
+#[derive(Clone)]
+struct Saving {
+    put: PutId,
+    seq: u64,
+    /// The action's position among the configured actions.
+    action: usize,
+    state: ActionState,
+    then: AfterPut,
+}
+
+enum Progress {
+    /// Waiting for a call's outcome or a put's answer.
+    Waiting,
+    /// The action's state is completed in the store (saved before a restore).
+    Completed,
+    /// The body finished; the completion put is the key's next step (stepwise).
     Finishing,
 }
 
@@ -333,32 +459,42 @@ enum Progress {
 type KeyMap<V> = HashMap<String, V, ahash::RandomState>;
 
 /// The action execution operator.
-pub struct Operator<L: Log> {
+#[derive(Clone)]
+pub struct Operator {
     actions: Arc<[ActionDef]>,
-    store: ActionStateStore<L>,
+    store: ActionStateStore,
     /// Per key, its keyed state. Looked up at every event, so hashed (aHash, randomly
     /// keyed: keys come from outside); a checkpoint holds it ordered.
     keys: Arc<KeyMap<KeyState>>,
-    /// Per key, the call it waits for. Looked up at every event, so hashed (aHash,
-    /// randomly keyed: keys come from outside) rather than ordered.
+    /// Per key, the call it waits for.
     running: Arc<KeyMap<Running>>,
+    /// Per key, its put in flight.
+    saving: Arc<KeyMap<Saving>>,
     /// Per key, a finished action's completed state awaiting its put (stepwise).
-    completing: Arc<KeyMap<(StateKey, ActionState)>>,
+    completing: Arc<KeyMap<(u64, usize, ActionState)>>,
     scheduling: Scheduling,
+    limits: Limits,
     pending_checkpoints: Arc<BTreeMap<u64, BTreeMap<String, u64>>>,
-    cancel: Cancellation,
+    /// Keys a [`Event::Resume`] has yet to drive (eager scheduling), in key order: the
+    /// resume goes on with them once the key it drives last no longer waits for a put.
+    resuming: Arc<VecDeque<String>>,
+    next_put: u64,
     failed: Option<String>,
     /// Room for the outcomes an action's body is run from, kept from run to run (empty
     /// between runs).
     outcomes: Vec<CallOutcome>,
 }
 
-impl<L: Log> std::fmt::Debug for Operator<L> {
+impl std::fmt::Debug for Operator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut saving: Vec<(&String, PutId)> =
+            self.saving.iter().map(|(k, s)| (k, s.put)).collect();
+        saving.sort();
         f.debug_struct("Operator")
             .field("actions", &self.actions)
             // In key order, so that the text is the same from run to run.
             .field("keys", &self.keys.iter().collect::<BTreeMap<_, _>>())
+            .field("puts_in_flight", &saving)
             .field("store", &self.store)
             .field("failed", &self.failed)
             .finish()
@@ -382,107 +518,197 @@ fn check_actions(actions: &[ActionDef]) -> Result<(), OperatorError> {
     Ok(())
 }
 
-impl<L: Log> Operator<L> {
-    /// A fresh operator (no checkpoint to restore) running `actions` for every
-    /// input, saving call results to `log`.
-    pub fn new(actions: Vec<ActionDef>, log: L) -> Result<Self, OperatorError> {
-        Self::new_with_cancellation(actions, log, Cancellation::new())
+/// Refuses a checkpoint whose keyed state no operator could have written: an unknown
+/// action, sequence numbers out of order or at the counter's end, a queue that is not
+/// the remaining actions of the input after the last completed one.
+fn check_checkpoint(actions: &[ActionDef], checkpoint: &Checkpoint) -> Result<(), OperatorError> {
+    let invalid = |key: &str, what: String| {
+        Err(OperatorError::InvalidCheckpoint(format!(
+            "key {key:?}: {what}"
+        )))
+    };
+    if checkpoint.marker.offsets.is_empty() {
+        return Err(OperatorError::InvalidCheckpoint(
+            "the recovery marker names no partition".into(),
+        ));
+    }
+    for (key, ks) in &checkpoint.keys {
+        // The counter's last value is never handed out: the next input would wrap it.
+        if ks.next_seq == u64::MAX {
+            return invalid(key, "next sequence number is at the counter's end".into());
+        }
+        if let Some(done) = ks.last_completed {
+            if done >= ks.next_seq {
+                return invalid(
+                    key,
+                    format!(
+                        "last completed sequence {done} is not below the next, {}",
+                        ks.next_seq
+                    ),
+                );
+            }
+        }
+        let current = ks.last_completed.map_or(0, |d| d + 1);
+        if ks.queue.len() > actions.len() {
+            return invalid(
+                key,
+                format!(
+                    "{} actions queued, {} configured",
+                    ks.queue.len(),
+                    actions.len()
+                ),
+            );
+        }
+        let first = actions.len() - ks.queue.len();
+        for (i, q) in ks.queue.iter().enumerate() {
+            if q.seq != current {
+                return invalid(
+                    key,
+                    format!(
+                        "queues sequence {} while the current input is {current}",
+                        q.seq
+                    ),
+                );
+            }
+            match actions.get(first + i) {
+                Some(a) if a.name == q.action => {}
+                _ if !actions.iter().any(|a| a.name == q.action) => {
+                    return invalid(key, format!("queues unknown action {:?}", q.action));
+                }
+                _ => {
+                    return invalid(
+                        key,
+                        format!("queues action {:?} out of the configured order", q.action),
+                    );
+                }
+            }
+        }
+        let mut expected = if ks.queue.is_empty() {
+            current
+        } else {
+            current + 1
+        };
+        for p in &ks.pending_inputs {
+            if p.seq != expected || p.seq >= ks.next_seq {
+                return invalid(
+                    key,
+                    format!(
+                        "pending input has sequence {} where {expected} was expected",
+                        p.seq
+                    ),
+                );
+            }
+            expected += 1;
+        }
+        if expected != ks.next_seq {
+            return invalid(
+                key,
+                format!(
+                    "inputs up to sequence {expected} are accounted for, the next is {}",
+                    ks.next_seq
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A restore in progress ([`Operator::restore`]): the checkpoint was checked; the log's
+/// records from its marker to the end are fed in, partition by partition, then
+/// [`Restoring::finish`] gives the operator.
+#[derive(Debug)]
+pub struct Restoring {
+    actions: Vec<ActionDef>,
+    checkpoint_id: u64,
+    keys: KeyMap<KeyState>,
+    rebuild: Rebuild,
+}
+
+impl Restoring {
+    /// Where the replay starts, indexed by partition: read each partition from here
+    /// to its end.
+    pub fn marker(&self) -> &[Offset] {
+        self.rebuild.marker()
     }
 
-    /// [`Operator::new`] with the task's cancellation signal supplied.
-    pub fn new_with_cancellation(
-        actions: Vec<ActionDef>,
-        log: L,
-        cancel: Cancellation,
-    ) -> Result<Self, OperatorError> {
+    /// Take the next record of its partition (records of one partition in offset order,
+    /// from the marker on).
+    pub fn feed(&mut self, record: &LogRecord) -> Result<(), OperatorError> {
+        Ok(self.rebuild.feed(record)?)
+    }
+
+    /// The restored operator, once every partition was read up to `log_ends` (the log's
+    /// end offsets). Restored actions start running on [`Event::Resume`].
+    pub fn finish(self, log_ends: &[Offset]) -> Result<(Operator, RebuildReport), OperatorError> {
+        let (store, report) = self.rebuild.finish(log_ends)?;
+        tracing::info!(
+            component = "durable.operator",
+            event = "start",
+            restored = true,
+            checkpoint = self.checkpoint_id,
+            keys = self.keys.len(),
+            records_scanned = report.records_scanned,
+            states_loaded = report.states_loaded,
+        );
+        let mut op = Operator::fresh(self.actions, store);
+        op.keys = Arc::new(self.keys);
+        Ok((op, report))
+    }
+}
+
+impl Operator {
+    /// A fresh operator (no checkpoint to restore) running `actions` for every input,
+    /// saving call results to a log of `partitions` partitions.
+    pub fn new(actions: Vec<ActionDef>, partitions: u32) -> Result<Self, OperatorError> {
         check_actions(&actions)?;
-        let store = ActionStateStore::with_cancellation(log, cancel.clone());
         tracing::info!(
             component = "durable.operator",
             event = "start",
             restored = false
         );
-        Ok(Operator {
+        Ok(Operator::fresh(actions, ActionStateStore::new(partitions)))
+    }
+
+    fn fresh(actions: Vec<ActionDef>, store: ActionStateStore) -> Operator {
+        Operator {
             actions: actions.into(),
             store,
             keys: Arc::default(),
             running: Arc::default(),
+            saving: Arc::default(),
             completing: Arc::default(),
             scheduling: Scheduling::default(),
+            limits: Limits::default(),
             pending_checkpoints: Arc::default(),
-            cancel,
+            resuming: Arc::default(),
+            next_put: 0,
             failed: None,
             outcomes: Vec::new(),
-        })
+        }
     }
 
-    /// An operator restored from `checkpoint`: keyed state from the checkpoint, the
-    /// store rebuilt by replaying `log` from the checkpoint's marker. Restored
-    /// actions start running on [`Event::Resume`].
+    /// Start restoring from `checkpoint`: its keyed state is checked (unknown actions,
+    /// impossible sequence numbers and queues are refused), and the store's rebuild
+    /// waits for the log's records from the checkpoint's marker on ([`Restoring`]).
     pub fn restore(
         actions: Vec<ActionDef>,
-        log: L,
         checkpoint: &Checkpoint,
-    ) -> Result<(Self, RebuildReport), OperatorError> {
-        Self::restore_with_cancellation(actions, log, checkpoint, Cancellation::new())
-    }
-
-    /// [`Operator::restore`] with the task's cancellation signal supplied.
-    pub fn restore_with_cancellation(
-        actions: Vec<ActionDef>,
-        log: L,
-        checkpoint: &Checkpoint,
-        cancel: Cancellation,
-    ) -> Result<(Self, RebuildReport), OperatorError> {
+    ) -> Result<Restoring, OperatorError> {
         check_actions(&actions)?;
-        for (key, ks) in &checkpoint.keys {
-            for q in &ks.queue {
-                if !actions.iter().any(|a| a.name == q.action) {
-                    return Err(OperatorError::InvalidCheckpoint(format!(
-                        "key {key:?} queues unknown action {:?}",
-                        q.action
-                    )));
-                }
-                if q.seq >= ks.next_seq {
-                    return Err(OperatorError::InvalidCheckpoint(format!(
-                        "key {key:?} queues sequence {} but next sequence is {}",
-                        q.seq, ks.next_seq
-                    )));
-                }
-            }
-        }
-        let mut store = ActionStateStore::with_cancellation(log, cancel.clone());
-        let report = store.rebuild(&checkpoint.marker, &checkpoint.last_completed())?;
-        tracing::info!(
-            component = "durable.operator",
-            event = "start",
-            restored = true,
-            checkpoint = checkpoint.id,
-            keys = checkpoint.keys.len(),
-            records_scanned = report.records_scanned,
-            states_loaded = report.states_loaded,
-        );
-        Ok((
-            Operator {
-                actions: actions.into(),
-                store,
-                keys: Arc::new(
-                    checkpoint
-                        .keys
-                        .iter()
-                        .map(|(k, ks)| (k.clone(), ks.clone()))
-                        .collect(),
-                ),
-                running: Arc::default(),
-                completing: Arc::default(),
-                scheduling: Scheduling::default(),
-                pending_checkpoints: Arc::default(),
-                cancel,
-                failed: None,
-                outcomes: Vec::new(),
-            },
-            report,
-        ))
+        check_checkpoint(&actions, checkpoint)?;
+        let partitions = checkpoint.marker.offsets.len() as u32;
+        let rebuild =
+            ActionStateStore::rebuild(partitions, &checkpoint.marker, checkpoint.last_completed())?;
+        Ok(Restoring {
+            actions,
+            checkpoint_id: checkpoint.id,
+            keys: checkpoint
+                .keys
+                .iter()
+                .map(|(k, ks)| (k.clone(), ks.clone()))
+                .collect(),
+            rebuild,
+        })
     }
 
     /// Handle one event, returning the effects it caused.
@@ -490,11 +716,13 @@ impl<L: Log> Operator<L> {
         if let Some(reason) = &self.failed {
             return Err(OperatorError::Failed(reason.clone()));
         }
-        // Nearly every event has an effect (a call or an output).
-        let mut effects = Vec::with_capacity(1);
+        // Nearly every event has an effect (a call, a put or an output).
+        let mut effects = Vec::with_capacity(2);
         let result = match event {
             Event::Input { key, value } => self.on_input(key, value, &mut effects),
             Event::CallReturned { call, outcome } => self.on_call(call, outcome, &mut effects),
+            Event::PutAcked { key, put, offset } => self.on_acked(key, put, offset, &mut effects),
+            Event::PutFailed { key, put, error } => self.on_failed(key, put, error),
             Event::Resume => {
                 tracing::info!(component = "durable.operator", event = "resume");
                 match self.scheduling {
@@ -502,27 +730,63 @@ impl<L: Log> Operator<L> {
                         // In key order, as the checkpoint holds them.
                         let mut keys: Vec<String> = self.keys.keys().cloned().collect();
                         keys.sort_unstable();
-                        keys.into_iter()
-                            .try_for_each(|k| self.drive(&k, 0, &mut effects))
+                        self.resuming = Arc::new(keys.into());
+                        self.resume(&mut effects)
                     }
                     Scheduling::Stepwise => Ok(()),
                 }
             }
             Event::Continue { key } => self.on_continue(key, &mut effects),
         };
+        self.check_invariants();
         match result {
             Ok(()) => Ok(effects),
             Err(err) => {
-                if !matches!(
-                    err,
-                    OperatorError::UnexpectedCall(_) | OperatorError::NothingToContinue(_)
-                ) {
+                if !err.leaves_unchanged() {
                     tracing::error!(component = "durable.operator", event = "failed", error = %err);
                     self.failed = Some(err.to_string());
                 }
                 Err(err)
             }
         }
+    }
+
+    /// What the model of issue 1158 proves of the fixed design, checked in debug builds:
+    /// a key waits for at most one thing (a call, a put, or its completion step).
+    fn check_invariants(&self) {
+        if cfg!(debug_assertions) {
+            for key in self.running.keys() {
+                debug_assert!(
+                    !self.saving.contains_key(key) && !self.completing.contains_key(key),
+                    "key {key:?} waits for a call and for something else"
+                );
+            }
+            for key in self.saving.keys() {
+                debug_assert!(
+                    !self.completing.contains_key(key),
+                    "key {key:?} waits for a put and for its completion step"
+                );
+            }
+        }
+    }
+
+    /// Drives the keys a resume has yet to drive, one after the other, until one waits
+    /// for a put: restored keys run as a synchronous executor would run them, so a put
+    /// that fails stops the resume before a later key starts.
+    fn resume(&mut self, effects: &mut Vec<Effect>) -> Result<(), OperatorError> {
+        while let Some(key) = self.resuming.front().cloned() {
+            if self.saving.contains_key(&key) {
+                return Ok(());
+            }
+            Arc::make_mut(&mut self.resuming).pop_front();
+            self.drive(&key, 0, effects)?;
+            if self.saving.contains_key(&key) {
+                // Resumed once its put is answered.
+                Arc::make_mut(&mut self.resuming).push_front(key);
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     fn on_continue(&mut self, key: String, effects: &mut Vec<Effect>) -> Result<(), OperatorError> {
@@ -535,14 +799,19 @@ impl<L: Log> Operator<L> {
         }
     }
 
-    /// Whether the key has a step to take without outside input.
-    fn is_ready(&self, key: &str) -> bool {
-        !self.running.contains_key(key) && self.ready_unless_running(key)
+    /// Whether the key is waiting for a call's outcome or a put's answer.
+    fn waiting(&self, key: &str) -> bool {
+        self.running.contains_key(key) || self.saving.contains_key(key)
     }
 
-    /// [`Operator::is_ready`] for a key known not to wait for a call: a finished action's
+    /// Whether the key has a step to take without outside input.
+    fn is_ready(&self, key: &str) -> bool {
+        !self.waiting(key) && self.ready_unless_waiting(key)
+    }
+
+    /// [`Operator::is_ready`] for a key known to wait for nothing: a finished action's
     /// completion put, or queued work.
-    fn ready_unless_running(&self, key: &str) -> bool {
+    fn ready_unless_waiting(&self, key: &str) -> bool {
         self.completing.contains_key(key)
             || self
                 .keys
@@ -556,11 +825,26 @@ impl<L: Log> Operator<L> {
         value: Datum,
         effects: &mut Vec<Effect>,
     ) -> Result<(), OperatorError> {
+        // Refusals first, so that a refused input changes nothing.
+        if let Some(ks) = self.keys.get(&key) {
+            if ks.next_seq == u64::MAX - 1 || ks.next_seq == u64::MAX {
+                return Err(OperatorError::SequenceExhausted(key));
+            }
+            if ks.pending_inputs.len() >= self.limits.pending_inputs_per_key {
+                return Err(OperatorError::Full {
+                    key,
+                    what: "pending inputs",
+                    limit: self.limits.pending_inputs_per_key,
+                });
+            }
+        }
         let ks = Arc::make_mut(&mut self.keys)
             .entry(key.clone())
             .or_default();
         let seq = ks.next_seq;
-        ks.next_seq += 1;
+        ks.next_seq = seq
+            .checked_add(1)
+            .ok_or_else(|| OperatorError::SequenceExhausted(key.clone()))?;
         ks.pending_inputs
             .push_back(PendingInput { seq, input: value });
         tracing::debug!(component = "durable.operator", event = "input", key = %key, seq);
@@ -588,33 +872,130 @@ impl<L: Log> Operator<L> {
             args_digest: running.digest,
             outcome,
         });
-        let CallRef {
-            key,
-            seq,
-            action,
-            index,
-        } = call;
-        // The event's action name becomes the cache's, if the put makes a new entry.
-        self.store
-            .put_at(&key, seq, Cow::Owned(action), running.state)?;
         tracing::debug!(
             component = "durable.operator",
-            event = "call_saved",
-            key = %key,
-            seq,
-            action = %self.actions[running.action].name,
-            index,
+            event = "call_returned",
+            key = %call.key,
+            seq = call.seq,
+            action = %call.action,
+            index = call.index,
         );
-        match self.scheduling {
-            // The action goes on from the result just saved: every saved result
-            // before it answered a call this operator made, so none needs checking.
-            Scheduling::Eager => self.drive(&key, index as usize + 1, effects),
-            // ... to its next call, or to its completion step.
-            Scheduling::Stepwise => self.step(&key, index as usize + 1, effects).map(|_| ()),
-        }
+        self.send_put(
+            call.key,
+            running.seq,
+            running.action,
+            running.state,
+            AfterPut::CallSaved { index: call.index },
+            effects,
+        )
     }
 
-    /// Run the key's work until it waits on a call or has nothing left.
+    /// The put of `state` for `key`'s action at position `action` of input `seq`: its
+    /// record appended and flushed; the key waits for its answer.
+    fn send_put(
+        &mut self,
+        key: String,
+        seq: u64,
+        action: usize,
+        state: ActionState,
+        then: AfterPut,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), OperatorError> {
+        debug_assert!(!self.waiting(&key), "key {key:?} already waits");
+        let record = self
+            .store
+            .encode_at(&key, seq, &self.actions[action].name, &state)?;
+        let put = PutId(self.next_put);
+        self.next_put += 1;
+        tracing::debug!(
+            component = "durable.operator",
+            event = "put_sent",
+            key = %key,
+            seq,
+            action = %self.actions[action].name,
+            put = put.0,
+            partition = record.partition,
+            completed = state.completed,
+            results = state.call_results.len(),
+        );
+        Arc::make_mut(&mut self.saving).insert(
+            key.clone(),
+            Saving {
+                put,
+                seq,
+                action,
+                state,
+                then,
+            },
+        );
+        effects.push(Effect::Append { key, put, record });
+        effects.push(Effect::Flush);
+        Ok(())
+    }
+
+    fn on_acked(
+        &mut self,
+        key: String,
+        put: PutId,
+        offset: Offset,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), OperatorError> {
+        if self.saving.get(&key).map(|s| s.put) != Some(put) {
+            return Err(OperatorError::UnexpectedPut { key, put });
+        }
+        let Some(saving) = Arc::make_mut(&mut self.saving).remove(&key) else {
+            return Err(OperatorError::UnexpectedPut { key, put });
+        };
+        let partition = self.store.partition_of(&key);
+        let action = Cow::Borrowed(self.actions[saving.action].name.as_str());
+        // Only now, with the record acknowledged, is the state cached (the fix's order).
+        self.store
+            .remember(&key, saving.seq, action, saving.state, partition, offset);
+        match saving.then {
+            AfterPut::CallSaved { index } => {
+                let verified = index as usize + 1;
+                match self.scheduling {
+                    // The action goes on from the result just saved: every saved result
+                    // before it answered a call this operator made, so none needs
+                    // checking.
+                    Scheduling::Eager => self.drive(&key, verified, effects)?,
+                    // ... to its next call, or to its completion step.
+                    Scheduling::Stepwise => {
+                        self.step(&key, verified, effects)?;
+                    }
+                }
+            }
+            AfterPut::Completed => {
+                let more = self.action_done(&key, effects);
+                if more && self.scheduling == Scheduling::Eager {
+                    self.drive(&key, 0, effects)?;
+                }
+            }
+        }
+        if self.resuming.front() == Some(&key) {
+            self.resume(effects)?;
+        }
+        Ok(())
+    }
+
+    fn on_failed(&mut self, key: String, put: PutId, error: LogError) -> Result<(), OperatorError> {
+        if self.saving.get(&key).map(|s| s.put) != Some(put) {
+            return Err(OperatorError::UnexpectedPut { key, put });
+        }
+        tracing::warn!(
+            component = "durable.store",
+            event = "put",
+            key = %key,
+            put = put.0,
+            outcome = "failed",
+            error = %error,
+        );
+        // The action's error fails the task: its put is over, nothing is cached.
+        Arc::make_mut(&mut self.saving).remove(&key);
+        Err(OperatorError::Store(StoreError::Log(error)))
+    }
+
+    /// Run the key's work until it waits on a call or a put, or has nothing left.
     /// The head action's first `verified` saved results are known to match its calls
     /// (see [`Operator::run_action`]).
     fn drive(
@@ -623,9 +1004,7 @@ impl<L: Log> Operator<L> {
         verified: usize,
         effects: &mut Vec<Effect>,
     ) -> Result<(), OperatorError> {
-        // A step that leaves the key waiting on a call says so (it returns false), so
-        // only the entry needs the lookup.
-        if self.running.contains_key(key) {
+        if self.waiting(key) {
             return Ok(());
         }
         if self.step(key, verified, effects)? {
@@ -650,9 +1029,16 @@ impl<L: Log> Operator<L> {
         } else {
             None
         };
-        if let Some((sk, state)) = completing {
-            self.store.put(&sk, state)?;
-            return Ok(self.action_done(key, effects));
+        if let Some((seq, action, state)) = completing {
+            self.send_put(
+                key.to_string(),
+                seq,
+                action,
+                state,
+                AfterPut::Completed,
+                effects,
+            )?;
+            return Ok(false);
         }
         // A second handle on the keyed state lets the action read its queue entry in
         // place (running an action does not change the keyed state). It is dropped
@@ -724,6 +1110,10 @@ impl<L: Log> Operator<L> {
         if !ks.queue.is_empty() {
             return true;
         }
+        debug_assert!(
+            !matches!(ks.last_completed, Some(done) if done >= head.seq),
+            "inputs of key {key:?} finish in sequence order"
+        );
         ks.last_completed = Some(head.seq);
         let more = !ks.pending_inputs.is_empty();
         self.emit(key, head.seq, effects);
@@ -877,32 +1267,44 @@ impl<L: Log> Operator<L> {
                         output: Some(output),
                     };
                     if self.scheduling == Scheduling::Eager {
-                        // The completion put is the very next step: take it now rather
-                        // than park the state for a step that would take it at once.
-                        self.store
-                            .put_at(key, head.seq, Cow::Borrowed(&head.action), state)?;
-                        return Ok(Progress::Completed);
+                        // The completion put is the very next step: send it now rather
+                        // than park the state for a step that would send it at once.
+                        self.send_put(
+                            key.to_string(),
+                            head.seq,
+                            position,
+                            state,
+                            AfterPut::Completed,
+                            effects,
+                        )?;
+                        return Ok(Progress::Waiting);
                     }
-                    let sk = StateKey {
-                        key: key.to_string(),
-                        seq: head.seq,
-                        action: head.action.clone(),
-                    };
-                    Arc::make_mut(&mut self.completing).insert(key.to_string(), (sk, state));
+                    Arc::make_mut(&mut self.completing)
+                        .insert(key.to_string(), (head.seq, position, state));
                     return Ok(Progress::Finishing);
                 }
             }
         }
     }
 
-    /// Capture a checkpoint: the keyed state and the recovery marker built from the
-    /// same keyed state's completed-sequence boundaries.
-    pub fn snapshot(&mut self, id: u64) -> Result<Checkpoint, OperatorError> {
+    /// Capture a checkpoint over a log whose end offsets are `log_ends` (indexed by
+    /// partition): the keyed state and the recovery marker built from the same keyed
+    /// state's completed-sequence boundaries. Refused while a put is in flight
+    /// ([`OperatorError::PutInFlight`]); the operator is then unchanged.
+    pub fn snapshot(&mut self, id: u64, log_ends: &[Offset]) -> Result<Checkpoint, OperatorError> {
         if let Some(reason) = &self.failed {
             return Err(OperatorError::Failed(reason.clone()));
         }
+        if let Some(key) = self.saving.keys().min() {
+            return Err(OperatorError::PutInFlight { key: key.clone() });
+        }
+        if self.pending_checkpoints.len() >= self.limits.pending_checkpoints {
+            return Err(OperatorError::TooManyPendingCheckpoints(
+                self.pending_checkpoints.len(),
+            ));
+        }
         let bounds = boundaries(self.keys.iter());
-        let marker = self.store.recovery_marker(&bounds)?;
+        let marker = self.store.recovery_marker(log_ends, &bounds)?;
         tracing::info!(
             component = "durable.operator",
             event = "snapshot",
@@ -967,23 +1369,41 @@ impl<L: Log> Operator<L> {
         self.scheduling
     }
 
+    /// Set the bounds of the operator's queues.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// The bounds of the operator's queues.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
     /// What `key` is doing: its entries in [`Operator::keys_in_progress`],
-    /// [`Operator::ready_keys`] and [`Operator::outstanding_calls`], looked up without
-    /// building those lists.
+    /// [`Operator::ready_keys`], [`Operator::outstanding_calls`] and
+    /// [`Operator::puts_in_flight`], looked up without building those lists.
     pub fn activity(&self, key: &str) -> KeyActivity {
-        // Each map is looked up once: a key waiting for a call is in progress and not
-        // ready whatever else holds.
-        match self.running.get(key) {
-            Some(r) => KeyActivity {
+        if let Some(r) = self.running.get(key) {
+            return KeyActivity {
                 in_progress: true,
                 ready: false,
                 awaiting: Some(r.index),
-            },
-            None => KeyActivity {
-                in_progress: self.completing.contains_key(key),
-                ready: self.ready_unless_running(key),
+                saving: None,
+            };
+        }
+        if let Some(s) = self.saving.get(key) {
+            return KeyActivity {
+                in_progress: true,
+                ready: false,
                 awaiting: None,
-            },
+                saving: Some(s.put),
+            };
+        }
+        KeyActivity {
+            in_progress: self.completing.contains_key(key),
+            ready: self.ready_unless_waiting(key),
+            awaiting: None,
+            saving: None,
         }
     }
 
@@ -997,41 +1417,19 @@ impl<L: Log> Operator<L> {
         keys
     }
 
-    /// Keys with an action in progress: waiting for a call's outcome, or finished
-    /// and awaiting its completion put.
+    /// Keys with an action in progress: waiting for a call's outcome or a put's answer,
+    /// or finished and awaiting its completion put.
     pub fn keys_in_progress(&self) -> Vec<String> {
         let mut keys: Vec<String> = self
             .running
             .keys()
+            .chain(self.saving.keys())
             .chain(self.completing.keys())
             .cloned()
             .collect();
         keys.sort();
         keys.dedup();
         keys
-    }
-
-    /// An independent copy of this operator over `log`, which should hold the same
-    /// records (a copy of the log: with a shared log the two would write into each
-    /// other's partitions). The copy's cancellation signal is its own, set if this
-    /// one's is.
-    pub fn fork<M: Log>(&self, log: M) -> Operator<M> {
-        let cancel = Cancellation::new();
-        if self.cancel.is_cancelled() {
-            cancel.cancel();
-        }
-        Operator {
-            actions: Arc::clone(&self.actions),
-            store: self.store.fork(log, cancel.clone()),
-            keys: Arc::clone(&self.keys),
-            running: Arc::clone(&self.running),
-            completing: Arc::clone(&self.completing),
-            scheduling: self.scheduling,
-            pending_checkpoints: Arc::clone(&self.pending_checkpoints),
-            cancel,
-            failed: self.failed.clone(),
-            outcomes: Vec::new(),
-        }
     }
 
     /// The keyed state, by key (in no particular order; [`Operator::snapshot`] gives it
@@ -1041,13 +1439,8 @@ impl<L: Log> Operator<L> {
     }
 
     /// The store.
-    pub fn store(&self) -> &ActionStateStore<L> {
+    pub fn store(&self) -> &ActionStateStore {
         &self.store
-    }
-
-    /// The store, mutably (for inspection and fault set-up).
-    pub fn store_mut(&mut self) -> &mut ActionStateStore<L> {
-        &mut self.store
     }
 
     /// The calls the operator waits for, one per key at most.
@@ -1058,14 +1451,15 @@ impl<L: Log> Operator<L> {
             .collect()
     }
 
-    /// The task's cancellation signal (shared with the store's puts).
-    pub fn cancellation(&self) -> Cancellation {
-        self.cancel.clone()
-    }
-
-    /// Whether the task was cancelled. Stays true once set.
-    pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+    /// The puts in flight, one per key at most, ordered by key.
+    pub fn puts_in_flight(&self) -> Vec<(String, PutId)> {
+        let mut puts: Vec<(String, PutId)> = self
+            .saving
+            .iter()
+            .map(|(k, s)| (k.clone(), s.put))
+            .collect();
+        puts.sort();
+        puts
     }
 
     /// Why the operator failed, if it did.

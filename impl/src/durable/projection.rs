@@ -1,6 +1,7 @@
-//! The observable projection of a durable-actions run: a small serde value that the
-//! model of flink-agents issue 1158 can produce too, so conformance compares the two
-//! after every step.
+//! The observable projection of a durable-actions run, as the blocking driver
+//! ([`super::Driver::projection`]) reports it: a small serde value for tests and tools
+//! that inspect a run. (Conformance compares the model with the operator through its own
+//! projection, `steadfast_conformance::durable::View`, built from the same accessors.)
 //!
 //! It holds per key the operator's keyed state, the store's cache, the log's
 //! contents per partition, the outputs, and how often the supplier ran per durable
@@ -8,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::log::{Log, LogRecord, Offset, Partition};
+use super::log::{LogRecord, Offset, Partition};
 use super::operator::Operator;
 use super::store::{decode_record, StoreError};
 use super::{ActionState, CallRef, Datum, StateKey};
@@ -90,7 +91,7 @@ pub struct Projection {
 }
 
 /// Project an operator's keyed state.
-pub fn project_keys<L: Log>(op: &Operator<L>) -> Vec<KeyProjection> {
+pub fn project_keys(op: &Operator) -> Vec<KeyProjection> {
     let mut keys: Vec<KeyProjection> = op
         .keys()
         .iter()
@@ -107,7 +108,7 @@ pub fn project_keys<L: Log>(op: &Operator<L>) -> Vec<KeyProjection> {
 }
 
 /// Project an operator's store cache.
-pub fn project_cache<L: Log>(op: &Operator<L>) -> Vec<CachedState> {
+pub fn project_cache(op: &Operator) -> Vec<CachedState> {
     let store = op.store();
     let offsets = store.latest_offsets();
     store

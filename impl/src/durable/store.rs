@@ -1,22 +1,26 @@
-//! The action state store over any [`Log`]: put, get, prune, recovery marker and
-//! rebuild, with the semantics of the fix for flink-agents issue 1158.
+//! The action state store as a plain value: cache, latest acknowledged offsets, per-key
+//! tracking, recovery marker, pruning and rebuild, with the semantics of the fix for
+//! flink-agents issue 1158. It owns no log and does no IO: whoever owns the log hands it
+//! what the log said.
 //!
-//! - A put sends the whole action state, flushes, awaits the acknowledgement, and
-//!   only then updates the cache and the state's latest acknowledged offset. A
-//!   failed or cancelled put caches nothing (the unpatched order cached first).
-//! - The recovery marker for partition `p` is the minimum of the end offset and the
-//!   latest acknowledged offset of every state in `p` whose input is unfinished, as
-//!   judged by the completed-sequence boundaries captured by the same checkpoint.
-//!   The store keeps no copy of those boundaries; the caller passes them in.
-//! - Rebuild replays each partition from the marker, last writer wins per state
-//!   key, and skips states of finished inputs.
+//! - A put is two halves. [`ActionStateStore::encode_put`] turns a state into the record
+//!   to append (its partition, key and value bytes). Once the log acknowledged that
+//!   record at an offset, [`ActionStateStore::acknowledge`] caches the state and tracks
+//!   the offset. A put that failed or was never acknowledged caches nothing (the
+//!   unpatched order cached before the acknowledgement).
+//! - The recovery marker for partition `p` is the minimum of the log's end offset (handed
+//!   in) and the latest acknowledged offset of every state in `p` whose input is
+//!   unfinished, as judged by the completed-sequence boundaries captured by the same
+//!   checkpoint. The store keeps no copy of those boundaries; the caller passes them in.
+//! - A rebuild ([`Rebuild`]) takes the records of each partition from the marker to the
+//!   log's end, in offset order: last writer wins per state key, states of finished
+//!   inputs are skipped, and a gap or a record past the end is refused.
 //! - Prune, after a checkpoint completes, drops finished states and the per-key
 //!   tracking of every key left without live state.
 //!
 //! The cache and the per-key tracking are one map from input key to that key's states
 //! (sorted by sequence number and action), behind an `Arc` and copied on write, so a
-//! [`ActionStateStore::fork`] costs a reference count until one side changes it. A put
-//! hashes the input key once and searches the key's few states; no key is copied.
+//! clone of the store costs a reference count until one side changes it.
 //!
 //! Records use a compact binary format of ours (see [`super::record`]); decoding is
 //! strict and names what is wrong with a damaged record.
@@ -24,13 +28,11 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::file_log::{FileLog, FileLogOptions};
-use super::log::{AckError, Cancellation, Log, LogError, Offset, Partition, PendingAck};
+use super::log::{LogError, LogRecord, Offset, Partition};
 use super::{partition_for, ActionState, StateKey};
 
 use super::record::encode_parts;
@@ -42,9 +44,6 @@ pub enum StoreError {
     /// The log failed the put, a flush, a read or an offset query.
     #[error("log: {0}")]
     Log(#[from] LogError),
-    /// Waiting for the put's acknowledgement was cancelled; nothing was cached.
-    #[error("put cancelled while waiting for the acknowledgement")]
-    Cancelled,
     /// A state could not be encoded.
     #[error("cannot encode state {key:?}: {reason}")]
     Encode {
@@ -66,26 +65,21 @@ pub enum StoreError {
     /// A recovery marker does not fit the log.
     #[error("invalid recovery marker: {0}")]
     InvalidMarker(String),
+    /// A rebuild was handed a record out of order, from a partition the log does not
+    /// have, or past the end it was told of.
+    #[error("rebuild: {0}")]
+    Replay(String),
 }
 
-impl From<AckError> for StoreError {
-    fn from(err: AckError) -> Self {
-        match err {
-            AckError::Log(e) => StoreError::Log(e),
-            AckError::Cancelled => StoreError::Cancelled,
-        }
-    }
-}
-
-/// Order of the steps of a put.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum PutOrder {
-    /// Send, flush, await the acknowledgement (the fix's final order).
-    #[default]
-    FlushThenAwait,
-    /// Send, await the acknowledgement, flush: correct but every put waits out the
-    /// producer's linger interval (kept to measure that cost).
-    AwaitThenFlush,
+/// The record a put appends: where, and its bytes ([`super::record`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PutRecord {
+    /// Partition of the state's input key.
+    pub partition: Partition,
+    /// Record key bytes.
+    pub key: Vec<u8>,
+    /// Record value bytes.
+    pub value: Vec<u8>,
 }
 
 /// Per-partition offsets from which a restore replays the log.
@@ -115,9 +109,6 @@ pub struct PruneReport {
     pub keys_dropped: u64,
 }
 
-/// Records fetched per read during a rebuild.
-const REBUILD_BATCH: usize = 512;
-
 /// One cached state of a key, with its latest acknowledged (partition, offset).
 #[derive(Clone)]
 struct Tracked {
@@ -141,85 +132,35 @@ fn search(states: &[Tracked], seq: u64, action: &str) -> Result<usize, usize> {
 }
 
 /// The action state store.
-pub struct ActionStateStore<L: Log> {
-    log: L,
+#[derive(Clone)]
+pub struct ActionStateStore {
     partitions: u32,
     /// Per input key with live state, its cached states sorted by (seq, action).
     /// Looked up at every event: aHash, keyed at random per map like the standard
     /// hasher (input keys come from outside), at a fraction of SipHash's cost.
     states: Arc<HashMap<String, Vec<Tracked>, ahash::RandomState>>,
-    cancel: Cancellation,
-    order: PutOrder,
-    key_buf: Vec<u8>,
-    value_buf: Vec<u8>,
 }
 
-impl<L: Log> std::fmt::Debug for ActionStateStore<L> {
+impl std::fmt::Debug for ActionStateStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ActionStateStore")
             .field("partitions", &self.partitions)
             .field("cached_states", &self.cached_len())
             .field("tracked_keys", &self.states.len())
-            .field("order", &self.order)
             .finish()
     }
 }
 
-impl ActionStateStore<FileLog> {
-    /// Open (or create) a store over the file log in `dir`, the embedded default.
-    /// A torn tail found during the log's recovery is truncated and reported in
-    /// [`FileLog::recovery_report`].
-    pub fn open(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let log = FileLog::open(dir, FileLogOptions::default())?;
-        Ok(Self::new(log))
-    }
-}
-
-impl<L: Log> ActionStateStore<L> {
-    /// A store over `log` with its own cancellation signal.
-    pub fn new(log: L) -> Self {
-        Self::with_cancellation(log, Cancellation::new())
-    }
-
-    /// A store over `log` whose puts stop waiting when `cancel` is set.
-    pub fn with_cancellation(log: L, cancel: Cancellation) -> Self {
-        let partitions = log.partition_count().max(1);
+impl ActionStateStore {
+    /// An empty store for a log of `partitions` partitions (at least one).
+    pub fn new(partitions: u32) -> Self {
         ActionStateStore {
-            log,
-            partitions,
+            partitions: partitions.max(1),
             states: Arc::default(),
-            cancel,
-            order: PutOrder::default(),
-            key_buf: Vec::new(),
-            value_buf: Vec::new(),
         }
     }
 
-    /// An independent copy of this store (cache, tracking, put order) over `log`,
-    /// whose puts observe `cancel`. `log` should hold the same records.
-    pub fn fork<M: Log>(&self, log: M, cancel: Cancellation) -> ActionStateStore<M> {
-        ActionStateStore {
-            log,
-            partitions: self.partitions,
-            states: Arc::clone(&self.states),
-            cancel,
-            order: self.order,
-            key_buf: Vec::new(),
-            value_buf: Vec::new(),
-        }
-    }
-
-    /// Choose the order of a put's steps.
-    pub fn set_put_order(&mut self, order: PutOrder) {
-        self.order = order;
-    }
-
-    /// The cancellation signal puts observe.
-    pub fn cancellation(&self) -> &Cancellation {
-        &self.cancel
-    }
-
-    /// Number of partitions of the underlying log.
+    /// Number of partitions of the log the store's records go to.
     pub fn partition_count(&self) -> u32 {
         self.partitions
     }
@@ -229,92 +170,55 @@ impl<L: Log> ActionStateStore<L> {
         partition_for(key, self.partitions)
     }
 
-    /// Save `state` under `key`. Returns the acknowledged offset. On any error the
-    /// cache and offset tracking are unchanged; the record may still have landed
-    /// (the log can fail a send after appending it), and a rebuild would read it.
-    pub fn put(&mut self, key: &StateKey, state: ActionState) -> Result<Offset, StoreError> {
-        self.put_at(&key.key, key.seq, Cow::Borrowed(&key.action), state)
+    /// The record that saves `state` under `key`: append it, then hand the offset the
+    /// log acknowledged to [`ActionStateStore::acknowledge`]. The store is unchanged.
+    pub fn encode_put(&self, key: &StateKey, state: &ActionState) -> Result<PutRecord, StoreError> {
+        self.encode_at(&key.key, key.seq, &key.action, state)
     }
 
-    /// [`ActionStateStore::put`] for the state key's parts, borrowed: the key's strings
-    /// are copied only when the cache gets a new entry (an owned action name is moved
-    /// there instead).
-    pub(crate) fn put_at(
-        &mut self,
+    /// [`ActionStateStore::encode_put`] for the state key's parts, borrowed.
+    pub(crate) fn encode_at(
+        &self,
         key: &str,
         seq: u64,
-        action: Cow<'_, str>,
-        state: ActionState,
-    ) -> Result<Offset, StoreError> {
-        let partition = self.partition_of(key);
-        encode_parts(
-            key,
-            seq,
-            &action,
-            &state,
-            &mut self.key_buf,
-            &mut self.value_buf,
-        )
-        .map_err(|reason| StoreError::Encode {
-            key: StateKey {
-                key: key.to_string(),
-                seq,
-                action: action.to_string(),
+        action: &str,
+        state: &ActionState,
+    ) -> Result<PutRecord, StoreError> {
+        let mut record = PutRecord {
+            partition: self.partition_of(key),
+            key: Vec::new(),
+            value: Vec::new(),
+        };
+        encode_parts(key, seq, action, state, &mut record.key, &mut record.value).map_err(
+            |reason| StoreError::Encode {
+                key: StateKey {
+                    key: key.to_string(),
+                    seq,
+                    action: action.to_string(),
+                },
+                reason,
             },
-            reason,
-        })?;
-        let result = self.send_and_confirm(partition);
-        match result {
-            Ok(offset) => {
-                tracing::debug!(
-                    component = "durable.store",
-                    event = "put",
-                    key,
-                    seq,
-                    action = &*action,
-                    partition,
-                    offset,
-                    completed = state.completed,
-                    results = state.call_results.len(),
-                    outcome = "acked",
-                );
-                self.remember(key, seq, action, state, partition, offset);
-                Ok(offset)
-            }
-            Err(err) => {
-                tracing::warn!(
-                    component = "durable.store",
-                    event = "put",
-                    key,
-                    seq,
-                    action = &*action,
-                    partition,
-                    outcome = "failed",
-                    error = %err,
-                );
-                Err(err)
-            }
-        }
+        )?;
+        Ok(record)
     }
 
-    fn send_and_confirm(&mut self, partition: Partition) -> Result<Offset, StoreError> {
-        let mut ack = self.log.send(partition, &self.key_buf, &self.value_buf)?;
-        match self.order {
-            PutOrder::FlushThenAwait => {
-                self.log.flush()?;
-                Ok(ack.wait(&self.cancel)?)
-            }
-            PutOrder::AwaitThenFlush => {
-                let offset = ack.wait(&self.cancel)?;
-                self.log.flush()?;
-                Ok(offset)
-            }
-        }
+    /// The log acknowledged the put of `state` under `key` at `offset` of the key's
+    /// partition: cache it as the key's latest state and track the offset.
+    pub fn acknowledge(&mut self, key: &StateKey, state: ActionState, offset: Offset) {
+        let partition = self.partition_of(&key.key);
+        self.remember(
+            &key.key,
+            key.seq,
+            Cow::Borrowed(&key.action),
+            state,
+            partition,
+            offset,
+        );
     }
 
     /// Cache `state` as the latest of `key`, acknowledged at (partition, offset). The
     /// action's name is taken (or copied, if borrowed) only for a new entry.
-    fn remember(
+    pub(crate) fn remember(
         &mut self,
         key: &str,
         seq: u64,
@@ -323,6 +227,18 @@ impl<L: Log> ActionStateStore<L> {
         partition: Partition,
         offset: Offset,
     ) {
+        tracing::debug!(
+            component = "durable.store",
+            event = "put",
+            key,
+            seq,
+            action = &*action,
+            partition,
+            offset,
+            completed = state.completed,
+            results = state.call_results.len(),
+            outcome = "acked",
+        );
         let states = Arc::make_mut(&mut self.states);
         let tracked = |action: Cow<'_, str>, state| Tracked {
             seq,
@@ -335,6 +251,11 @@ impl<L: Log> ActionStateStore<L> {
             Some(list) => match search(list, seq, &action) {
                 Ok(i) => {
                     let t = &mut list[i];
+                    // A state's records land in its key's partition in put order.
+                    debug_assert!(
+                        t.partition == partition && t.offset < offset,
+                        "acknowledged offsets of one state grow within its partition"
+                    );
                     t.state = state;
                     t.partition = partition;
                     t.offset = offset;
@@ -396,10 +317,7 @@ impl<L: Log> ActionStateStore<L> {
     /// The latest acknowledged (partition, offset) of `key`'s cached state, if any: one
     /// entry of [`ActionStateStore::latest_offsets`], without building the map.
     pub fn offset_of(&self, key: &StateKey) -> Option<(Partition, Offset)> {
-        let list = self.states.get(key.key.as_str())?;
-        search(list, key.seq, &key.action)
-            .ok()
-            .map(|i| (list[i].partition, list[i].offset))
+        self.entry_of(key).map(|(_, p, o)| (p, o))
     }
 
     /// The cached state of `key` with its latest acknowledged (partition, offset):
@@ -420,21 +338,6 @@ impl<L: Log> ActionStateStore<L> {
     /// Number of keys with per-key tracking (keys with live state).
     pub fn tracked_keys(&self) -> usize {
         self.states.len()
-    }
-
-    /// The underlying log.
-    pub fn log(&self) -> &L {
-        &self.log
-    }
-
-    /// The underlying log, mutably.
-    pub fn log_mut(&mut self) -> &mut L {
-        &mut self.log
-    }
-
-    /// Give back the underlying log.
-    pub fn into_log(self) -> L {
-        self.log
     }
 
     /// Drop the states of inputs finished according to `last_completed` (the
@@ -472,19 +375,21 @@ impl<L: Log> ActionStateStore<L> {
         report
     }
 
-    /// The recovery marker for a checkpoint whose keyed state says `last_completed`.
+    /// The recovery marker for a checkpoint whose keyed state says `last_completed`,
+    /// over a log whose end offsets are `log_ends` (indexed by partition).
     pub fn recovery_marker(
-        &mut self,
+        &self,
+        log_ends: &[Offset],
         last_completed: &BTreeMap<String, u64>,
     ) -> Result<RecoveryMarker, StoreError> {
-        let mut offsets = self.log.end_offsets()?;
-        if offsets.len() != self.partitions as usize {
+        if log_ends.len() != self.partitions as usize {
             return Err(StoreError::InvalidMarker(format!(
-                "log reported {} end offsets for {} partitions",
-                offsets.len(),
+                "the log reported {} end offsets for {} partitions",
+                log_ends.len(),
                 self.partitions
             )));
         }
+        let mut offsets = log_ends.to_vec();
         for (key, list) in self.states.iter() {
             for t in list {
                 if input_unfinished(key, t.seq, last_completed) {
@@ -501,68 +406,130 @@ impl<L: Log> ActionStateStore<L> {
         Ok(RecoveryMarker { offsets })
     }
 
-    /// Replace the cache by replaying the log from `marker`, skipping states of
-    /// inputs finished according to `last_completed`.
+    /// A rebuild of the cache from the log, replayed from `marker`, skipping states of
+    /// inputs finished according to `last_completed`: hand it the records of every
+    /// partition from the marker on ([`Rebuild::feed`]), then the log's end offsets
+    /// ([`Rebuild::finish`]).
     pub fn rebuild(
-        &mut self,
+        partitions: u32,
         marker: &RecoveryMarker,
-        last_completed: &BTreeMap<String, u64>,
-    ) -> Result<RebuildReport, StoreError> {
-        let ends = self.log.end_offsets()?;
-        if marker.offsets.len() != ends.len() {
+        last_completed: BTreeMap<String, u64>,
+    ) -> Result<Rebuild, StoreError> {
+        let partitions = partitions.max(1);
+        if marker.offsets.len() != partitions as usize {
             return Err(StoreError::InvalidMarker(format!(
-                "marker has {} partitions, the log has {}",
+                "marker has {} partitions, the log has {partitions}",
                 marker.offsets.len(),
-                ends.len()
             )));
         }
-        for (p, (&from, &end)) in marker.offsets.iter().zip(&ends).enumerate() {
+        Ok(Rebuild {
+            store: ActionStateStore::new(partitions),
+            next: marker.offsets.clone(),
+            marker: marker.offsets.clone(),
+            last_completed,
+            report: RebuildReport::default(),
+        })
+    }
+}
+
+/// A rebuild in progress ([`ActionStateStore::rebuild`]): it takes the records the log's
+/// owner reads from the marker to the end, partition by partition, in offset order.
+#[derive(Debug)]
+pub struct Rebuild {
+    store: ActionStateStore,
+    marker: Vec<Offset>,
+    /// Per partition, the offset of the next record expected.
+    next: Vec<Offset>,
+    last_completed: BTreeMap<String, u64>,
+    report: RebuildReport,
+}
+
+impl Rebuild {
+    /// The offsets the replay starts from, indexed by partition.
+    pub fn marker(&self) -> &[Offset] {
+        &self.marker
+    }
+
+    /// The offset of the next record expected in `partition`.
+    pub fn next_offset(&self, partition: Partition) -> Option<Offset> {
+        self.next.get(partition as usize).copied()
+    }
+
+    /// Take the next record of its partition. A record out of order (a gap, a repeat, or
+    /// one before the marker) or undecodable is refused with an error naming it.
+    pub fn feed(&mut self, record: &LogRecord) -> Result<(), StoreError> {
+        let p = record.partition;
+        let Some(next) = self.next.get_mut(p as usize) else {
+            return Err(StoreError::Replay(format!(
+                "record of partition {p}, the log has {}",
+                self.marker.len()
+            )));
+        };
+        if record.offset != *next {
+            return Err(StoreError::Replay(format!(
+                "partition {p}: record at offset {} where {} was expected",
+                record.offset, *next
+            )));
+        }
+        *next += 1;
+        self.report.records_scanned += 1;
+        let (sk, state) = decode_record(record)?;
+        if !input_unfinished(&sk.key, sk.seq, &self.last_completed) {
+            self.report.finished_skipped += 1;
+            return Ok(());
+        }
+        let StateKey { key, seq, action } = sk;
+        if self.store.partition_of(&key) != p {
+            return Err(StoreError::Replay(format!(
+                "partition {p} offset {}: key {key:?} belongs to partition {}",
+                record.offset,
+                self.store.partition_of(&key)
+            )));
+        }
+        self.store
+            .remember(&key, seq, Cow::Owned(action), state, p, record.offset);
+        Ok(())
+    }
+
+    /// The rebuilt store, once every partition was read up to `log_ends` (its end
+    /// offsets, indexed by partition). A marker past the end, or a partition not read to
+    /// its end, is refused.
+    pub fn finish(
+        self,
+        log_ends: &[Offset],
+    ) -> Result<(ActionStateStore, RebuildReport), StoreError> {
+        if log_ends.len() != self.marker.len() {
+            return Err(StoreError::InvalidMarker(format!(
+                "marker has {} partitions, the log has {}",
+                self.marker.len(),
+                log_ends.len()
+            )));
+        }
+        for (p, ((&from, &next), &end)) in
+            self.marker.iter().zip(&self.next).zip(log_ends).enumerate()
+        {
             if from > end {
                 return Err(StoreError::InvalidMarker(format!(
                     "partition {p}: marker offset {from} is past the log's end offset {end}"
                 )));
             }
-        }
-        self.states = Arc::default();
-        let mut report = RebuildReport::default();
-        for (p, (&from, &end)) in marker.offsets.iter().zip(&ends).enumerate() {
-            let partition = p as Partition;
-            let mut next = from;
-            while next < end {
-                let batch = self.log.read(partition, next, REBUILD_BATCH)?;
-                if batch.is_empty() {
-                    break;
-                }
-                for record in batch {
-                    next = record.offset + 1;
-                    report.records_scanned += 1;
-                    let (sk, state) = decode_record(&record)?;
-                    if !input_unfinished(&sk.key, sk.seq, last_completed) {
-                        report.finished_skipped += 1;
-                        continue;
-                    }
-                    let StateKey { key, seq, action } = sk;
-                    self.remember(
-                        &key,
-                        seq,
-                        Cow::Owned(action),
-                        state,
-                        partition,
-                        record.offset,
-                    );
-                }
+            if next != end {
+                return Err(StoreError::Replay(format!(
+                    "partition {p}: read up to offset {next}, the log ends at {end}"
+                )));
             }
         }
-        report.states_loaded = self.cached_len() as u64;
+        let mut report = self.report;
+        report.states_loaded = self.store.cached_len() as u64;
         tracing::info!(
             component = "durable.store",
             event = "rebuild",
-            marker = ?marker.offsets,
+            marker = ?self.marker,
             records_scanned = report.records_scanned,
             finished_skipped = report.finished_skipped,
             states_loaded = report.states_loaded,
         );
-        Ok(report)
+        Ok((self.store, report))
     }
 }
 
