@@ -15,9 +15,9 @@ use crate::commands::{build, model_name};
 use crate::models::{with_binding, BOUND};
 
 /// `conform [MODEL] [--design D] [--SETTING V]... [--threads N] [--walks N] [--walk-length N]
-/// [--seed S]`
+/// [--seed S] [--json]`
 pub fn conform(rest: &[String]) -> Result<ExitCode, UsageError> {
-    let args = Args::parse(rest, &[])?;
+    let args = Args::parse(rest, &["json"])?;
     args.no_more_positionals(1)?;
     let names: Vec<String> = match args.positional.first() {
         Some(n) => vec![n.clone()],
@@ -28,14 +28,28 @@ pub fn conform(rest: &[String]) -> Result<ExitCode, UsageError> {
             "settings need a model: `conform MODEL --SETTING VALUE`".into(),
         ));
     }
+    let json = args.switch("json");
     let mut all = true;
+    let mut reports = Vec::new();
     for name in names {
         let mut args = Args {
             options: args.options.clone(),
             ..Args::default()
         };
-        let agreed: bool = with_binding!(name.as_str(), B => conform_one::<B>(&mut args))?;
+        let (agreed, report): (bool, serde_json::Value) =
+            with_binding!(name.as_str(), B => conform_one::<B>(&mut args, json))?;
         all &= agreed;
+        reports.push(report);
+    }
+    if json {
+        let value = match reports.len() {
+            1 => reports.pop().expect("one report"),
+            _ => serde_json::Value::Array(reports),
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).expect("reports serialise")
+        );
     }
     Ok(if all {
         ExitCode::SUCCESS
@@ -44,48 +58,100 @@ pub fn conform(rest: &[String]) -> Result<ExitCode, UsageError> {
     })
 }
 
-fn conform_one<B: Binding>(args: &mut Args) -> Result<bool, UsageError> {
+/// One model's conformance run; whether runtime and model agreed, and the run as a JSON
+/// value (printed instead of the text when `json`).
+fn conform_one<B: Binding>(
+    args: &mut Args,
+    json: bool,
+) -> Result<(bool, serde_json::Value), UsageError> {
     let walks = args.take_number("walks", 200, 0, 1_000_000)?;
     let walk_len = args.take_number("walk-length", 200, 1, 1_000_000)?;
     let seed = args.take_number("seed", 1, 0, usize::MAX)? as u64;
     let threads = args.take_number("threads", 1, 1, 64)?;
     let model: B::Model = build(args)?;
-    match cover::cover_threads::<B>(&model, threads) {
-        Ok(c) => {
-            println!(
-                "{} {}: {} unique states, {} transitions replayed (one trace each, 100% of the \
-                 reachable transitions), {} forbidden events refused, {} runtime steps in \
-                 {:.2} s ({:.0} steps/s, {} thread{})",
-                c.model,
-                c.design,
-                c.unique_states,
-                c.transitions,
-                c.probes,
-                c.steps,
-                c.seconds,
-                c.steps_per_second(),
-                threads,
-                if threads == 1 { "" } else { "s" }
-            );
-            let kinds: Vec<String> = c.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
-            println!("  action kinds covered: {}", kinds.join(", "));
-        }
+    let mut report = serde_json::json!({
+        "model": <B::Model as Spec>::NAME,
+        "design": model.design_name(),
+        "threads": threads,
+    });
+    let c = match cover::cover_threads::<B>(&model, threads) {
+        Ok(c) => c,
         Err(d) => {
-            println!("{d}");
-            return Ok(false);
+            if json {
+                report["agreed"] = false.into();
+                report["divergence"] = d.to_string().into();
+            } else {
+                println!("{d}");
+            }
+            return Ok((false, report));
         }
+    };
+    if !json {
+        println!(
+            "{} {}: {} unique states, {} transitions replayed (one trace each, 100% of the \
+             reachable transitions), {} forbidden events refused, {} runtime steps in \
+             {:.2} s ({:.0} steps/s, {} thread{})",
+            c.model,
+            c.design,
+            c.unique_states,
+            c.transitions,
+            c.probes,
+            c.steps,
+            c.seconds,
+            c.steps_per_second(),
+            threads,
+            if threads == 1 { "" } else { "s" }
+        );
+        let kinds: Vec<String> = c.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        println!("  action kinds covered: {}", kinds.join(", "));
     }
+    let actions: serde_json::Map<String, serde_json::Value> = c
+        .kinds
+        .iter()
+        .map(|(kind, n)| {
+            (
+                kind.clone(),
+                serde_json::json!({
+                    "transitions": n,
+                    "checked_against": B::counterpart(kind),
+                }),
+            )
+        })
+        .collect();
+    report["unique_states"] = c.unique_states.into();
+    report["transitions"] = c.transitions.into();
+    report["probes"] = c.probes.into();
+    report["steps"] = c.steps.into();
+    report["seconds"] = c.seconds.into();
+    report["steps_per_second"] = c.steps_per_second().into();
+    report["actions"] = actions.into();
     match walk::walk::<B>(&model, seed, walks, walk_len) {
         Ok(w) => {
-            println!(
-                "  random walks (seed {seed}): {} walks, {} steps, {} refusals, longest {}, {:.2} s",
-                w.walks, w.steps, w.probes, w.longest, w.seconds
-            );
-            Ok(true)
+            if !json {
+                println!(
+                    "  random walks (seed {seed}): {} walks, {} steps, {} refusals, longest {}, {:.2} s",
+                    w.walks, w.steps, w.probes, w.longest, w.seconds
+                );
+            }
+            report["walks"] = serde_json::json!({
+                "seed": seed,
+                "walks": w.walks,
+                "steps": w.steps,
+                "refusals": w.probes,
+                "longest": w.longest,
+                "seconds": w.seconds,
+            });
+            report["agreed"] = true.into();
+            Ok((true, report))
         }
         Err(d) => {
-            println!("{d}");
-            Ok(false)
+            if json {
+                report["agreed"] = false.into();
+                report["divergence"] = d.to_string().into();
+            } else {
+                println!("{d}");
+            }
+            Ok((false, report))
         }
     }
 }

@@ -37,7 +37,7 @@ usage:
   steadfast verdicts [--json]
   steadfast explore MODEL [--design D] [--SETTING VALUE]... [--addr 127.0.0.1:3000]
   steadfast models                  list models, designs, settings and scenarios
-  steadfast conform [MODEL] [--design D] [--SETTING V]... [--threads N] [--walks N] [--seed S]
+  steadfast conform [MODEL] [--design D] [--SETTING V]... [--threads N] [--walks N] [--seed S] [--json]
                                     replay every transition against the runtime
   steadfast traces MODEL --out DIR [--format json|itf] [--limit N]
                                     write the transition-covering trace set

@@ -604,6 +604,31 @@ impl<V: Variant> Runtime<V> {
     }
 }
 
+/// The runtime event, effect or call each model action of the stepwise binding is checked
+/// against (the module doc has the whole mapping).
+pub fn counterpart(kind: &str) -> &'static str {
+    match kind {
+        "DeliverInput" => "Event::Input",
+        "StartAction" => "Event::Continue (the queue's head starts; Effect::Call or nothing)",
+        "ReuseResult" => "no event: the operator asked for no call at that index",
+        "CallSupplier" => "Effect::Call, run by the supplier (outcome held back)",
+        "SendPut" => "Event::CallReturned, answered by Effect::Append + Effect::Flush",
+        "CompleteAction" => "Event::Continue, answered by Effect::Append + Effect::Flush",
+        "LandPut" => "the log appends the Effect::Append record",
+        "AckPut" => "Event::PutAcked (the record landed first)",
+        "FailPut" => "Event::PutFailed (the record landed first if landed); the operator fails",
+        "TriggerCheckpoint" => {
+            "Operator::snapshot (refused with PutInFlight while a put is in flight)"
+        }
+        "CompleteCheckpoint" => "Operator::checkpoint_complete",
+        "Crash" => "Operator::checkpoint_aborted per pending checkpoint, then the operator dropped",
+        "Restore" => {
+            "Operator::restore, Restoring::feed per record from the marker, Restoring::finish"
+        }
+        _ => "(unknown action kind)",
+    }
+}
+
 /// A state key in model indices.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct StateKeyView {
@@ -1560,6 +1585,10 @@ impl<V: Variant> Binding for Conformant<V> {
 
     fn probes(model: &Durable, state: &model::State) -> Vec<Action> {
         Self::forbidden(model, state)
+    }
+
+    fn counterpart(kind: &str) -> &'static str {
+        counterpart(kind)
     }
 
     fn describe(runtime: &Runtime<V>) -> String {

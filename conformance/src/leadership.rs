@@ -1295,6 +1295,25 @@ impl Binding for LeadershipBinding {
         probes
     }
 
+    fn counterpart(kind: &str) -> &'static str {
+        match kind {
+            "GrantLeadership" => "Driver::elect (the election issues the session)",
+            "RevokeLeadership" => "Driver::unelect (the election revokes the session)",
+            "RunGrant" => "Event::LeadershipGranted to the runner, its store queries answered",
+            "RunRevoke" => "Event::LeadershipRevoked to the runner, its store queries answered",
+            "DecideTerminal" => "no event: the scheduler's decision is environment state",
+            "DeliverTerminalSignal" => "Event::TerminalSignalDelivered to the runner's process",
+            "CheckLeadershipInForward" => "Event::ForwardCallback, its leadership query answered",
+            "TerminateService" => "Event::ProcessServiceTerminated, its queries answered",
+            "DispatcherFailover" => "Driver::dispatcher_lose_leadership",
+            "RecoverJob" => "Driver::dispatcher_gain_leadership",
+            "CloseRunner" | "HandleRunnerResult" | "RemoveJobGraph" | "MarkResultClean" => {
+                "taken by the runtime within the step that enabled it; checked by its log record"
+            }
+            _ => "(unknown action kind)",
+        }
+    }
+
     fn describe(runtime: &Runtime) -> String {
         format!("{:?}", runtime.driver)
     }

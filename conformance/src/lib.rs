@@ -89,6 +89,13 @@ pub trait Binding {
         String::new()
     }
 
+    /// The runtime event, effect or call an action of kind `kind` ([`Binding::kind`]) is
+    /// checked against, in a few words: what `conform --json` reports per action kind.
+    fn counterpart(kind: &str) -> &'static str {
+        let _ = kind;
+        "(not named by this binding)"
+    }
+
     /// The kind of an action, for coverage counts (e.g. `RevokeLeadership`).
     fn kind(action: &Self::Action) -> String {
         let text = format!("{action:?}");

@@ -445,6 +445,17 @@ impl<D: Deliver> Binding for EagerConformant<D> {
         Stepwise::<D>::describe(runtime)
     }
 
+    fn counterpart(kind: &str) -> &'static str {
+        match kind.split(" + ").next().unwrap_or(kind) {
+            "DeliverInput" => "Event::Input, then Event::PutAcked per put of the run",
+            "CallSupplier" => {
+                "Effect::Call run by the supplier, Event::CallReturned, then Event::PutAcked per put"
+            }
+            "Restore" => "Operator::restore and Event::Resume, then Event::PutAcked per put",
+            other => super::counterpart(other),
+        }
+    }
+
     /// The external step's kind, and the fault's when the run ends at one.
     fn kind(e: &EagerStep) -> String {
         let name = |a: &Action| Stepwise::<D>::kind(a);
