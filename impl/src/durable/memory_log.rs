@@ -1,16 +1,16 @@
-//! An in-memory [`Log`] with fault injection, standing in for the broker in tests,
-//! benchmarks and conformance runs.
+//! An in-memory [`Log`] for tests and benchmarks, with fault injection behind the
+//! `testkit` feature.
 //!
 //! flink-agents issue 1158 turns on what a producer can observe: a send can fail
 //! before its record lands, fail *after* it landed (the broker appended it but the
 //! producer sees an error), hang until the waiting task is cancelled, or land with
 //! the acknowledgement never arriving. Each of these is a [`SendFault`] queued for
-//! an upcoming send. An optional linger interval holds sends in a batch until a
-//! flush or until the interval passes, like a Kafka producer's `linger.ms`.
+//! an upcoming send (`testkit`). An optional linger interval holds sends in a batch
+//! until a flush or until the interval passes, like a Kafka producer's `linger.ms`.
 //!
 //! The log is shared: clones see the same records, so a test can drop an operator
-//! (a crash) and restore a new one over the same "broker". [`MemoryLog::fork`] makes
-//! an independent copy instead (conformance runs branch at every state). Landed records
+//! (a crash) and restore a new one over the same "broker". `MemoryLog::fork` (`testkit`)
+//! makes an independent copy instead. Landed records
 //! never change, so a fork shares them: each partition is copied on its first write
 //! after a fork, and then only as a list of shared records. A record's key and value
 //! are kept in one shared buffer, allocated once when the record is sent; reads hand
@@ -223,6 +223,7 @@ impl MemoryLog {
     /// An independent copy: the same records, queued faults, linger setting and
     /// unresolved sends, sharing nothing with this log afterwards. Acknowledgement
     /// handles of earlier sends keep referring to this log.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn fork(&self) -> Self {
         let state = {
             let s = self.lock();
@@ -250,16 +251,19 @@ impl MemoryLog {
     }
 
     /// Apply `fault` to the next send that has no fault queued yet.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn inject_send_fault(&self, fault: SendFault) {
         self.lock().faults.push_back(fault);
     }
 
     /// Make the next flush fail with `message`; the sends it covers fail too.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn inject_flush_failure(&self, message: impl Into<String>) {
         self.lock().flush_faults.push_back(message.into());
     }
 
     /// Faults queued and not yet consumed by a send, next first.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn queued_faults(&self) -> Vec<SendFault> {
         self.lock().faults.iter().copied().collect()
     }
