@@ -483,6 +483,8 @@ pub struct Operator {
     /// Room for the outcomes an action's body is run from, kept from run to run (empty
     /// between runs).
     outcomes: Vec<CallOutcome>,
+    /// Room a put's record is encoded in, kept from put to put.
+    record_buf: (Vec<u8>, Vec<u8>),
 }
 
 impl std::fmt::Debug for Operator {
@@ -684,6 +686,7 @@ impl Operator {
             next_put: 0,
             failed: None,
             outcomes: Vec::new(),
+            record_buf: (Vec::new(), Vec::new()),
         }
     }
 
@@ -902,9 +905,13 @@ impl Operator {
         effects: &mut Vec<Effect>,
     ) -> Result<(), OperatorError> {
         debug_assert!(!self.waiting(&key), "key {key:?} already waits");
-        let record = self
-            .store
-            .encode_at(&key, seq, &self.actions[action].name, &state)?;
+        let record = self.store.encode_at(
+            &key,
+            seq,
+            &self.actions[action].name,
+            &state,
+            &mut self.record_buf,
+        )?;
         let put = PutId(self.next_put);
         self.next_put += 1;
         tracing::debug!(

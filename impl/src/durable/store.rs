@@ -173,33 +173,37 @@ impl ActionStateStore {
     /// The record that saves `state` under `key`: append it, then hand the offset the
     /// log acknowledged to [`ActionStateStore::acknowledge`]. The store is unchanged.
     pub fn encode_put(&self, key: &StateKey, state: &ActionState) -> Result<PutRecord, StoreError> {
-        self.encode_at(&key.key, key.seq, &key.action, state)
+        let mut scratch = (Vec::new(), Vec::new());
+        self.encode_at(&key.key, key.seq, &key.action, state, &mut scratch)
     }
 
-    /// [`ActionStateStore::encode_put`] for the state key's parts, borrowed.
+    /// [`ActionStateStore::encode_put`] for the state key's parts, borrowed, encoded in
+    /// `scratch` (kept by the caller from put to put) and copied out at their exact size:
+    /// one allocation per part, none spent on growing.
     pub(crate) fn encode_at(
         &self,
         key: &str,
         seq: u64,
         action: &str,
         state: &ActionState,
+        scratch: &mut (Vec<u8>, Vec<u8>),
     ) -> Result<PutRecord, StoreError> {
-        let mut record = PutRecord {
-            partition: self.partition_of(key),
-            key: Vec::new(),
-            value: Vec::new(),
-        };
-        encode_parts(key, seq, action, state, &mut record.key, &mut record.value).map_err(
-            |reason| StoreError::Encode {
+        let (key_buf, value_buf) = scratch;
+        encode_parts(key, seq, action, state, key_buf, value_buf).map_err(|reason| {
+            StoreError::Encode {
                 key: StateKey {
                     key: key.to_string(),
                     seq,
                     action: action.to_string(),
                 },
                 reason,
-            },
-        )?;
-        Ok(record)
+            }
+        })?;
+        Ok(PutRecord {
+            partition: self.partition_of(key),
+            key: key_buf.as_slice().to_vec(),
+            value: value_buf.as_slice().to_vec(),
+        })
     }
 
     /// The log acknowledged the put of `state` under `key` at `offset` of the key's
