@@ -244,3 +244,43 @@ fn driver_refusals_leave_the_projection_unchanged() {
     );
     assert_eq!(d.projection(), before);
 }
+
+/// A runner closed directly, whose result then reaches the dispatcher: the dispatcher's
+/// own close request finds it closing and leaves it to finish (closing is idempotent, as
+/// Flink's `JobManagerRunner.closeAsync` is). Before, the driver applied the result and
+/// then returned `AlreadyClosed`, with the dispatcher and stores already changed.
+#[test]
+fn a_dispatcher_close_of_a_runner_closed_already_is_no_refusal() {
+    let mut d = Driver::new(JOB, true);
+    d.dispatcher_gain_leadership().unwrap();
+    d.submit_job().unwrap();
+    let s = d.grant().unwrap();
+    d.runner_event(Event::CloseRequested).unwrap();
+    d.runner_event(Event::ProcessServiceTerminated { session: s })
+        .unwrap();
+    d.runner_event(Event::ForwardCallback { session: s })
+        .unwrap();
+    let p = d.projection();
+    assert_eq!(
+        p.runner_result,
+        Some(steadfast::leadership::RunnerResult::Suspended)
+    );
+    assert!(p.job_graph_present, "SUSPENDED keeps the JobGraph");
+    assert!(d.runner().unwrap().is_terminated());
+}
+
+/// A driver event refused part-way leaves every machine and store as it was: the whole
+/// driver, not only its projection.
+#[test]
+fn a_driver_event_refused_part_way_changes_nothing() {
+    let mut d = Driver::new(JOB, true);
+    d.dispatcher_gain_leadership().unwrap();
+    d.submit_job().unwrap();
+    let s = d.grant().unwrap();
+    let before = format!("{d:?}");
+    assert_eq!(
+        d.runner_event(Event::ProcessServiceTerminated { session: s }),
+        Err(LeadershipError::ServiceTerminatedWhileRunning { session: s })
+    );
+    assert_eq!(format!("{d:?}"), before);
+}

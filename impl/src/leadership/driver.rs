@@ -16,7 +16,7 @@ use super::error::LeadershipError;
 use super::projection::{LeadershipProjection, ProcessProjection};
 use super::runner::{Effect, Event, Runner};
 use super::store::{InMemoryJobGraphStore, InMemoryJobResultStore, JobGraphStore, JobResultStore};
-use super::types::{JobId, JobResultEntry, Session};
+use super::types::{JobId, JobResultEntry, RunnerState, Session};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -209,9 +209,11 @@ impl Driver {
             .election_inbox
             .front()
             .ok_or(LeadershipError::Election("nothing to deliver"))?;
-        let effects = self.runner_mut()?.handle(event)?;
-        self.election_inbox.pop_front();
-        self.pump(effects)
+        self.atomically(|d| {
+            let effects = d.runner_mut()?.handle(event)?;
+            d.election_inbox.pop_front();
+            d.pump(effects)
+        })
     }
 
     /// Issues a session and delivers the grant at once (requires an empty inbox).
@@ -253,8 +255,10 @@ impl Driver {
 
     /// Feeds one event to the runner and executes the resulting effects.
     pub fn runner_event(&mut self, event: Event) -> Driven {
-        let effects = self.runner_mut()?.handle(event)?;
-        self.pump(effects)
+        self.atomically(|d| {
+            let effects = d.runner_mut()?.handle(event)?;
+            d.pump(effects)
+        })
     }
 
     /// Answers the oldest pending query from the environment as it is now.
@@ -264,9 +268,11 @@ impl Driver {
             .front()
             .ok_or(LeadershipError::NoPendingQuery)?;
         let event = self.env.answer(self.job, query);
-        let effects = self.runner_mut()?.handle(event)?;
-        self.queries.pop_front();
-        self.pump(effects)
+        self.atomically(|d| {
+            let effects = d.runner_mut()?.handle(event)?;
+            d.queries.pop_front();
+            d.pump(effects)
+        })
     }
 
     /// The observable projection.
@@ -295,14 +301,28 @@ impl Driver {
     }
 
     fn dispatch(&mut self, event: DispatcherEvent) -> Driven {
-        let effects = self
-            .dispatcher
-            .handle(event, &mut self.env.graphs, &mut self.env.results)?;
-        self.run(effects.into_iter().map(DriverEffect::Dispatcher).collect())
+        self.atomically(|d| {
+            let effects = d
+                .dispatcher
+                .handle(event, &mut d.env.graphs, &mut d.env.results)?;
+            d.run(effects.into_iter().map(DriverEffect::Dispatcher).collect())
+        })
     }
 
     fn pump(&mut self, effects: Vec<Effect>) -> Driven {
         self.run(effects.into_iter().map(DriverEffect::Runner).collect())
+    }
+
+    /// Runs `step` (an event and the effects it causes) all or nothing: when any part of
+    /// it is refused, the driver is put back as it was, so a refused event leaves every
+    /// machine and store unchanged.
+    fn atomically(&mut self, step: impl FnOnce(&mut Self) -> Driven) -> Driven {
+        let before = self.clone();
+        let result = step(self);
+        if result.is_err() {
+            *self = before;
+        }
+        result
     }
 
     /// Executes effects breadth-first; effects they cause are appended.
@@ -350,8 +370,15 @@ impl Driver {
                     self.runner = Some(Runner::new(job));
                 }
                 DriverEffect::Dispatcher(DispatcherEffect::CloseRunner { .. }) => {
-                    let fx = self.runner_mut()?.handle(Event::CloseRequested)?;
-                    work.extend(fx.into_iter().map(DriverEffect::Runner));
+                    // Closing is idempotent for the dispatcher, as Flink's
+                    // `JobManagerRunner.closeAsync` is: a runner that is closing or
+                    // closed already (closed directly, then its result reached the
+                    // dispatcher) is left to finish.
+                    let runner = self.runner_mut()?;
+                    if runner.state() != RunnerState::Stopped {
+                        let fx = runner.handle(Event::CloseRequested)?;
+                        work.extend(fx.into_iter().map(DriverEffect::Runner));
+                    }
                 }
                 // Process start/close, forward scheduling and cleanup reports are for
                 // the caller: it decides when services terminate and callbacks run.
