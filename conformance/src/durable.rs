@@ -253,6 +253,8 @@ pub struct Runtime<V: Variant> {
     returned: Arc<BTreeMap<u8, (CallRef, CallOutcome)>>,
     /// The put in flight.
     in_flight: Option<InFlight>,
+    /// The last put this operator sent: put ids grow, from 0 for each operator.
+    last_put: Option<PutId>,
     /// Supplier runs per durable call (its state key in model indices, its index).
     supplier_calls: Arc<BTreeMap<(StateKeyView, u32), u32>>,
     /// Outputs emitted since the last commit, as (key, sequence).
@@ -296,6 +298,7 @@ impl<V: Variant> Clone for Runtime<V> {
             requested: Arc::clone(&self.requested),
             returned: Arc::clone(&self.returned),
             in_flight: self.in_flight.clone(),
+            last_put: self.last_put,
             supplier_calls: Arc::clone(&self.supplier_calls),
             uncommitted: self.uncommitted.clone(),
             committed: Arc::clone(&self.committed),
@@ -330,6 +333,7 @@ impl<V: Variant> Runtime<V> {
             requested: Arc::default(),
             returned: Arc::default(),
             in_flight: None,
+            last_put: None,
             supplier_calls: Arc::default(),
             uncommitted: Vec::new(),
             pending: Vec::new(),
@@ -399,6 +403,13 @@ impl<V: Variant> Runtime<V> {
                         ));
                     }
                     let k = self.key_of(&key)?;
+                    if self.last_put.is_some_and(|last| put <= last) {
+                        return Err(format!(
+                            "the operator reuses put id {put:?} (the last was {:?})",
+                            self.last_put
+                        ));
+                    }
+                    self.last_put = Some(put);
                     let (state_key, _) = decode_record(&LogRecord {
                         partition: record.partition,
                         offset: 0,
@@ -574,6 +585,7 @@ impl<V: Variant> Runtime<V> {
             self.returned = Arc::default();
         }
         self.in_flight = None;
+        self.last_put = None;
         self.pending.clear();
         self.uncommitted.clear();
     }
@@ -601,6 +613,68 @@ impl<V: Variant> Runtime<V> {
         op.set_scheduling(self.scheduling);
         self.op = Some(op);
         Ok(report)
+    }
+}
+
+/// The operator's lists (keys in progress, outstanding calls, puts in flight) agree with
+/// its per-key activity, which the view reads; a disagreement is a problem.
+fn cross_check_lists(op: &Operator, names: &Names, problems: &mut Vec<String>) {
+    let mut in_progress: Vec<String> = names
+        .keys
+        .iter()
+        .filter(|k| op.activity(k).in_progress)
+        .cloned()
+        .collect();
+    in_progress.sort();
+    if op.keys_in_progress() != in_progress {
+        problems.push(format!(
+            "keys_in_progress {:?}, activity says {in_progress:?}",
+            op.keys_in_progress()
+        ));
+    }
+    let calls = op.outstanding_calls();
+    let awaiting = names
+        .keys
+        .iter()
+        .filter(|k| op.activity(k).awaiting.is_some())
+        .count();
+    if calls.len() != awaiting
+        || calls
+            .iter()
+            .any(|c| op.activity(&c.key).awaiting != Some(c.index))
+    {
+        problems.push(format!(
+            "outstanding_calls {calls:?} disagree with the keys' activity"
+        ));
+    }
+    let puts = op.puts_in_flight();
+    let saving = names
+        .keys
+        .iter()
+        .filter(|k| op.activity(k).saving.is_some())
+        .count();
+    if puts.len() != saving || puts.iter().any(|(k, p)| op.activity(k).saving != Some(*p)) {
+        problems.push(format!(
+            "puts_in_flight {puts:?} disagree with the keys' activity"
+        ));
+    }
+}
+
+/// The store's whole-cache accessors agree with its count and with each other.
+fn cross_check_cache(op: &Operator, reports: &mut Vec<String>) {
+    let store = op.store();
+    let cache = store.cache();
+    let offsets = store.latest_offsets();
+    if cache.len() != store.cached_len()
+        || offsets.len() != cache.len()
+        || !cache.keys().eq(offsets.keys())
+    {
+        reports.push(format!(
+            "the store's cache ({} states), tracked offsets ({}) and count ({}) disagree",
+            cache.len(),
+            offsets.len(),
+            store.cached_len()
+        ));
     }
 }
 
@@ -1057,6 +1131,7 @@ impl<V: Variant> Conformant<V> {
                     view.saving = activity.saving.is_some();
                     view.ready = activity.ready;
                 }
+                cross_check_lists(op, names, problems);
                 let in_flight = rt.in_flight.as_ref().map(|put| &*put.state_key);
                 let store = op.store();
                 // Each cached state has its tracked offset, in its key's partition.
@@ -1080,6 +1155,9 @@ impl<V: Variant> Conformant<V> {
                         continue;
                     };
                     found += 1;
+                    if store.offset_of(sk) != Some((partition, offset)) {
+                        problems.push(format!("cache: offset_of {sk:?} disagrees with entry_of"));
+                    }
                     if Some(sk) == in_flight {
                         continue;
                     }
@@ -1355,6 +1433,9 @@ impl<V: Variant> Conformant<V> {
                     later.outputs_before -= p.outputs_before;
                 }
                 rt.completed = Some(p.checkpoint);
+                if let Some(op) = &rt.op {
+                    cross_check_cache(op, &mut rt.reports);
+                }
                 Ok(())
             }
             Action::Crash { landed } => {
@@ -1367,6 +1448,9 @@ impl<V: Variant> Conformant<V> {
             }
             Action::Restore => {
                 let report = rt.restore()?;
+                if let Some(op) = &rt.op {
+                    cross_check_cache(op, &mut rt.reports);
+                }
                 if let (Some(r), Some(c), Some(after)) =
                     (report, s.completed, m.next_state(s, Action::Restore))
                 {

@@ -454,11 +454,6 @@ impl Rebuild {
         &self.marker
     }
 
-    /// The offset of the next record expected in `partition`.
-    pub fn next_offset(&self, partition: Partition) -> Option<Offset> {
-        self.next.get(partition as usize).copied()
-    }
-
     /// Take the next record of its partition. A record out of order (a gap, a repeat, or
     /// one before the marker) or undecodable is refused with an error naming it.
     pub fn feed(&mut self, record: &LogRecord) -> Result<(), StoreError> {
