@@ -34,6 +34,9 @@ impl Args {
             let word = &raw[i];
             if let Some(name) = word.strip_prefix("--") {
                 if let Some((n, v)) = name.split_once('=') {
+                    if switches.contains(&n) {
+                        return Err(UsageError(format!("`--{n}` takes no value, got `{v}`")));
+                    }
                     args.options.push((n.to_string(), v.to_string()));
                 } else if switches.contains(&name) {
                     args.switches.push(name.to_string());
@@ -81,12 +84,25 @@ impl Args {
     ) -> Result<usize, UsageError> {
         match self.take(name) {
             None => Ok(default),
+            // Digits only: `str::parse` would also take a leading `+`.
             Some(text) => match text.parse::<usize>() {
-                Ok(n) if (min..=max).contains(&n) => Ok(n),
+                Ok(n) if (min..=max).contains(&n) && text.bytes().all(|b| b.is_ascii_digit()) => {
+                    Ok(n)
+                }
                 _ => Err(UsageError(format!(
                     "`--{name}` must be a number within {min}..={max}, got `{text}`"
                 ))),
             },
+        }
+    }
+
+    /// Fails if any option or switch is left (none is known to the caller).
+    pub fn no_options(&self, command: &str) -> Result<(), UsageError> {
+        match (self.options.first(), self.switches.first()) {
+            (Some((name, _)), _) | (None, Some(name)) => Err(UsageError(format!(
+                "unknown option `--{name}` for {command}"
+            ))),
+            (None, None) => Ok(()),
         }
     }
 
@@ -118,6 +134,14 @@ mod tests {
         assert!(a.switch("json"));
         assert_eq!(a.take("design").as_deref(), Some("fixed"));
         assert_eq!(a.options, vec![("grants".to_string(), "3".to_string())]);
+    }
+
+    #[test]
+    fn a_switch_with_a_value_and_a_signed_number_are_refused() {
+        let e = Args::parse(&strings(&["--json=1"]), &["json"]).unwrap_err();
+        assert_eq!(e.0, "`--json` takes no value, got `1`");
+        let mut a = Args::parse(&strings(&["--threads=+3"]), &[]).unwrap();
+        assert!(a.take_number("threads", 1, 1, 64).is_err());
     }
 
     #[test]

@@ -382,6 +382,11 @@ pub fn bench(rest: &[String]) -> Result<ExitCode, UsageError> {
     // A run that the limit would end anyway is stopped at four times the limit, so one
     // step too far cannot hold the machine for hours.
     let cap = args.take_number("cap", 4 * limit, 1, 36_000)?;
+    if cap < limit {
+        return Err(UsageError(format!(
+            "`--cap` ({cap} s) must not be below `--limit` ({limit} s)"
+        )));
+    }
     let (limit, cap) = (limit as f64, Duration::from_secs(cap as u64));
     if let Some((name, _)) = args.options.first() {
         return Err(UsageError(format!("unknown option `--{name}` for bench")));

@@ -358,7 +358,7 @@ pub fn verdicts(rest: &[String]) -> Result<ExitCode, UsageError> {
 
 /// `explore MODEL ...`
 pub fn explore(rest: &[String]) -> Result<ExitCode, UsageError> {
-    let mut args = Args::parse(rest, &[])?;
+    let mut args = Args::parse(rest, &["public"])?;
     let name = model_name(&args, "explore", NAMES)?;
     with_spec!(name.as_str(), M => explore_model::<M>(&mut args))
 }
@@ -370,12 +370,30 @@ where
     let addr = args
         .take("addr")
         .unwrap_or_else(|| "127.0.0.1:3000".to_string());
+    let public = args.switch("public");
     let model: M = build(args)?;
-    // The Explorer panics on a taken port; find out first and say so plainly.
-    drop(
-        TcpListener::bind(&addr)
-            .map_err(|e| UsageError(format!("cannot listen on `{addr}`: {e}")))?,
-    );
+    let parsed: std::net::SocketAddr = addr.parse().map_err(|_| {
+        UsageError(format!(
+            "`--addr` must be an IP address and port such as 127.0.0.1:3000, got `{addr}`"
+        ))
+    })?;
+    if !parsed.ip().is_loopback() && !public {
+        return Err(UsageError(format!(
+            "`--addr {addr}` is reachable from other machines; add `--public` to serve there"
+        )));
+    }
+    // The Explorer panics on a taken port; find out first and say so plainly. Port 0 asks
+    // the system for a free one: it is the one announced and served.
+    let listener = TcpListener::bind(parsed)
+        .map_err(|e| UsageError(format!("cannot listen on `{addr}`: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| UsageError(format!("cannot listen on `{addr}`: {e}")))?;
+    drop(listener);
+    let addr = bound.to_string();
+    if public {
+        eprintln!("steadfast: warning: the Explorer on {addr} is reachable from other machines");
+    }
     eprintln!(
         "Explorer for {} (design {}) on http://{addr}/ ; press ctrl-c to stop",
         M::NAME,
@@ -391,7 +409,9 @@ where
 
 /// `models`
 pub fn models(rest: &[String]) -> Result<ExitCode, UsageError> {
-    Args::parse(rest, &[])?.no_more_positionals(0)?;
+    let args = Args::parse(rest, &[])?;
+    args.no_more_positionals(0)?;
+    args.no_options("models")?;
     for name in NAMES {
         with_spec!(*name, M => {
             describe::<M>();

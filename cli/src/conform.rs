@@ -167,10 +167,15 @@ pub fn traces(rest: &[String]) -> Result<ExitCode, UsageError> {
 }
 
 fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
-    let out = PathBuf::from(
-        args.take("out")
-            .ok_or_else(|| UsageError("`traces` needs `--out DIR`".into()))?,
-    );
+    let out = args
+        .take("out")
+        .ok_or_else(|| UsageError("`traces` needs `--out DIR`".into()))?;
+    if out.is_empty() {
+        return Err(UsageError(
+            "`--out` is empty; name a directory (`--out .` for this one)".into(),
+        ));
+    }
+    let out = PathBuf::from(out);
     let format = args.take("format").unwrap_or_else(|| "json".into());
     if format != "json" && format != "itf" {
         return Err(UsageError(format!(
@@ -194,9 +199,20 @@ fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
                 .ok_or_else(|| UsageError(format!("trace {i} is not a path of the model")))?;
             (serde_json::to_value(t).expect("traces serialise"), "json")
         };
-        let file = out.join(format!("{}-{}-{i:06}.{ext}", M::NAME, model.design_name()));
-        std::fs::write(&file, serde_json::to_string_pretty(&value).expect("json"))
-            .map_err(|e| UsageError(format!("cannot write `{}`: {e}", file.display())))?;
+        let name = format!("{}-{}-{i:06}.{ext}", M::NAME, model.design_name());
+        let file = out.join(&name);
+        // Written under a temporary name and renamed: an interrupted run or a full disk
+        // leaves no truncated trace under a trace's name.
+        let partial = out.join(format!(".{name}.partial"));
+        std::fs::write(
+            &partial,
+            serde_json::to_string_pretty(&value).expect("json"),
+        )
+        .and_then(|()| std::fs::rename(&partial, &file))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&partial);
+            UsageError(format!("cannot write `{}`: {e}", file.display()))
+        })?;
         written += 1;
     }
     println!(
@@ -244,9 +260,9 @@ pub fn replay(rest: &[String]) -> Result<ExitCode, UsageError> {
     let trace_error = |e: TraceError| UsageError(e.to_string());
     let loaded = trace::load(std::path::Path::new(file)).map_err(trace_error)?;
     let model = loaded.model.clone();
+    // A trace error names the file already.
     let replayed =
-        with_binding!(model.as_str(), B => trace::replay::<B>(&loaded).map_err(trace_error))
-            .map_err(|e| UsageError(format!("{file}: {e}")))?;
+        with_binding!(model.as_str(), B => trace::replay::<B>(&loaded).map_err(trace_error))?;
     Ok(if print_replay(&replayed) {
         ExitCode::SUCCESS
     } else {

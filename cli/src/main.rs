@@ -35,7 +35,7 @@ usage:
   steadfast check MODEL [--design D] [--SETTING VALUE]... [--threads N] [--dfs [--symmetry]]
                     [--json]
   steadfast verdicts [--json]
-  steadfast explore MODEL [--design D] [--SETTING VALUE]... [--addr 127.0.0.1:3000]
+  steadfast explore MODEL [--design D] [--SETTING VALUE]... [--addr 127.0.0.1:3000] [--public]
   steadfast models                  list models, designs, settings and scenarios
   steadfast conform [MODEL] [--design D] [--SETTING V]... [--threads N] [--walks N] [--seed S] [--json]
                                     replay every transition against the runtime
@@ -58,6 +58,8 @@ usage:
                   interchangeable terminal statuses or keys, where the model has them;
                   the shortest-trace runs are BFS and run without it
 
+  steadfast COMMAND --help          that command's options
+
 exit status: 0 all good, 1 counterexample or unreached property, 2 bad arguments";
 
 fn main() -> ExitCode {
@@ -68,14 +70,110 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let raw = match utf8_arguments(std::env::args_os().skip(1)) {
+        Ok(raw) => raw,
+        Err(UsageError(message)) => {
+            eprintln!("steadfast: {}", one_line(&message));
+            return ExitCode::from(2);
+        }
+    };
     match run(&raw) {
         Ok(code) => code,
         Err(UsageError(message)) => {
-            eprintln!("steadfast: {message}");
+            eprintln!("steadfast: {}", one_line(&message));
             ExitCode::from(2)
         }
     }
+}
+
+/// The arguments as text; one that is not UTF-8 (a file name, say) is refused by its
+/// position, shown with its bytes escaped, rather than panicking.
+fn utf8_arguments(
+    args: impl Iterator<Item = std::ffi::OsString>,
+) -> Result<Vec<String>, UsageError> {
+    args.enumerate()
+        .map(|(i, arg)| {
+            arg.into_string().map_err(|arg| {
+                UsageError(format!(
+                    "argument {} is not valid UTF-8: `{}`",
+                    i + 1,
+                    arg.to_string_lossy()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// `message` on one line, whatever it quotes from a file or an argument: line breaks,
+/// other control characters and terminal escapes are written as escapes.
+fn one_line(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    for c in message.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Options of each command, for `steadfast COMMAND --help`.
+fn command_help(command: &str) -> Option<&'static str> {
+    Some(match command {
+        "check" => {
+            "\
+usage: steadfast check MODEL [--design D] [--scenario S] [--SETTING VALUE]... [--threads N]
+                       [--dfs [--symmetry]] [--json] [--no-shortest] [--no-traces]
+  exhaustive check of one design: verdicts, counts and the shortest trace of each
+  counterexample; `steadfast models` lists models, designs, settings and scenarios"
+        }
+        "verdicts" => {
+            "\
+usage: steadfast verdicts [--json]
+  every design of every model against the expected-verdict tables of specs/"
+        }
+        "explore" => {
+            "\
+usage: steadfast explore MODEL [--design D] [--scenario S] [--SETTING VALUE]...
+                         [--addr 127.0.0.1:3000] [--public]
+  the stateright Explorer; port 0 picks a free port; an address other machines can
+  reach needs --public"
+        }
+        "models" => {
+            "\
+usage: steadfast models
+  models, designs, settings (with defaults and limits) and scenarios"
+        }
+        "conform" => {
+            "\
+usage: steadfast conform [MODEL] [--design D] [--SETTING VALUE]... [--threads N]
+                         [--walks N] [--walk-length N] [--seed S] [--json]
+  every transition of the model replayed against the runtime, then seeded walks"
+        }
+        "traces" => {
+            "\
+usage: steadfast traces MODEL --out DIR [--format json|itf] [--limit N] [--design D]
+                        [--SETTING VALUE]...
+  write the transition-covering trace set"
+        }
+        "replay" => {
+            "\
+usage: steadfast replay FILE
+  replay one trace file (our JSON or ITF) against the runtime"
+        }
+        "departs" => {
+            "\
+usage: steadfast departs MODEL [--property P] [--SETTING VALUE]...
+  where the runtime leaves the unpatched design's shortest counterexample"
+        }
+        "bench" => {
+            "\
+usage: steadfast bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]
+  checking speed per design, symmetry reduction factor, growth per bound"
+        }
+        _ => return None,
+    })
 }
 
 fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
@@ -83,6 +181,12 @@ fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
         println!("{USAGE}");
         return Err(UsageError("no command given".into()));
     };
+    if rest.iter().any(|a| a == "--help" || a == "-h") {
+        if let Some(help) = command_help(command) {
+            println!("{help}");
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     match command.as_str() {
         "check" => commands::check(rest),
         "verdicts" => commands::verdicts(rest),

@@ -130,7 +130,9 @@ impl Settings {
         })?;
         let value = match param.kind {
             ParamKind::Int { min, max, .. } => {
-                let n: u64 = text.parse().map_err(|_| {
+                // Digits only: `str::parse` would also take a leading `+`.
+                let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+                let n: u64 = text.parse().ok().filter(|_| digits).ok_or_else(|| {
                     SettingsError(format!("`{name}` needs a whole number, got `{text}`"))
                 })?;
                 if n < min || n > max {

@@ -1,0 +1,130 @@
+//! Bad input on the command line: every refusal is one line starting with `steadfast: `
+//! and exits 2, never a panic; `--help` works on every command.
+
+use std::ffi::OsStr;
+use std::process::{Command, Output};
+
+fn steadfast<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Exit 2 and exactly one stderr line, starting with `steadfast: ` and containing `want`.
+fn refused<S: AsRef<OsStr>>(args: &[S], want: &str) {
+    let out = steadfast(args);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err:?}");
+    assert!(err.starts_with("steadfast: "), "{err}");
+    assert!(err.contains(want), "{want} in {err}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_non_utf8_argument_is_refused_by_position_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let file = OsStr::from_bytes(b"trace-\xff.json");
+    refused(
+        &[OsStr::new("replay"), file],
+        "argument 2 is not valid UTF-8",
+    );
+}
+
+#[test]
+fn every_command_answers_help_with_its_options() {
+    for (command, option) in [
+        ("check", "--design"),
+        ("verdicts", "--json"),
+        ("explore", "--addr"),
+        ("models", "models"),
+        ("conform", "--walks"),
+        ("traces", "--out"),
+        ("replay", "FILE"),
+        ("departs", "--property"),
+        ("bench", "--scaling"),
+    ] {
+        let out = steadfast(&[command, "--help"]);
+        assert_eq!(out.status.code(), Some(0), "{command}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(&format!("steadfast {command}")),
+            "{command}: {text}"
+        );
+        assert!(text.contains(option), "{command}: {text}");
+    }
+}
+
+#[test]
+fn small_defects_are_refused() {
+    refused(&["models", "--x", "1"], "unknown option `--x` for models");
+    refused(
+        &["check", "leadership", "--json=1"],
+        "`--json` takes no value",
+    );
+    refused(
+        &["check", "leadership", "--grants=+3"],
+        "needs a whole number, got `+3`",
+    );
+    refused(
+        &["bench", "--limit", "10", "--cap", "5"],
+        "must not be below `--limit`",
+    );
+    refused(&["traces", "leadership", "--out", ""], "`--out` is empty");
+}
+
+#[test]
+fn explore_refuses_an_address_other_machines_reach() {
+    refused(
+        &["explore", "leadership", "--addr", "0.0.0.0:0"],
+        "add `--public`",
+    );
+    refused(
+        &["explore", "leadership", "--addr", "nowhere"],
+        "`--addr` must be",
+    );
+}
+
+#[test]
+fn a_name_with_a_line_break_stays_on_one_line() {
+    refused(
+        &["check", "lead\nership\x1b[31m"],
+        "lead\\nership\\u{1b}[31m",
+    );
+}
+
+#[test]
+fn a_replay_error_names_the_file_once() {
+    let dir = std::env::temp_dir().join(format!("steadfast-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("broken.json");
+    std::fs::write(&file, "{\"model\": \"leadership\"").unwrap();
+    let name = file.to_str().unwrap();
+    let out = steadfast(&["replay", name]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches(name).count(), 1, "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn traces_leave_no_partial_file_behind() {
+    let dir = std::env::temp_dir().join(format!("steadfast-traces-{}", std::process::id()));
+    let out = steadfast(&[
+        "traces",
+        "leadership",
+        "--out",
+        dir.to_str().unwrap(),
+        "--limit",
+        "5",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(names.len(), 5, "{names:?}");
+    assert!(names.iter().all(|n| !n.contains("partial")), "{names:?}");
+    std::fs::remove_dir_all(&dir).ok();
+}
