@@ -128,3 +128,28 @@ fn traces_leave_no_partial_file_behind() {
     assert!(names.iter().all(|n| !n.contains("partial")), "{names:?}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[cfg(unix)]
+#[test]
+fn an_endless_file_is_refused_at_the_cap() {
+    let started = std::time::Instant::now();
+    refused(&["replay", "/dev/zero"], "larger than the 67108864 bytes");
+    // Bounded: it read at most the cap (a timed assertion would be noisy; this only
+    // guards against reading for ever).
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn a_file_over_the_cap_is_refused_without_reading_it() {
+    let dir = std::env::temp_dir().join(format!("steadfast-big-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("big.json");
+    let f = std::fs::File::create(&file).unwrap();
+    // A sparse file: its length is over the cap, its blocks are not written.
+    f.set_len((64 << 20) + 1).unwrap();
+    refused(
+        &["replay", file.to_str().unwrap()],
+        "larger than the 67108864 bytes",
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

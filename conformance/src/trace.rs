@@ -437,10 +437,44 @@ fn parse_itf(file: &str, value: &Value) -> Result<Loaded, TraceError> {
 
 /// Reads a trace file in either format.
 pub fn load(path: &FsPath) -> Result<Loaded, TraceError> {
+    load_capped(path, MAX_TRACE_BYTES)
+}
+
+/// The largest trace file [`load`] reads: the trace sets' files are kilobytes, and
+/// decoding takes a multiple of the file's size in memory, so a larger file (or an
+/// endless one, such as `/dev/zero`) is refused before it is read whole.
+pub const MAX_TRACE_BYTES: u64 = 64 << 20;
+
+/// [`load`] with a size cap of `max_bytes`.
+pub fn load_capped(path: &FsPath, max_bytes: u64) -> Result<Loaded, TraceError> {
+    use std::io::Read;
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| TraceError::Io {
+    let io = |e: std::io::Error| TraceError::Io {
         file: file.clone(),
         message: e.to_string(),
+    };
+    let too_large = || {
+        malformed(
+            &file,
+            format!("larger than the {max_bytes} bytes a trace file may have"),
+        )
+    };
+    let f = std::fs::File::open(path).map_err(io)?;
+    let meta = f.metadata().map_err(io)?;
+    if meta.is_file() && meta.len() > max_bytes {
+        return Err(too_large());
+    }
+    // Read at most one byte past the cap: a device or pipe has no length to check.
+    let mut bytes = Vec::new();
+    f.take(max_bytes + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_large());
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        malformed(
+            &file,
+            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        )
     })?;
     parse(&file, &text)
 }
