@@ -6,10 +6,14 @@
 //! less the initial ones).
 //!
 //! A trace is written either in our JSON format ([`TraceFile`]) or in the Informal Trace
-//! Format (Apalache ADR-015): one ITF state per step, the model's state fields as ITF
-//! variables plus `mbt::actionTaken` (the action that led to the state, as an ITF
-//! variant; `"init"` for the first state), and the model, design and settings in
-//! `#meta`. [`load`] reads either, [`replay`] drives the runtime along one.
+//! Format (Apalache ADR-015), as Quint writes it for model-based testing: one ITF state
+//! per step, the model's state fields as ITF variables plus `mbt::actionTaken` (the name
+//! of the action that led to the state, `"init"` for the first) and `mbt::nondetPicks`
+//! (the action's arguments, `{"args": Some(..)}`, `None` for the first state); the model,
+//! design and settings in `#meta`, as text (`settings` as `name=value` pairs separated by
+//! commas), since ITF readers take only text there. [`load`] reads either format (and ITF
+//! files of the earlier shape, with the action as a variant and the settings as a
+//! record), [`replay`] drives the runtime along one.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -27,8 +31,11 @@ use crate::{compare, itf, Binding, Divergence, Problem, Scratch};
 /// The `format` field of our JSON trace files.
 pub const FORMAT: &str = "steadfast-trace/1";
 
-/// The ITF variable that holds the action taken.
+/// The ITF variable that holds the name of the action taken.
 pub const ACTION_VAR: &str = "mbt::actionTaken";
+
+/// The ITF variable that holds the action's arguments.
+pub const PICKS_VAR: &str = "mbt::nondetPicks";
 
 /// A trace in our JSON format.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -282,6 +289,7 @@ where
     let mut vars: Vec<String> = Vec::new();
     let mut states = Vec::new();
     let mut taken = json!("init");
+    let mut picks = json!({ "args": { "tag": "None", "value": {} } });
     for (index, (state, action)) in pairs.iter().enumerate() {
         let mut record = match itf::encode(state)? {
             Value::Object(fields) => fields,
@@ -290,14 +298,26 @@ where
         if vars.is_empty() {
             vars = record.keys().cloned().collect();
             vars.push(ACTION_VAR.to_string());
+            vars.push(PICKS_VAR.to_string());
         }
         record.insert(ACTION_VAR.to_string(), taken.clone());
+        record.insert(PICKS_VAR.to_string(), picks.clone());
         record.insert("#meta".to_string(), json!({ "index": index }));
         states.push(Value::Object(record));
         if let Some(a) = action {
-            taken = itf::encode(a)?;
+            // An action is a variant: its tag is the name, its value the arguments.
+            let encoded = itf::encode(a)?;
+            let (Some(tag), Some(args)) = (encoded.get("tag"), encoded.get("value")) else {
+                return Err(itf::ItfError(format!("action {encoded} is not a variant")));
+            };
+            taken = tag.clone();
+            picks = json!({ "args": { "tag": "Some", "value": args } });
         }
     }
+    let settings: Vec<String> = settings_map(model)
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     Ok(json!({
         "#meta": {
             "format": "ITF",
@@ -305,7 +325,7 @@ where
             "source": "steadfast",
             "model": M::NAME,
             "design": model.design_name(),
-            "settings": settings_map(model),
+            "settings": settings.join(","),
         },
         "vars": vars,
         "states": states,
@@ -376,6 +396,18 @@ fn parse_itf(file: &str, value: &Value) -> Result<Loaded, TraceError> {
     let (model, design) = (text("model")?, text("design")?);
     let settings = match meta.get("settings") {
         None => BTreeMap::new(),
+        Some(Value::String(text)) => text
+            .split(',')
+            .filter(|pair| !pair.is_empty())
+            .map(|pair| {
+                pair.split_once('=')
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .ok_or_else(|| {
+                        malformed(file, format!("#meta settings: `{pair}` is not name=value"))
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+        // The earlier shape: a record of text values.
         Some(s) => serde_json::from_value(s.clone())
             .map_err(|e| malformed(file, format!("#meta settings: {e}")))?,
     };
@@ -393,20 +425,36 @@ fn parse_itf(file: &str, value: &Value) -> Result<Loaded, TraceError> {
         let mut fields = record.clone();
         fields.remove("#meta");
         let taken = fields.remove(ACTION_VAR);
+        let picks = fields.remove(PICKS_VAR);
+        let step_error = |problem: String| TraceError::Step {
+            file: file.to_string(),
+            step: i,
+            problem,
+        };
         let action = match (i, taken) {
             (0, _) => None,
-            (_, None) => {
-                return Err(TraceError::Step {
-                    file: file.to_string(),
-                    step: i,
-                    problem: format!("no `{ACTION_VAR}`"),
-                })
+            (_, None) => return Err(step_error(format!("no `{ACTION_VAR}`"))),
+            // As Quint writes it: the name here, the arguments in the picks.
+            (_, Some(Value::String(name))) => {
+                let args = match picks.as_ref().and_then(|p| p.get("args")) {
+                    Some(arg) if arg.get("tag").and_then(Value::as_str) == Some("Some") => arg
+                        .get("value")
+                        .cloned()
+                        .unwrap_or_else(|| json!({ "#tup": [] })),
+                    Some(arg) if arg.get("tag").and_then(Value::as_str) == Some("None") => {
+                        json!({ "#tup": [] })
+                    }
+                    _ => {
+                        return Err(step_error(format!(
+                            "`{PICKS_VAR}` has no `args` option for action `{name}`"
+                        )))
+                    }
+                };
+                let variant = json!({ "tag": name, "value": args });
+                Some(itf::decode(&variant).map_err(|e| step_error(e.to_string()))?)
             }
-            (_, Some(a)) => Some(itf::decode(&a).map_err(|e| TraceError::Step {
-                file: file.to_string(),
-                step: i,
-                problem: e.to_string(),
-            })?),
+            // The earlier shape: the whole action as a variant.
+            (_, Some(a)) => Some(itf::decode(&a).map_err(|e| step_error(e.to_string()))?),
         };
         let state = match fields.remove("state") {
             Some(only) if fields.is_empty() => only,
