@@ -467,6 +467,17 @@ fn restore_refuses_impossible_keyed_state() {
             Box::new(|ks| ks.pending_inputs[0].seq = 2),
         ),
         (
+            "where 1 was expected",
+            Box::new(|ks| {
+                ks.pending_inputs[0].seq = 2;
+                ks.next_seq = 3;
+            }),
+        ),
+        (
+            "queues unknown action \"c\"",
+            Box::new(|ks| ks.queue[1].action = "c".into()),
+        ),
+        (
             "is not below the next",
             Box::new(|ks| ks.last_completed = Some(2)),
         ),
@@ -481,6 +492,28 @@ fn restore_refuses_impossible_keyed_state() {
             "{why}: {err:?}"
         );
     }
+}
+
+/// Two actions of one name are refused, at the start and at a restore.
+#[test]
+fn duplicate_action_names_are_refused() {
+    let twice = || {
+        vec![
+            ActionDef::new("a", LookupThenPublish),
+            ActionDef::new("a", CountedCalls),
+        ]
+    };
+    assert_eq!(
+        Operator::new(twice(), 1).unwrap_err(),
+        OperatorError::DuplicateAction("a".into())
+    );
+    let cp = operator(vec![ActionDef::new("a", LookupThenPublish)])
+        .snapshot(1, &[0])
+        .unwrap();
+    assert_eq!(
+        Operator::restore(twice(), &cp).unwrap_err(),
+        OperatorError::DuplicateAction("a".into())
+    );
 }
 
 /// Every queue is bounded: inputs waiting behind a key's current one, and pending
