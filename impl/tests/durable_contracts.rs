@@ -521,10 +521,13 @@ fn duplicate_action_names_are_refused() {
 #[test]
 fn bounded_queues_refuse_and_change_nothing() {
     let mut op = operator(vec![ActionDef::new("act", LookupThenPublish)]);
-    op.set_limits(steadfast::durable::Limits {
+    let limits = steadfast::durable::Limits {
         pending_inputs_per_key: 2,
         pending_checkpoints: 1,
-    });
+    };
+    assert_ne!(op.limits(), limits, "the defaults are larger");
+    op.set_limits(limits);
+    assert_eq!(op.limits(), limits);
     start_with_call(&mut op);
     for v in 0..2 {
         op.handle(Event::Input {
