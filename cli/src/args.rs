@@ -13,6 +13,20 @@ impl fmt::Display for UsageError {
     }
 }
 
+/// `message` on one line, whatever it quotes from a file or an argument: line breaks,
+/// other control characters and terminal escapes are written as escapes.
+pub fn one_line(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    for c in message.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Parsed arguments after the command word: positionals, `--flag` switches, and
 /// `--name value` options, in the order given.
 #[derive(Debug, Default)]

@@ -98,6 +98,7 @@ where
     M: Spec,
 {
     let threads = args.take_number("threads", 1, 1, 64)?;
+    crate::budget::watch(args, "check")?;
     let options = CheckOptions {
         threads,
         strategy: if args.switch("dfs") {

@@ -68,6 +68,7 @@ fn conform_one<B: Binding>(
     let walk_len = args.take_number("walk-length", 200, 1, 1_000_000)?;
     let seed = args.take_number("seed", 1, 0, usize::MAX)? as u64;
     let threads = args.take_number("threads", 1, 1, 64)?;
+    crate::budget::watch(args, "conform")?;
     let model: B::Model = build(args)?;
     let mut report = serde_json::json!({
         "model": <B::Model as Spec>::NAME,
@@ -183,37 +184,65 @@ fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
         )));
     }
     let limit = args.take_number("limit", usize::MAX, 1, usize::MAX)?;
+    let max_mib = args.take_number("max-bytes-mib", DEFAULT_MAX_TRACES_MIB, 1, 1 << 30)?;
+    let max_bytes = (max_mib as u64) << 20;
     let model: M = build(args)?;
     std::fs::create_dir_all(&out)
         .map_err(|e| UsageError(format!("cannot create `{}`: {e}", out.display())))?;
     let set = trace::trace_set(&model);
     let total = set.len();
+    let wanted = total.min(limit);
+    // The disk the set will take, estimated from its first traces before any is written.
+    let sample = wanted.min(64);
+    let mut sampled = 0u64;
+    for (init, actions) in set.iter().take(sample) {
+        sampled += encode_trace(&model, *init, actions, &format)?.0.len() as u64;
+    }
+    let estimate = sampled / sample.max(1) as u64 * wanted as u64;
+    if estimate > max_bytes {
+        return Err(UsageError(format!(
+            "{wanted} traces would take about {} MiB, over the budget of {max_mib} MiB; \
+             pass --limit N or --max-bytes-mib M",
+            estimate >> 20
+        )));
+    }
     let mut written = 0;
+    let mut bytes = 0u64;
+    let started = std::time::Instant::now();
+    let mut next_progress = std::time::Duration::from_secs(2);
     for (i, (init, actions)) in set.into_iter().take(limit).enumerate() {
-        let (value, ext) = if format == "itf" {
-            let v = trace::to_itf(&model, init, &actions)
-                .map_err(|e| UsageError(format!("trace {i}: {e}")))?;
-            (v, "itf.json")
-        } else {
-            let t = trace::to_json(&model, init, &actions)
-                .ok_or_else(|| UsageError(format!("trace {i} is not a path of the model")))?;
-            (serde_json::to_value(t).expect("traces serialise"), "json")
-        };
+        let (text, ext) = encode_trace(&model, init, &actions, &format)?;
+        bytes += text.len() as u64;
+        if bytes > max_bytes {
+            eprintln!(
+                "steadfast: traces stopped: the disk budget of {max_mib} MiB is spent after \
+                 {written} of {wanted} traces"
+            );
+            return Ok(ExitCode::from(crate::budget::RUN_FAILURE));
+        }
         let name = format!("{}-{}-{i:06}.{ext}", M::NAME, model.design_name());
         let file = out.join(&name);
         // Written under a temporary name and renamed: an interrupted run or a full disk
         // leaves no truncated trace under a trace's name.
         let partial = out.join(format!(".{name}.partial"));
-        std::fs::write(
-            &partial,
-            serde_json::to_string_pretty(&value).expect("json"),
-        )
-        .and_then(|()| std::fs::rename(&partial, &file))
-        .map_err(|e| {
+        let result = std::fs::write(&partial, text).and_then(|()| std::fs::rename(&partial, &file));
+        if let Err(e) = result {
             let _ = std::fs::remove_file(&partial);
-            UsageError(format!("cannot write `{}`: {e}", file.display()))
-        })?;
+            eprintln!(
+                "steadfast: {}",
+                crate::args::one_line(&format!("cannot write `{}`: {e}", file.display()))
+            );
+            return Ok(ExitCode::from(crate::budget::RUN_FAILURE));
+        }
         written += 1;
+        if started.elapsed() > next_progress {
+            next_progress = started.elapsed() + std::time::Duration::from_secs(1);
+            eprintln!(
+                "traces: {written} of {wanted} written, {} MiB, {:.0}s",
+                bytes >> 20,
+                started.elapsed().as_secs_f64()
+            );
+        }
     }
     println!(
         "wrote {written} of {total} traces ({} {}, format {format}) to {}",
@@ -222,6 +251,28 @@ fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
         out.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The default disk budget of `traces`, MiB.
+const DEFAULT_MAX_TRACES_MIB: usize = 2048;
+
+/// One trace as file text in `format`, with its file extension.
+fn encode_trace<M: Spec>(
+    model: &M,
+    init: usize,
+    actions: &[M::Action],
+    format: &str,
+) -> Result<(String, &'static str), UsageError> {
+    let (value, ext) = if format == "itf" {
+        let v =
+            trace::to_itf(model, init, actions).map_err(|e| UsageError(format!("trace: {e}")))?;
+        (v, "itf.json")
+    } else {
+        let t = trace::to_json(model, init, actions)
+            .ok_or_else(|| UsageError("a trace is not a path of the model".into()))?;
+        (serde_json::to_value(t).expect("traces serialise"), "json")
+    };
+    Ok((serde_json::to_string_pretty(&value).expect("json"), ext))
 }
 
 fn print_replay(r: &Replay) -> bool {

@@ -8,10 +8,12 @@
 //!
 //! Exit status follows model checkers: 0 when everything holds and is reached, 1 when a
 //! counterexample is found or a reachability property is unreached (or a verdict does not
-//! match its table), 2 on bad arguments.
+//! match its table), 2 on bad arguments, 3 when a run fails while running (a memory or
+//! disk budget exceeded, a write error).
 
 mod args;
 mod bench;
+mod budget;
 mod commands;
 mod conform;
 mod models;
@@ -19,7 +21,7 @@ mod render;
 
 use std::process::ExitCode;
 
-use args::UsageError;
+use args::{one_line, UsageError};
 
 /// Conformance replay allocates at every step (runtime forks, projections holding
 /// strings): with mimalloc it ran a sixth fewer instructions and about a fifth faster
@@ -60,7 +62,9 @@ usage:
 
   steadfast COMMAND --help          that command's options
 
-exit status: 0 all good, 1 counterexample or unreached property, 2 bad arguments";
+exit status: 0 all good, 1 counterexample or unreached property, 2 bad arguments,
+3 a failure while running (memory budget, --max-memory MIB; a write error; the disk
+budget of traces, --max-bytes-mib MIB)";
 
 fn main() -> ExitCode {
     // Output piped into `head` and the like ends quietly when the reader goes, as with
@@ -104,20 +108,6 @@ fn utf8_arguments(
         .collect()
 }
 
-/// `message` on one line, whatever it quotes from a file or an argument: line breaks,
-/// other control characters and terminal escapes are written as escapes.
-fn one_line(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    for c in message.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Options of each command, for `steadfast COMMAND --help`.
 fn command_help(command: &str) -> Option<&'static str> {
     Some(match command {
@@ -125,6 +115,7 @@ fn command_help(command: &str) -> Option<&'static str> {
             "\
 usage: steadfast check MODEL [--design D] [--scenario S] [--SETTING VALUE]... [--threads N]
                        [--dfs [--symmetry]] [--json] [--no-shortest] [--no-traces]
+                       [--max-memory MIB]
   exhaustive check of one design: verdicts, counts and the shortest trace of each
   counterexample; `steadfast models` lists models, designs, settings and scenarios"
         }
@@ -149,12 +140,13 @@ usage: steadfast models
             "\
 usage: steadfast conform [MODEL] [--design D] [--SETTING VALUE]... [--threads N]
                          [--walks N] [--walk-length N] [--seed S] [--json]
+                         [--max-memory MIB]
   every transition of the model replayed against the runtime, then seeded walks"
         }
         "traces" => {
             "\
 usage: steadfast traces MODEL --out DIR [--format json|itf] [--limit N] [--design D]
-                        [--SETTING VALUE]...
+                        [--SETTING VALUE]... [--max-bytes-mib MIB]
   write the transition-covering trace set"
         }
         "replay" => {

@@ -153,3 +153,52 @@ fn a_file_over_the_cap_is_refused_without_reading_it() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A check past its memory budget ends with one line, its progress so far, and exit 3
+/// (a run-time failure, not a usage error), instead of exhausting the machine.
+#[test]
+fn a_check_past_its_memory_budget_stops_with_exit_3() {
+    let out = steadfast(&[
+        "check",
+        "durable",
+        "--keys",
+        "3",
+        "--inputs",
+        "3",
+        "--max-memory",
+        "200",
+        "--no-traces",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.starts_with("steadfast: check stopped: memory budget of 200 MiB exceeded"),
+        "{err}"
+    );
+    assert!(last.contains("unique states"), "{err}");
+}
+
+/// `traces` estimates the disk a set takes before writing any and refuses past its budget.
+#[test]
+fn traces_over_the_disk_budget_are_refused_with_the_estimate() {
+    let dir = std::env::temp_dir().join(format!("steadfast-budget-{}", std::process::id()));
+    refused(
+        &[
+            "traces",
+            "durable",
+            "--inputs",
+            "1",
+            "--format",
+            "itf",
+            "--max-bytes-mib",
+            "1",
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+        "over the budget of 1 MiB",
+    );
+    let written = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(written, 0, "nothing written");
+    std::fs::remove_dir_all(&dir).ok();
+}

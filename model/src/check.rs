@@ -260,12 +260,35 @@ struct Progress {
 /// How often the reporting thread polls the checker.
 const POLL: Duration = Duration::from_millis(10);
 
+/// The latest counts of the run in progress, for a watcher on another thread (a memory
+/// budget that stops the process says how far the run got): unique states, generated
+/// states, depth. Updated at every poll of a run that reports progress.
+static LIVE: [std::sync::atomic::AtomicU64; 3] = [
+    std::sync::atomic::AtomicU64::new(0),
+    std::sync::atomic::AtomicU64::new(0),
+    std::sync::atomic::AtomicU64::new(0),
+];
+
+/// (unique states, generated states, depth) of the run in progress, as last polled.
+pub fn live_counts() -> (u64, u64, u64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    (
+        LIVE[0].load(Relaxed),
+        LIVE[1].load(Relaxed),
+        LIVE[2].load(Relaxed),
+    )
+}
+
 impl<M: Model> Reporter<M> for Progress {
     fn delay(&self) -> Duration {
         POLL
     }
 
     fn report_checking(&mut self, data: ReportData) {
+        use std::sync::atomic::Ordering::Relaxed;
+        LIVE[0].store(data.unique_states as u64, Relaxed);
+        LIVE[1].store(data.total_states as u64, Relaxed);
+        LIVE[2].store(data.max_depth as u64, Relaxed);
         if data.done || data.duration < self.after {
             return;
         }
