@@ -7,6 +7,8 @@
 //! - [`log`]: the partitioned, offset-addressed log trait (what a Kafka topic offers);
 //! - [`memory_log`]: an in-memory log with fault injection;
 //! - [`file_log`]: the embedded default, append-only checksummed segment files;
+//! - [`storage`]: the file operations under the file log (the real file system, or a
+//!   simulated disk in the power-loss test);
 //! - [`store`]: the action state store, a plain value (cache, acknowledged offsets,
 //!   prune, recovery marker, rebuild from records handed to it);
 //! - [`record`]: the store's record format (encode, strict decode);
@@ -24,6 +26,7 @@ pub mod memory_log;
 pub mod operator;
 pub mod projection;
 pub mod record;
+pub mod storage;
 pub mod store;
 
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,111 @@
+//! The file operations the file log ([`super::file_log`]) makes, behind a trait, so that
+//! a test can run the log on a simulated disk that loses power ([`Storage`]).
+//! [`StdStorage`] is the real one over `std::fs`, the default everywhere.
+//!
+//! The operations are the few an append-only log needs, each with the durability a
+//! Linux file system gives it: appended bytes are durable once the file is synced;
+//! a new or renamed file's directory entry once its directory is synced.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// A file system, as the file log uses it.
+pub trait Storage: Send + Sync {
+    /// Create `dir` and its parents if missing.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// The whole contents of `path` (`NotFound` if there is no such file).
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Create or replace `path` with `bytes` and sync the file (not its directory).
+    fn write_synced(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// Rename `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// The paths of the entries of `dir`.
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+    /// Make `dir`'s entries (files created or renamed in it) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Open `path` for reading and appending, creating it if missing.
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn StorageFile>>;
+}
+
+/// An open file of a [`Storage`].
+pub trait StorageFile: Send {
+    /// Append `bytes` at the end.
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Fill `buf` from byte `pos` on (an error if the file ends first).
+    fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> io::Result<()>;
+    /// Cut or extend the file to `len` bytes.
+    fn set_len(&mut self, len: u64) -> io::Result<()>;
+    /// Make the file's data durable (`fdatasync`).
+    fn sync_data(&mut self) -> io::Result<()>;
+    /// Make the file's data and metadata durable (`fsync`).
+    fn sync_all(&mut self) -> io::Result<()>;
+}
+
+/// The real file system (`std::fs`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StdStorage;
+
+impl Storage for StdStorage {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir_all(dir)
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        fs::read(path)
+    }
+
+    fn write_synced(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut f = File::create(path)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        fs::read_dir(dir)?
+            .map(|entry| entry.map(|e| e.path()))
+            .collect()
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)?;
+        Ok(Box::new(StdFile(file)))
+    }
+}
+
+struct StdFile(File);
+
+impl StorageFile for StdFile {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.0.write_all(bytes)
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> io::Result<()> {
+        self.0.read_exact_at(buf, pos)
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+
+    fn sync_all(&mut self) -> io::Result<()> {
+        self.0.sync_all()
+    }
+}
