@@ -265,13 +265,24 @@ fn crash_child_writer() {
 
 #[test]
 fn file_log_keeps_every_acknowledged_record_across_sigkill() {
-    const ITERATIONS: u64 = 30;
+    sigkill_iterations(30);
+}
+
+/// The soak run of the SIGKILL test: 1,000 writers killed (outside CI, `cargo test
+/// --release -p steadfast --test durable_file_log -- --ignored sigkill_soak`).
+#[test]
+#[ignore = "soak run, about a minute"]
+fn sigkill_soak() {
+    sigkill_iterations(1_000);
+}
+
+fn sigkill_iterations(iterations: u64) {
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut acked: Vec<(u32, u64)> = Vec::new();
     let mut truncations = 0;
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    for _ in 0..ITERATIONS {
+    for _ in 0..iterations {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
@@ -320,7 +331,7 @@ fn file_log_keeps_every_acknowledged_record_across_sigkill() {
         check_acked(&mut log, &acked);
     }
     println!(
-        "iterations={ITERATIONS} acknowledged={} tails_truncated={truncations}",
+        "iterations={iterations} acknowledged={} tails_truncated={truncations}",
         acked.len()
     );
 }
