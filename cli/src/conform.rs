@@ -75,7 +75,25 @@ fn conform_one<B: Binding>(
         "design": model.design_name(),
         "threads": threads,
     });
-    let c = match cover::cover_threads::<B>(&model, threads) {
+    // Runs longer than two seconds print progress on stderr, once a second at most.
+    let mut next_line = 2.0;
+    let label = format!("{} {}", <B::Model as Spec>::NAME, model.design_name());
+    let mut progress = |p: &cover::Progress| {
+        if p.seconds >= next_line {
+            next_line = p.seconds + 1.0;
+            eprintln!(
+                "{label}: level {}, {} unique states, {} transitions, {} runtime steps, \
+                 {:.0} steps/s, {:.0}s",
+                p.level,
+                p.unique_states,
+                p.transitions,
+                p.steps,
+                p.steps as f64 / p.seconds.max(1e-9),
+                p.seconds
+            );
+        }
+    };
+    let c = match cover::cover_with_progress::<B>(&model, threads, &mut progress) {
         Ok(c) => c,
         Err(d) => {
             if json {

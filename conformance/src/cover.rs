@@ -191,7 +191,32 @@ pub fn cover_threads<B: Binding>(
     model: &B::Model,
     threads: usize,
 ) -> Result<Coverage, Box<Divergence>> {
+    cover_with_progress::<B>(model, threads, &mut |_: &Progress| {})
+}
+
+/// How far a [`cover_with_progress`] run got, reported after each level of the walk.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Distance from the initial states of the level just finished.
+    pub level: usize,
+    /// Unique states reached so far.
+    pub unique_states: usize,
+    /// Transitions replayed so far.
+    pub transitions: usize,
+    /// Runtime steps so far (transitions and refused probes).
+    pub steps: usize,
+    /// Seconds since the run started.
+    pub seconds: f64,
+}
+
+/// [`cover_threads`], calling `progress` after each level of the walk.
+pub fn cover_with_progress<B: Binding>(
+    model: &B::Model,
+    threads: usize,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Coverage, Box<Divergence>> {
     let started = Instant::now();
+    let mut depth = 0;
     let mut coverage = Coverage {
         model: <B::Model as Spec>::NAME,
         design: model.design_name(),
@@ -228,6 +253,16 @@ pub fn cover_threads<B: Binding>(
     let threads = threads.max(1);
     let mut kinds: Vec<(String, usize)> = Vec::new();
     while !level.is_empty() {
+        if depth > 0 {
+            progress(&Progress {
+                level: depth,
+                unique_states: reached.len(),
+                transitions: coverage.transitions,
+                steps: coverage.steps,
+                seconds: started.elapsed().as_secs_f64(),
+            });
+        }
+        depth += 1;
         if threads == 1 || level.len() < 2 * threads {
             // One thread numbers each new state as it meets it, as a plain breadth-first
             // walk does, so a level's duplicate successors are dropped at once.

@@ -907,3 +907,27 @@ fn a_snapshot_while_a_put_is_in_flight_is_refused() {
 fn model_none() -> u8 {
     steadfast_model::durable::NONE
 }
+
+/// The progress a cover reports: once per level after the first, levels counting up,
+/// counts growing, and the last report below the final coverage.
+#[test]
+fn cover_reports_progress_level_by_level() {
+    let m = model("fixed", &[]);
+    let mut seen: Vec<steadfast_conformance::cover::Progress> = Vec::new();
+    let c = steadfast_conformance::cover::cover_with_progress::<DurableBinding>(&m, 1, &mut |p| {
+        seen.push(*p)
+    })
+    .unwrap();
+    assert!(seen.len() > 10, "{}", seen.len());
+    for (i, p) in seen.iter().enumerate() {
+        assert_eq!(p.level, i + 1);
+    }
+    for w in seen.windows(2) {
+        assert!(w[0].unique_states <= w[1].unique_states);
+        assert!(w[0].transitions < w[1].transitions);
+        assert!(w[0].steps < w[1].steps);
+    }
+    let last = seen.last().unwrap();
+    assert!(last.unique_states <= c.unique_states && last.transitions <= c.transitions);
+    assert_eq!(c.unique_states, 36_609);
+}
