@@ -327,11 +327,13 @@ pub fn replay(rest: &[String]) -> Result<ExitCode, UsageError> {
         .first()
         .ok_or_else(|| UsageError("`replay` needs a trace file".into()))?;
     let trace_error = |e: TraceError| UsageError(e.to_string());
-    let loaded = trace::load(std::path::Path::new(file)).map_err(trace_error)?;
-    let model = loaded.model.clone();
-    // A trace error names the file already.
-    let replayed =
-        with_binding!(model.as_str(), B => trace::replay::<B>(&loaded).map_err(trace_error))?;
+    // Read as a stream: memory bounded by the largest step, not the file. A trace error
+    // names the file already.
+    let path = std::path::Path::new(file);
+    let model = trace::stream::model_of(path).map_err(trace_error)?;
+    let replayed = with_binding!(model.as_str(), B => {
+        trace::stream::replay_file::<B>(path).map_err(trace_error)
+    })?;
     Ok(if print_replay(&replayed) {
         ExitCode::SUCCESS
     } else {

@@ -28,6 +28,8 @@ use steadfast_model::{Settings, Spec};
 use crate::cover::FastMap;
 use crate::{compare, itf, Binding, Divergence, Problem, Scratch};
 
+pub mod stream;
+
 /// The `format` field of our JSON trace files.
 pub const FORMAT: &str = "steadfast-trace/1";
 
@@ -347,7 +349,7 @@ pub struct Loaded {
     pub steps: Vec<TraceStep>,
 }
 
-fn malformed(file: &str, problem: impl Into<String>) -> TraceError {
+pub(crate) fn malformed(file: &str, problem: impl Into<String>) -> TraceError {
     TraceError::Malformed {
         file: file.to_string(),
         problem: problem.into(),
@@ -387,6 +389,29 @@ fn parse_itf(file: &str, value: &Value) -> Result<Loaded, TraceError> {
     let meta = value
         .get("#meta")
         .ok_or_else(|| malformed(file, "ITF trace without #meta (model and design)"))?;
+    let header = itf_header(file, meta)?;
+    let states = value["states"]
+        .as_array()
+        .ok_or_else(|| malformed(file, "`states` is not a list"))?;
+    if states.is_empty() {
+        return Err(malformed(file, "no states"));
+    }
+    let steps = states
+        .iter()
+        .enumerate()
+        .map(|(i, s)| itf_step(file, i, s))
+        .collect::<Result<_, _>>()?;
+    Ok(Loaded {
+        file: file.to_string(),
+        model: header.model,
+        design: header.design,
+        settings: header.settings,
+        steps,
+    })
+}
+
+/// The model, design and settings an ITF file's `#meta` names.
+pub(crate) fn itf_header(file: &str, meta: &Value) -> Result<Header, TraceError> {
     let text = |key: &str| {
         meta.get(key)
             .and_then(Value::as_str)
@@ -411,75 +436,66 @@ fn parse_itf(file: &str, value: &Value) -> Result<Loaded, TraceError> {
         Some(s) => serde_json::from_value(s.clone())
             .map_err(|e| malformed(file, format!("#meta settings: {e}")))?,
     };
-    let states = value["states"]
-        .as_array()
-        .ok_or_else(|| malformed(file, "`states` is not a list"))?;
-    if states.is_empty() {
-        return Err(malformed(file, "no states"));
-    }
-    let mut steps = Vec::new();
-    for (i, s) in states.iter().enumerate() {
-        let record = s
-            .as_object()
-            .ok_or_else(|| malformed(file, format!("state {i} is not a record")))?;
-        let mut fields = record.clone();
-        fields.remove("#meta");
-        let taken = fields.remove(ACTION_VAR);
-        let picks = fields.remove(PICKS_VAR);
-        let step_error = |problem: String| TraceError::Step {
-            file: file.to_string(),
-            step: i,
-            problem,
-        };
-        let action = match (i, taken) {
-            (0, _) => None,
-            (_, None) => return Err(step_error(format!("no `{ACTION_VAR}`"))),
-            // As Quint writes it: the name here, the arguments in the picks.
-            (_, Some(Value::String(name))) => {
-                let args = match picks.as_ref().and_then(|p| p.get("args")) {
-                    Some(arg) if arg.get("tag").and_then(Value::as_str) == Some("Some") => arg
-                        .get("value")
-                        .cloned()
-                        .unwrap_or_else(|| json!({ "#tup": [] })),
-                    Some(arg) if arg.get("tag").and_then(Value::as_str) == Some("None") => {
-                        json!({ "#tup": [] })
-                    }
-                    _ => {
-                        return Err(step_error(format!(
-                            "`{PICKS_VAR}` has no `args` option for action `{name}`"
-                        )))
-                    }
-                };
-                let variant = json!({ "tag": name, "value": args });
-                Some(itf::decode(&variant).map_err(|e| step_error(e.to_string()))?)
-            }
-            // The earlier shape: the whole action as a variant.
-            (_, Some(a)) => Some(itf::decode(&a).map_err(|e| step_error(e.to_string()))?),
-        };
-        let state = match fields.remove("state") {
-            Some(only) if fields.is_empty() => only,
-            Some(other) => {
-                fields.insert("state".into(), other);
-                Value::Object(fields)
-            }
-            None => Value::Object(fields),
-        };
-        let state = itf::decode(&state).map_err(|e| TraceError::Step {
-            file: file.to_string(),
-            step: i,
-            problem: e.to_string(),
-        })?;
-        steps.push(TraceStep {
-            action,
-            state: Some(state),
-        });
-    }
-    Ok(Loaded {
+    Ok(Header {
         file: file.to_string(),
         model,
         design,
         settings,
-        steps,
+    })
+}
+
+/// ITF state `i` as a step in our shapes: the action (none for the first state) and the
+/// model state.
+pub(crate) fn itf_step(file: &str, i: usize, s: &Value) -> Result<TraceStep, TraceError> {
+    let record = s
+        .as_object()
+        .ok_or_else(|| malformed(file, format!("state {i} is not a record")))?;
+    let mut fields = record.clone();
+    fields.remove("#meta");
+    let taken = fields.remove(ACTION_VAR);
+    let picks = fields.remove(PICKS_VAR);
+    let step_error = |problem: String| TraceError::Step {
+        file: file.to_string(),
+        step: i,
+        problem,
+    };
+    let action = match (i, taken) {
+        (0, _) => None,
+        (_, None) => return Err(step_error(format!("no `{ACTION_VAR}`"))),
+        // As Quint writes it: the name here, the arguments in the picks.
+        (_, Some(Value::String(name))) => {
+            let args = match picks.as_ref().and_then(|p| p.get("args")) {
+                Some(arg) if arg.get("tag").and_then(Value::as_str) == Some("Some") => arg
+                    .get("value")
+                    .cloned()
+                    .unwrap_or_else(|| json!({ "#tup": [] })),
+                Some(arg) if arg.get("tag").and_then(Value::as_str) == Some("None") => {
+                    json!({ "#tup": [] })
+                }
+                _ => {
+                    return Err(step_error(format!(
+                        "`{PICKS_VAR}` has no `args` option for action `{name}`"
+                    )))
+                }
+            };
+            let variant = json!({ "tag": name, "value": args });
+            Some(itf::decode(&variant).map_err(|e| step_error(e.to_string()))?)
+        }
+        // The earlier shape: the whole action as a variant.
+        (_, Some(a)) => Some(itf::decode(&a).map_err(|e| step_error(e.to_string()))?),
+    };
+    let state = match fields.remove("state") {
+        Some(only) if fields.is_empty() => only,
+        Some(other) => {
+            fields.insert("state".into(), other);
+            Value::Object(fields)
+        }
+        None => Value::Object(fields),
+    };
+    let state = itf::decode(&state).map_err(|e| step_error(e.to_string()))?;
+    Ok(TraceStep {
+        action,
+        state: Some(state),
     })
 }
 
@@ -557,125 +573,201 @@ pub struct Replay {
 /// replay stops at the first disagreement between model and runtime, which it reports
 /// in [`Replay::divergence`]; problems with the file itself are errors.
 pub fn replay<B: Binding>(loaded: &Loaded) -> Result<Replay, TraceError> {
-    let file = loaded.file.as_str();
-    let name = <B::Model as Spec>::NAME;
-    if loaded.model != name {
-        return Err(TraceError::WrongModel {
-            file: file.to_string(),
-            found: loaded.model.clone(),
-            expected: name.to_string(),
-        });
-    }
-    let overrides: Vec<(&str, &str)> = loaded
-        .settings
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let params = <B::Model as Spec>::params();
-    let settings = Settings::parse(params, &overrides).map_err(|e| TraceError::Settings {
-        file: file.to_string(),
-        problem: e.to_string(),
-    })?;
-    let model = B::Model::build(&loaded.design, &settings).map_err(|e| TraceError::Settings {
-        file: file.to_string(),
-        problem: e.to_string(),
-    })?;
-
-    let step_error = |step: usize, problem: String| TraceError::Step {
-        file: file.to_string(),
-        step,
-        problem,
-    };
-    let inits = model.init_states();
-    let mut state = match &loaded.steps[0].state {
-        None => inits
-            .first()
-            .cloned()
-            .ok_or_else(|| step_error(0, "the model has no initial state".into()))?,
-        Some(value) => {
-            let found = inits
-                .iter()
-                .find(|s| serde_json::to_value(s).ok().as_ref() == Some(value));
-            found
-                .cloned()
-                .ok_or_else(|| step_error(0, "not an initial state of the model".into()))?
-        }
-    };
-    let mut runtime = B::start(&model, &state);
-    let mut report = Replay {
+    let header = Header {
+        file: loaded.file.clone(),
         model: loaded.model.clone(),
         design: loaded.design.clone(),
-        steps: Vec::new(),
-        divergence: None,
+        settings: loaded.settings.clone(),
     };
-    let mut path: Vec<String> = Vec::new();
-    let mut scratch = Scratch::<B>::new();
-    if let Err(lines) = compare::<B>(&model, &state, &runtime) {
-        report.divergence = Some(Divergence {
-            trace: Vec::new(),
-            step: 0,
-            action: "(initial state)".into(),
-            problem: Problem::Projection(lines),
-            runtime: B::describe(&runtime),
-        });
-        return Ok(report);
+    let mut steps = loaded.steps.iter().cloned();
+    let first = steps
+        .next()
+        .ok_or_else(|| malformed(&loaded.file, "no steps"))?;
+    let mut replayer = Replayer::<B>::start(&header, &first)?;
+    for (i, step) in steps.enumerate() {
+        if !replayer.step(i + 1, &step)? {
+            break;
+        }
     }
-    for (i, step) in loaded.steps.iter().enumerate().skip(1) {
+    Ok(replayer.finish())
+}
+
+/// What a trace file says before its steps: which model, design and settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// File name, for messages.
+    pub file: String,
+    /// Model name.
+    pub model: String,
+    /// Design name.
+    pub design: String,
+    /// Settings by name.
+    pub settings: BTreeMap<String, String>,
+}
+
+/// A replay in progress, taking a trace's steps one at a time ([`replay`],
+/// [`stream::replay_file`]).
+pub struct Replayer<B: Binding> {
+    file: String,
+    model: B::Model,
+    state: B::State,
+    runtime: B::Runtime,
+    report: Replay,
+    path: Vec<String>,
+    scratch: Scratch<B>,
+}
+
+impl<B: Binding> Replayer<B> {
+    /// The model the header names, and its runtime at the trace's first step.
+    pub fn start(header: &Header, first: &TraceStep) -> Result<Self, TraceError> {
+        let file = header.file.as_str();
+        let name = <B::Model as Spec>::NAME;
+        if header.model != name {
+            return Err(TraceError::WrongModel {
+                file: file.to_string(),
+                found: header.model.clone(),
+                expected: name.to_string(),
+            });
+        }
+        let overrides: Vec<(&str, &str)> = header
+            .settings
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let params = <B::Model as Spec>::params();
+        let settings = Settings::parse(params, &overrides).map_err(|e| TraceError::Settings {
+            file: file.to_string(),
+            problem: e.to_string(),
+        })?;
+        let model =
+            B::Model::build(&header.design, &settings).map_err(|e| TraceError::Settings {
+                file: file.to_string(),
+                problem: e.to_string(),
+            })?;
+        if first.action.is_some() {
+            return Err(malformed(
+                file,
+                "the first step must be the initial state, without an action",
+            ));
+        }
+        let step_error = |problem: String| TraceError::Step {
+            file: file.to_string(),
+            step: 0,
+            problem,
+        };
+        let inits = model.init_states();
+        let state = match &first.state {
+            None => inits
+                .first()
+                .cloned()
+                .ok_or_else(|| step_error("the model has no initial state".into()))?,
+            Some(value) => {
+                let found = inits
+                    .iter()
+                    .find(|s| serde_json::to_value(s).ok().as_ref() == Some(value));
+                found
+                    .cloned()
+                    .ok_or_else(|| step_error("not an initial state of the model".into()))?
+            }
+        };
+        let runtime = B::start(&model, &state);
+        let mut report = Replay {
+            model: header.model.clone(),
+            design: header.design.clone(),
+            steps: Vec::new(),
+            divergence: None,
+        };
+        if let Err(lines) = compare::<B>(&model, &state, &runtime) {
+            report.divergence = Some(Divergence {
+                trace: Vec::new(),
+                step: 0,
+                action: "(initial state)".into(),
+                problem: Problem::Projection(lines),
+                runtime: B::describe(&runtime),
+            });
+        }
+        Ok(Replayer {
+            file: file.to_string(),
+            model,
+            state,
+            runtime,
+            report,
+            path: Vec::new(),
+            scratch: Scratch::<B>::new(),
+        })
+    }
+
+    /// Takes step `i` (1 for the first action); whether the replay goes on (false once
+    /// model and runtime parted).
+    pub fn step(&mut self, i: usize, step: &TraceStep) -> Result<bool, TraceError> {
+        if self.report.divergence.is_some() {
+            return Ok(false);
+        }
+        let step_error = |problem: String| TraceError::Step {
+            file: self.file.clone(),
+            step: i,
+            problem,
+        };
         let value = step
             .action
             .as_ref()
-            .ok_or_else(|| step_error(i, "no action".into()))?;
+            .ok_or_else(|| step_error("no action".into()))?;
         let action: B::Action = serde_json::from_value(value.clone())
-            .map_err(|e| step_error(i, format!("unknown action {value}: {e}")))?;
+            .map_err(|e| step_error(format!("unknown action {value}: {e}")))?;
         let mut enabled = Vec::new();
-        model.actions(&state, &mut enabled);
+        self.model.actions(&self.state, &mut enabled);
         if !enabled.contains(&action) {
-            return Err(step_error(
-                i,
-                format!("{action:?} is not enabled in the model here"),
-            ));
+            return Err(step_error(format!(
+                "{action:?} is not enabled in the model here"
+            )));
         }
-        let next = model
-            .next_state(&state, action.clone())
-            .ok_or_else(|| step_error(i, format!("{action:?} changes nothing")))?;
+        let next = self
+            .model
+            .next_state(&self.state, action.clone())
+            .ok_or_else(|| step_error(format!("{action:?} changes nothing")))?;
         if let Some(want) = &step.state {
             if serde_json::to_value(&next).ok().as_ref() != Some(want) {
                 let lines =
                     crate::diff::fields(want, &serde_json::to_value(&next).unwrap_or_default());
-                return Err(step_error(
-                    i,
-                    format!(
-                        "the recorded state is not the model's: {}",
-                        lines.join("; ")
-                    ),
-                ));
+                return Err(step_error(format!(
+                    "the recorded state is not the model's: {}",
+                    lines.join("; ")
+                )));
             }
         }
-        let description = model.describe_step(&state, &action);
-        path.push(format!("{action:?}"));
-        match scratch.checked_step(&model, &mut runtime, &state, &action, &next) {
-            Ok(()) => report.steps.push(StepOutcome {
+        let description = self.model.describe_step(&self.state, &action);
+        self.path.push(format!("{action:?}"));
+        match self
+            .scratch
+            .checked_step(&self.model, &mut self.runtime, &self.state, &action, &next)
+        {
+            Ok(()) => self.report.steps.push(StepOutcome {
                 step: i,
                 description,
                 agreed: true,
             }),
             Err(problem) => {
-                report.steps.push(StepOutcome {
+                self.report.steps.push(StepOutcome {
                     step: i,
                     description,
                     agreed: false,
                 });
-                report.divergence = Some(Divergence {
-                    trace: path.clone(),
+                self.report.divergence = Some(Divergence {
+                    trace: self.path.clone(),
                     step: i,
                     action: format!("{action:?}"),
                     problem,
-                    runtime: B::describe(&runtime),
+                    runtime: B::describe(&self.runtime),
                 });
-                return Ok(report);
+                return Ok(false);
             }
         }
-        state = next;
+        self.state = next;
+        Ok(true)
     }
-    Ok(report)
+
+    /// The replay's report.
+    pub fn finish(self) -> Replay {
+        self.report
+    }
 }

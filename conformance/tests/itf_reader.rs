@@ -100,3 +100,52 @@ fn the_earlier_itf_shape_still_replays() {
     assert_eq!(loaded.steps.len(), 2);
     assert!(loaded.steps[1].action.is_some());
 }
+
+/// Streaming replay agrees with the whole-file replay, for both formats, on traces of the
+/// unpatched design (which diverge) and the fixed one (which agree).
+#[test]
+fn a_streamed_replay_agrees_with_the_whole_file_replay() {
+    let dir = std::env::temp_dir().join(format!("steadfast-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let params = steadfast_model::durable::Durable::params();
+    let settings =
+        Settings::parse(params, &[("inputs", "1"), ("compact-offsets", "false")]).unwrap();
+    let mut diverged = 0;
+    for design in ["unpatched", "fixed"] {
+        let m = steadfast_model::durable::Durable::build(design, &settings).unwrap();
+        for (n, (init, actions)) in trace::trace_set(&m).iter().step_by(4001).enumerate() {
+            let json = serde_json::to_value(trace::to_json(&m, *init, actions).unwrap()).unwrap();
+            let itf = trace::to_itf(&m, *init, actions).unwrap();
+            for (ext, value) in [("json", json), ("itf.json", itf)] {
+                let path = dir.join(format!("{design}-{n}.{ext}"));
+                std::fs::write(&path, serde_json::to_string(&value).unwrap()).unwrap();
+                let whole = trace::replay::<DurableBinding>(&trace::load(&path).unwrap()).unwrap();
+                let streamed = trace::stream::replay_file::<DurableBinding>(&path).unwrap();
+                assert_eq!(
+                    whole.steps.len(),
+                    streamed.steps.len(),
+                    "{}",
+                    path.display()
+                );
+                assert_eq!(
+                    whole
+                        .divergence
+                        .as_ref()
+                        .map(|d| (d.step, d.problem.clone())),
+                    streamed
+                        .divergence
+                        .as_ref()
+                        .map(|d| (d.step, d.problem.clone())),
+                    "{}",
+                    path.display()
+                );
+                diverged += usize::from(streamed.divergence.is_some());
+            }
+        }
+    }
+    assert!(
+        diverged > 0,
+        "some unpatched traces depart from the fixed runtime"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
