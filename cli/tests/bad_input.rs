@@ -213,3 +213,58 @@ fn traces_over_the_disk_budget_are_refused_with_the_estimate() {
     assert_eq!(written, 0, "nothing written");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A name read from a trace file with a line break and a terminal escape is written
+/// escaped, on one line.
+#[test]
+fn a_name_from_a_file_stays_on_one_line() {
+    let dir = std::env::temp_dir().join(format!("steadfast-name-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("odd.json");
+    std::fs::write(
+        &file,
+        r#"{"format":"steadfast-trace/1","model":"lead\nership\u001b[2J","design":"fixed","settings":{},"steps":[{}]}"#,
+    )
+    .unwrap();
+    refused(
+        &["replay", file.to_str().unwrap()],
+        "lead\\nership\\u{1b}[2J",
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `explore --addr 127.0.0.1:0` announces the port it got, and serves there.
+#[test]
+fn explore_on_port_0_announces_the_port_it_serves() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(["explore", "leadership", "--addr", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no address announced: {line}"));
+    assert_ne!(port, 0, "{line}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let served = loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break true;
+        }
+        if std::time::Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    child.kill().ok();
+    child.wait().ok();
+    assert!(served, "nothing listens on the announced port {port}");
+}
