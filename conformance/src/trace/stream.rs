@@ -86,6 +86,33 @@ struct Pass<'f> {
     stopped: Option<Option<TraceError>>,
 }
 
+impl<'f> Pass<'f> {
+    /// A pass over `file` with a cap of `cap` bytes a step; `each` takes the steps (the
+    /// second pass), or none skips them (the first).
+    fn new(
+        file: &'f str,
+        cap: u64,
+        each: Option<&'f mut dyn FnMut(usize, Value) -> Result<bool, TraceError>>,
+    ) -> Self {
+        Pass {
+            file,
+            budget: Budget {
+                used: Rc::default(),
+                cap,
+            },
+            format: None,
+            model: None,
+            design: None,
+            settings: None,
+            meta: None,
+            shape: None,
+            each,
+            steps: 0,
+            stopped: None,
+        }
+    }
+}
+
 struct Top<'p, 'f>(&'p mut Pass<'f>);
 
 impl<'de> Visitor<'de> for Top<'_, '_> {
@@ -219,22 +246,7 @@ fn run_pass(path: &Path, pass: &mut Pass) -> Result<(), TraceError> {
 /// Reads the header of the trace file at `path` (the first pass).
 pub fn read_header(path: &Path, max_step_bytes: u64) -> Result<(Header, Shape), TraceError> {
     let file = path.display().to_string();
-    let mut pass = Pass {
-        file: &file,
-        budget: Budget {
-            used: Rc::default(),
-            cap: max_step_bytes,
-        },
-        format: None,
-        model: None,
-        design: None,
-        settings: None,
-        meta: None,
-        shape: None,
-        each: None,
-        steps: 0,
-        stopped: None,
-    };
+    let mut pass = Pass::new(&file, max_step_bytes, None);
     run_pass(path, &mut pass)?;
     let shape = pass
         .shape
@@ -293,22 +305,7 @@ pub fn for_each_step(
         };
         each(i, step)
     };
-    let mut pass = Pass {
-        file: &file,
-        budget: Budget {
-            used: Rc::default(),
-            cap: max_step_bytes,
-        },
-        format: None,
-        model: None,
-        design: None,
-        settings: None,
-        meta: None,
-        shape: None,
-        each: Some(&mut decode),
-        steps: 0,
-        stopped: None,
-    };
+    let mut pass = Pass::new(&file, max_step_bytes, Some(&mut decode));
     run_pass(path, &mut pass)
 }
 
