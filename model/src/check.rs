@@ -665,6 +665,46 @@ pub fn try_check<M: Spec>(model: &M, options: &CheckOptions) -> Result<CheckRepo
     })
 }
 
+/// A step as the Explorer shows it ([`Model::format_step`]): first a verdict line from
+/// every property evaluated on the state the step leads to (the Explorer's own property
+/// list shows only what its search has discovered, so it can call a violating state
+/// safe), then the step in the model's words, then the state.
+pub fn explorer_step<M: Spec>(model: &M, last: &M::State, action: M::Action) -> Option<String> {
+    let step = model.describe_step(last, &action);
+    let next = model.next_state(last, action)?;
+    let (mut violated, mut reached, mut safety) = (Vec::new(), Vec::new(), 0);
+    for p in model.properties() {
+        if p.name == SENTINEL {
+            continue;
+        }
+        match p.expectation {
+            Kind::Always => {
+                safety += 1;
+                if !(p.condition)(model, &next) {
+                    violated.push(p.name);
+                }
+            }
+            Kind::Sometimes => {
+                if (p.condition)(model, &next) {
+                    reached.push(p.name);
+                }
+            }
+            Kind::Eventually => {}
+        }
+    }
+    let verdict = if violated.is_empty() {
+        format!("all {safety} safety properties hold in this state")
+    } else {
+        format!("VIOLATES {}", violated.join(", "))
+    };
+    let reached = if reached.is_empty() {
+        String::new()
+    } else {
+        format!("\nreaches {}", reached.join(", "))
+    };
+    Some(format!("{verdict}{reached}\nstep: {step}\n\n{next:#?}"))
+}
+
 #[cfg(test)]
 mod tests {
     //! The runner over a toy model: two counters that each step up to 3; the state (3, 0)

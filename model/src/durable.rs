@@ -1079,6 +1079,12 @@ impl Durable {
 }
 
 impl Model for Durable {
+    /// The Explorer's text for a step: the verdict of every property on the state it
+    /// leads to, the step in the model's words, the state ([`crate::check::explorer_step`]).
+    fn format_step(&self, last_state: &State, action: Action) -> Option<String> {
+        crate::check::explorer_step(self, last_state, action)
+    }
+
     type State = State;
     type Action = Action;
 

@@ -504,3 +504,28 @@ fn a_crash_aborts_every_pending_checkpoint() {
     assert_eq!(restored.next_seq[0], 0);
     assert!(!enabled(&model, &restored).contains(&TriggerCheckpoint));
 }
+
+/// The Explorer's text of the last step of the seed's counterexample says it violates
+/// "call at most once".
+#[test]
+fn explorer_step_of_the_repeated_call_violates_call_at_most_once() {
+    use stateright::Model;
+    let m = Durable::build(
+        "unpatched",
+        &steadfast_model::Settings::parse(Durable::params(), &[]).unwrap(),
+    )
+    .unwrap();
+    let full = m.focus(None).unwrap();
+    let path = steadfast_model::check::shortest(&m, property::CALL_AT_MOST_ONCE).unwrap();
+    let pairs = path.into_vec();
+    let (state, action) = &pairs[pairs.len() - 2];
+    let text = full.format_step(state, action.unwrap()).unwrap();
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with("VIOLATES ") && first.contains(property::CALL_AT_MOST_ONCE),
+        "{first}"
+    );
+    let (state, action) = &pairs[0];
+    let text = full.format_step(state, action.unwrap()).unwrap();
+    assert!(text.starts_with("all "), "{text}");
+}

@@ -774,3 +774,45 @@ fn without_old_runner_first_the_unpatched_runner_overlaps_processes() {
         ]
     );
 }
+
+/// The Explorer's text of each step of the shortest unpatched counterexample names the
+/// verdict on the state it leads to: "no reanimation" holds until the last step, which
+/// violates it, as the check reported.
+#[test]
+fn explorer_steps_carry_the_verdict_of_the_state_they_lead_to() {
+    use stateright::Model;
+    let m = Leadership::build(
+        "unpatched",
+        &steadfast_model::Settings::parse(Leadership::params(), &[]).unwrap(),
+    )
+    .unwrap();
+    let full = m.focus(None).unwrap();
+    let path = steadfast_model::check::shortest(&m, property::NO_REANIMATION).unwrap();
+    let pairs = path.into_vec();
+    let last = pairs.len() - 1;
+    for (i, (state, action)) in pairs.iter().enumerate() {
+        let Some(action) = action else { break };
+        let text = full.format_step(state, *action).unwrap();
+        let first = text.lines().next().unwrap();
+        // Other properties may fail earlier on the way (unpatched also loses the
+        // terminal status it set); the one the check names fails at the last step only.
+        assert_eq!(
+            first.contains(property::NO_REANIMATION),
+            i + 1 == last,
+            "step {i}: {first}"
+        );
+        if i + 1 == last {
+            assert!(first.starts_with("VIOLATES "), "{first}");
+        }
+        if i == 0 {
+            assert!(
+                first.starts_with("all ") && first.ends_with("hold in this state"),
+                "{first}"
+            );
+        }
+        assert!(
+            text.lines().nth(1).unwrap().starts_with("step: ")
+                || text.lines().nth(2).unwrap().starts_with("step: ")
+        );
+    }
+}
