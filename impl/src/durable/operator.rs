@@ -830,7 +830,9 @@ impl Operator {
     ) -> Result<(), OperatorError> {
         // Refusals first, so that a refused input changes nothing.
         if let Some(ks) = self.keys.get(&key) {
-            if ks.next_seq == u64::MAX - 1 || ks.next_seq == u64::MAX {
+            // The counter stops one short of its end: a checkpoint holding `u64::MAX` as
+            // the next sequence number is refused on restore.
+            if ks.next_seq >= u64::MAX - 1 {
                 return Err(OperatorError::SequenceExhausted(key));
             }
             if ks.pending_inputs.len() >= self.limits.pending_inputs_per_key {
