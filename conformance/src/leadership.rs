@@ -12,11 +12,16 @@
 //! - the runner's JobResultStore and leadership questions are answered inside the step
 //!   that asks them, with the answers the model's state gives;
 //! - the scheduler's decision is environment state: only its delivery reaches the runtime;
-//! - the runtime takes four steps of its own, as soon as they are possible, that the model
-//!   schedules separately: completing the runner's close, and the dispatcher's handling of
-//!   the runner result with its two cleanup steps. The model side of the observation is
-//!   therefore taken after those steps ([`settle`]), and the model's own copies of them
-//!   are steps without a runtime event.
+//! - the dispatcher's steps are stepped one to one: the driver is
+//!   [`Driver::stepwise`], so the runner's result waits on its way to the dispatcher
+//!   until `HandleRunnerResult` delivers it, and each store request of the dispatcher
+//!   waits until the model's step that performs it (`HandleRunnerResult` writes the
+//!   dirty entry, `RemoveJobGraph`, `MarkResultClean`, `RecoverJob` reads the stores)
+//!   answers it;
+//! - the runtime takes one step of its own, as soon as it is possible, that the model
+//!   schedules separately: completing the runner's close. The model side of the
+//!   observation is therefore taken after it ([`settle`]), and the model's own copy of
+//!   it is a step without a runtime event.
 //!
 //! Every step also checks the runtime's structured `tracing` log: the events the runtime
 //! emitted while it took the step must be exactly those the model's step implies
@@ -32,9 +37,9 @@ use std::fmt::{self, Write as _};
 use serde::Serialize;
 use stateright::Model;
 use steadfast::leadership::{
-    DispatcherEvent, Driver, Event, JobGraphStore, JobId, JobResultEntry, JobResultStore,
-    JobStatus, LeadershipError, ProcessEvent, ProcessResult, ProcessState, Query, RunnerResult,
-    RunnerState, Session,
+    DispatcherEffect, DispatcherEvent, Driver, Event, JobGraphStore, JobId, JobResultEntry,
+    JobResultStore, JobStatus, LeadershipError, ProcessEvent, ProcessResult, ProcessState, Query,
+    RunnerResult, RunnerState, Session,
 };
 use steadfast_model::check;
 use steadfast_model::leadership::{
@@ -77,6 +82,8 @@ pub struct RunnerView {
     pub current_process_leader: Option<Session>,
     /// The runner finished closing.
     pub terminated: bool,
+    /// The dispatcher consumed the runner's result.
+    pub result_handled: bool,
 }
 
 /// The observable value both sides produce after every step.
@@ -101,6 +108,13 @@ pub struct Observation {
     pub live_runner: bool,
     /// Runners the dispatcher started, over all epochs.
     pub runners_started: u32,
+    /// The runner's result is on its way to the dispatcher, not yet handled.
+    pub result_in_flight: bool,
+    /// The dispatcher's store request waiting for an answer after the step, if any:
+    /// the next step of global cleanup.
+    pub store_request: Option<DispatcherEffect>,
+    /// How many store requests wait (at most one in this single-job model).
+    pub store_requests: usize,
     /// Where the structured log the runtime emitted in the step that led here disagrees
     /// with the log the model's step implies, one `; `-separated item per difference;
     /// empty when they agree, and always empty on the model side ([`check_log`]).
@@ -122,13 +136,19 @@ pub struct Runtime {
 impl Runtime {
     /// A dispatcher leader with the job submitted: the model's initial situation.
     pub fn started() -> Runtime {
-        let mut driver = Driver::new(JOB, false);
+        let mut driver = Driver::stepwise(JOB);
         driver
             .dispatcher_gain_leadership()
             .expect("a fresh dispatcher gains leadership");
         driver
+            .answer_store_request(DispatcherEffect::RecoverJobs { epoch: 1 })
+            .expect("a fresh dispatcher's stores answer its recovery read");
+        driver
             .submit_job()
             .expect("a fresh dispatcher accepts the job");
+        driver
+            .answer_store_request(DispatcherEffect::PutJobGraph { job: JOB })
+            .expect("a fresh JobGraph store takes the job");
         Runtime {
             driver,
             check_log: true,
@@ -141,16 +161,10 @@ impl Runtime {
 pub struct LeadershipBinding;
 
 /// The model's steps the runtime takes by itself, as soon as they are possible.
-const OWN_STEPS: [Action; 4] = [
-    Action::CloseRunner,
-    Action::HandleRunnerResult,
-    Action::RemoveJobGraph,
-    Action::MarkResultClean,
-];
+const OWN_STEPS: [Action; 1] = [Action::CloseRunner];
 
-/// `state` after every step the runtime takes by itself (runner close completion,
-/// the dispatcher's handling of the runner result, global cleanup) whenever the model
-/// enables it. Each of those steps is one-way, so this ends.
+/// `state` after every step the runtime takes by itself (runner close completion)
+/// whenever the model enables it. That step is one-way, so this ends.
 pub fn settle(model: &Leadership, state: &State) -> State {
     thread_local! {
         // The enabled actions' room, reused: settling runs several times per step.
@@ -259,6 +273,7 @@ fn observe_model_into(s: &State, out: &mut Observation) {
                 .map(status),
             current_process_leader: current,
             terminated: s.runner_terminated,
+            result_handled: s.result_handled,
         }),
         processes,
         job_graph_present: s.job_graph,
@@ -271,8 +286,21 @@ fn observe_model_into(s: &State, out: &mut Observation) {
         dispatcher_leader: s.dispatcher == DispatcherState::Leading,
         live_runner: live,
         runners_started: u32::from(latest_runner_epoch(s)),
+        result_in_flight: s.has_runner && s.runner_result.is_set() && !s.result_handled,
+        store_request: model_store_request(s),
+        store_requests: usize::from(model_store_request(s).is_some()),
         log,
     };
+}
+
+/// The store request the model's state has the dispatcher wait on: the next step of
+/// global cleanup while the entry is dirty.
+fn model_store_request(s: &State) -> Option<DispatcherEffect> {
+    (s.job_result == model::JobResultEntry::Dirty).then_some(if s.job_graph {
+        DispatcherEffect::RemoveJobGraph { job: JOB }
+    } else {
+        DispatcherEffect::MarkEntryClean { job: JOB }
+    })
 }
 
 /// The epoch of the latest runner the dispatcher started. Recovery only ever stops (the
@@ -334,6 +362,7 @@ fn observe_runtime_into(rt: &Runtime, out: &mut Observation) {
                 pending_terminal: r.pending_terminal(),
                 current_process_leader: r.current_process_leader(),
                 terminated: r.is_terminated(),
+                result_handled: dispatcher.result_received(JOB) == Some(true),
             }),
         processes,
         job_graph_present: env.graphs.contains(JOB),
@@ -342,6 +371,9 @@ fn observe_runtime_into(rt: &Runtime, out: &mut Observation) {
         dispatcher_leader: dispatcher.is_leader(),
         live_runner: dispatcher.is_live(JOB) && dispatcher.live_count() == 1,
         runners_started,
+        result_in_flight: d.next_runner_result().is_some(),
+        store_request: d.store_requests().next().copied(),
+        store_requests: d.store_requests().len(),
         log,
     };
 }
@@ -359,6 +391,9 @@ impl Observation {
             dispatcher_leader: false,
             live_runner: false,
             runners_started: 0,
+            result_in_flight: false,
+            store_request: None,
+            store_requests: 0,
             log: String::new(),
         }
     }
@@ -496,12 +531,30 @@ fn apply(
         }
         Action::RecoverJob => {
             rt.driver.dispatcher_gain_leadership()?;
+            let epoch = rt.driver.dispatcher().epoch();
+            rt.driver
+                .answer_store_request(DispatcherEffect::RecoverJobs { epoch })?;
         }
-        // Taken by the runtime already, as soon as they became possible.
-        Action::CloseRunner
-        | Action::HandleRunnerResult
-        | Action::RemoveJobGraph
-        | Action::MarkResultClean => {}
+        Action::HandleRunnerResult => {
+            rt.driver.deliver_runner_result()?;
+            // The model writes the dirty entry in the same step; the runtime asked for it.
+            let write = rt.driver.store_requests().copied().find(
+                |r| matches!(r, DispatcherEffect::WriteDirtyEntry { job, .. } if *job == JOB),
+            );
+            if let Some(write) = write {
+                rt.driver.answer_store_request(write)?;
+            }
+        }
+        Action::RemoveJobGraph => {
+            rt.driver
+                .answer_store_request(DispatcherEffect::RemoveJobGraph { job: JOB })?;
+        }
+        Action::MarkResultClean => {
+            rt.driver
+                .answer_store_request(DispatcherEffect::MarkEntryClean { job: JOB })?;
+        }
+        // Taken by the runtime already, as soon as it became possible.
+        Action::CloseRunner => {}
     }
     Ok(())
 }
@@ -586,6 +639,12 @@ fn word(text: &str) -> Cow<'static, str> {
         "job_submitted",
         "runner_completed",
         "runner_terminated",
+        "jobs_recovered",
+        "job_graph_stored",
+        "dirty_entry_written",
+        "job_graph_removed",
+        "entry_marked_clean",
+        "discarded",
         "issue",
         "revoke",
         "issued",
@@ -828,13 +887,18 @@ fn process_event(event: ProcessEvent) -> &'static str {
     }
 }
 
-fn dispatcher_event(event: DispatcherEvent) -> (&'static str, Option<JobId>) {
-    match event {
+fn dispatcher_event(event: &DispatcherEvent) -> (&'static str, Option<JobId>) {
+    match *event {
         DispatcherEvent::LeadershipGained => ("leadership_gained", None),
+        DispatcherEvent::JobsRecovered { .. } => ("jobs_recovered", None),
         DispatcherEvent::LeadershipLost => ("leadership_lost", None),
         DispatcherEvent::JobSubmitted { job } => ("job_submitted", Some(job)),
+        DispatcherEvent::JobGraphStored { job } => ("job_graph_stored", Some(job)),
         DispatcherEvent::RunnerCompleted { job, .. } => ("runner_completed", Some(job)),
         DispatcherEvent::RunnerTerminated { job } => ("runner_terminated", Some(job)),
+        DispatcherEvent::DirtyEntryWritten { job } => ("dirty_entry_written", Some(job)),
+        DispatcherEvent::JobGraphRemoved { job } => ("job_graph_removed", Some(job)),
+        DispatcherEvent::EntryMarkedClean { job, .. } => ("entry_marked_clean", Some(job)),
     }
 }
 
@@ -860,7 +924,7 @@ fn process_record(event: ProcessEvent, session: Session, outcome: &'static str) 
     }
 }
 
-fn dispatcher_record(event: DispatcherEvent, epoch: u8, outcome: &'static str) -> LogRecord {
+fn dispatcher_record(event: &DispatcherEvent, epoch: u8, outcome: &'static str) -> LogRecord {
     let (name, job) = dispatcher_event(event);
     LogRecord {
         component: Cow::Borrowed("dispatcher"),
@@ -921,14 +985,30 @@ fn expected_log_into(
         Action::GrantLeadership(s) => out.push(election_record("issue", s, "issued")),
         Action::RevokeLeadership(s) => out.push(election_record("revoke", s, "revoked")),
         // No runtime event.
-        Action::DecideTerminal(_)
-        | Action::CloseRunner
-        | Action::HandleRunnerResult
-        | Action::RemoveJobGraph
-        | Action::MarkResultClean => {}
-        Action::RecoverJob => out.push(dispatcher_record(
-            DispatcherEvent::LeadershipGained,
-            before.epoch + 1,
+        Action::DecideTerminal(_) | Action::CloseRunner => {}
+        // The new leader asks the stores for its jobs; their answer is the recovery.
+        Action::RecoverJob => {
+            for event in [
+                DispatcherEvent::LeadershipGained,
+                DispatcherEvent::JobsRecovered {
+                    epoch: 0,
+                    jobs: Vec::new(),
+                },
+            ] {
+                out.push(dispatcher_record(&event, before.epoch + 1, "applied"));
+            }
+        }
+        Action::RemoveJobGraph => out.push(dispatcher_record(
+            &DispatcherEvent::JobGraphRemoved { job: JOB },
+            before.epoch,
+            "applied",
+        )),
+        Action::MarkResultClean => out.push(dispatcher_record(
+            &DispatcherEvent::EntryMarkedClean {
+                job: JOB,
+                status: JobStatus::Finished,
+            },
+            before.epoch,
             "applied",
         )),
         _ => step_log(model, before, action, out),
@@ -936,16 +1016,21 @@ fn expected_log_into(
 }
 
 /// The events that set up the model's initial situation ([`Runtime::started`]): the
-/// dispatcher gains leadership, then accepts the job's submission.
+/// dispatcher gains leadership and reads empty stores, then accepts the job's
+/// submission once its JobGraph is stored.
 pub fn start_log(init: &State) -> Vec<LogRecord> {
-    vec![
-        dispatcher_record(DispatcherEvent::LeadershipGained, init.epoch, "applied"),
-        dispatcher_record(
-            DispatcherEvent::JobSubmitted { job: JOB },
-            init.epoch,
-            "applied",
-        ),
+    [
+        DispatcherEvent::LeadershipGained,
+        DispatcherEvent::JobsRecovered {
+            epoch: 1,
+            jobs: Vec::new(),
+        },
+        DispatcherEvent::JobSubmitted { job: JOB },
+        DispatcherEvent::JobGraphStored { job: JOB },
     ]
+    .iter()
+    .map(|event| dispatcher_record(event, init.epoch, "applied"))
+    .collect()
 }
 
 /// The events a forbidden step produces when the runtime refuses it: the refusal of the
@@ -982,17 +1067,18 @@ fn refusal_log(before: &State, action: &Action, out: &mut Vec<LogRecord>) {
             REJECTED,
         )),
         Action::DispatcherFailover => out.push(dispatcher_record(
-            DispatcherEvent::LeadershipLost,
+            &DispatcherEvent::LeadershipLost,
             before.epoch,
             REJECTED,
         )),
         Action::RecoverJob => out.push(dispatcher_record(
-            DispatcherEvent::LeadershipGained,
+            &DispatcherEvent::LeadershipGained,
             before.epoch,
             REJECTED,
         )),
-        // The election refuses before it notices anything; the other actions are never
-        // offered as probes.
+        // The election refuses before it notices anything, and the driver refuses to
+        // deliver a runner result or answer a store request it does not hold before any
+        // machine sees it; the other actions are never offered as probes.
         _ => {}
     }
 }
@@ -1128,7 +1214,15 @@ fn step_log(model: &Leadership, before: &State, action: &Action, out: &mut Vec<L
             ));
         }
         Action::DispatcherFailover => out.push(dispatcher_record(
-            DispatcherEvent::LeadershipLost,
+            &DispatcherEvent::LeadershipLost,
+            b.epoch,
+            "applied",
+        )),
+        Action::HandleRunnerResult => out.push(dispatcher_record(
+            &DispatcherEvent::RunnerCompleted {
+                job: JOB,
+                result: runner_result(b.runner_result).unwrap_or(RunnerResult::Suspended),
+            },
             b.epoch,
             "applied",
         )),
@@ -1137,50 +1231,34 @@ fn step_log(model: &Leadership, before: &State, action: &Action, out: &mut Vec<L
     if !b.has_runner || a.epoch != b.epoch {
         return;
     }
-    let result_set = !b.runner_result.is_set() && a.runner_result.is_set();
     let close_requested =
         b.runner != model::RunnerState::Stopped && a.runner == model::RunnerState::Stopped;
     let terminated = !b.runner_terminated && a.runner_terminated;
-    // Logged only when the result is set; the log names the event and the job, not the
-    // value, so an unset one never matters here.
-    let completed = DispatcherEvent::RunnerCompleted {
-        job: JOB,
-        result: runner_result(a.runner_result).unwrap_or(RunnerResult::Suspended),
-    };
-    let close = runner_record(
-        Event::CloseRequested,
-        if terminated { "terminated" } else { "stopping" },
-    );
-    if *action == Action::DispatcherFailover {
-        // The lost leadership closes the runner; a close that completes at once sets
-        // the result the dispatcher then handles.
-        if close_requested {
-            closes(&b, &a, out);
-            out.push(close);
-            if terminated {
-                if result_set {
-                    out.push(dispatcher_record(completed, b.epoch, "applied"));
-                }
-                out.push(dispatcher_record(
-                    DispatcherEvent::RunnerTerminated { job: JOB },
-                    b.epoch,
-                    "applied",
-                ));
-            }
-        }
-        return;
-    }
-    if result_set {
-        out.push(dispatcher_record(completed, b.epoch, "applied"));
-    }
-    // The dispatcher closes a runner whose result it handled.
+    // Only a lost leadership and a handled result close the runner; a close that
+    // completes at once reports the runner terminated to the dispatcher. A result the
+    // runner completes waits on its way to the dispatcher (`HandleRunnerResult`).
     if close_requested {
         closes(&b, &a, out);
-        out.push(close);
+        out.push(runner_record(
+            Event::CloseRequested,
+            if terminated { "terminated" } else { "stopping" },
+        ));
     }
     if terminated {
         out.push(dispatcher_record(
-            DispatcherEvent::RunnerTerminated { job: JOB },
+            &DispatcherEvent::RunnerTerminated { job: JOB },
+            b.epoch,
+            "applied",
+        ));
+    }
+    // The dirty entry the dispatcher asked for while handling a terminal result is
+    // written, and answered, within the same step.
+    if *action == Action::HandleRunnerResult
+        && b.job_result == model::JobResultEntry::Absent
+        && a.job_result == model::JobResultEntry::Dirty
+    {
+        out.push(dispatcher_record(
+            &DispatcherEvent::DirtyEntryWritten { job: JOB },
             b.epoch,
             "applied",
         ));
@@ -1292,6 +1370,16 @@ impl Binding for LeadershipBinding {
             }
             DispatcherState::Leading => probes.push(Action::RecoverJob),
         }
+        // The dispatcher handles a runner result once, after the runner completed it.
+        if !(s.has_runner && s.runner_result.is_set() && !s.result_handled) {
+            probes.push(Action::HandleRunnerResult);
+        }
+        // Each cleanup step is taken once, in order, while the entry is dirty.
+        match model_store_request(&s) {
+            Some(DispatcherEffect::RemoveJobGraph { .. }) => probes.push(Action::MarkResultClean),
+            Some(_) => probes.push(Action::RemoveJobGraph),
+            None => probes.extend([Action::RemoveJobGraph, Action::MarkResultClean]),
+        }
         probes
     }
 
@@ -1306,8 +1394,19 @@ impl Binding for LeadershipBinding {
             "CheckLeadershipInForward" => "Event::ForwardCallback, its leadership query answered",
             "TerminateService" => "Event::ProcessServiceTerminated, its queries answered",
             "DispatcherFailover" => "Driver::dispatcher_lose_leadership",
-            "RecoverJob" => "Driver::dispatcher_gain_leadership",
-            "CloseRunner" | "HandleRunnerResult" | "RemoveJobGraph" | "MarkResultClean" => {
+            "RecoverJob" => {
+                "Driver::dispatcher_gain_leadership, then DispatcherEffect::RecoverJobs answered by DispatcherEvent::JobsRecovered"
+            }
+            "HandleRunnerResult" => {
+                "DispatcherEvent::RunnerCompleted delivered, then DispatcherEffect::WriteDirtyEntry answered by DispatcherEvent::DirtyEntryWritten for a terminal result"
+            }
+            "RemoveJobGraph" => {
+                "DispatcherEffect::RemoveJobGraph answered by DispatcherEvent::JobGraphRemoved"
+            }
+            "MarkResultClean" => {
+                "DispatcherEffect::MarkEntryClean answered by DispatcherEvent::EntryMarkedClean"
+            }
+            "CloseRunner" => {
                 "taken by the runtime within the step that enabled it; checked by its log record"
             }
             _ => "(unknown action kind)",

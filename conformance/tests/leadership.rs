@@ -86,7 +86,7 @@ fn every_transition_of_the_fixed_design_conforms_at_default_bounds() {
     assert!(!m.late_signal);
     let c = full_coverage("fixed, default bounds (grants 3, epochs 3, statuses 3)", &m);
     assert_eq!((c.unique_states, c.transitions), (6_786, 12_106));
-    assert_eq!(c.probes, 45_761);
+    assert_eq!(c.probes, 63_573);
     // The coverage run's transitions are exactly the trace set written to files.
     assert_eq!(c.transitions, trace::trace_set(&m).len());
 }
@@ -242,7 +242,10 @@ fn probes_at_the_initial_state_are_refused_with_typed_errors() {
         [
             Action::RevokeLeadership(1),
             Action::RunRevoke,
-            Action::RecoverJob
+            Action::RecoverJob,
+            Action::HandleRunnerResult,
+            Action::RemoveJobGraph,
+            Action::MarkResultClean
         ]
     );
     let rt = LeadershipBinding::start(&m, &init);
@@ -261,7 +264,10 @@ fn probes_at_the_initial_state_are_refused_with_typed_errors() {
         [
             "leader election: no session is issued",
             "revoke without a preceding grant",
-            "dispatcher is already leader"
+            "dispatcher is already leader",
+            "no runner result pending",
+            "no store request pending",
+            "no store request pending"
         ]
     );
 }
@@ -298,6 +304,7 @@ fn the_two_disagreements_conformance_found_stay_fixed() {
             DecideTerminal(Status::Finished),
             DeliverTerminalSignal(1),
             CheckLeadershipInForward(1),
+            HandleRunnerResult,
         ],
     );
     let seen = observe_runtime(&rt);
@@ -689,17 +696,20 @@ fn each_step_logs_exactly_the_structured_events_the_model_implies() {
                 "process terminal_signal session=1 -> completed",
                 "runner terminal_signal_delivered session=1 job=1 -> forward_scheduled",
             ],
-            // The forward caches the terminal result and forwards it; the dispatcher
-            // handles it and closes the runner, which closes the process.
+            // The forward caches the terminal result and forwards it to the
+            // dispatcher, where it waits.
             vec![
                 "runner forward_callback session=1 job=1 -> cached_checking_leadership",
                 "runner leadership_confirmed session=1 job=1 -> forwarded",
+            ],
+            // The dispatcher handles it: it asks for the dirty entry, which is written
+            // in the same step, and closes the runner, which closes the process.
+            vec![
                 "dispatcher runner_completed job=1 epoch=1 -> applied",
                 "process close session=1 -> closing",
                 "runner close_requested job=1 -> stopping",
+                "dispatcher dirty_entry_written job=1 epoch=1 -> applied",
             ],
-            // The model's copy of a step the runtime took already.
-            vec![],
             // The process ends with its result already set; the runner's close
             // completes in the same call.
             vec![
@@ -756,15 +766,31 @@ fn each_step_logs_exactly_the_structured_events_the_model_implies() {
         [
             "process service_terminated session=1 -> terminated",
             "runner process_service_terminated session=1 job=1 -> process_terminated",
-            "dispatcher runner_completed job=1 epoch=1 -> applied",
             "dispatcher runner_terminated job=1 epoch=1 -> applied",
         ]
     );
-    assert!(logs[9..13].iter().all(Vec::is_empty));
-    // The JobResultStore holds the entry: the next leader starts no runner.
+    // The model's copy of the close the runtime completed already.
+    assert!(logs[9].is_empty());
+    // The flushed result reaches the dispatcher after the runner terminated; global
+    // cleanup is one store request per step.
+    assert_eq!(
+        logs[10..13],
+        [
+            vec![
+                "dispatcher runner_completed job=1 epoch=1 -> applied",
+                "dispatcher dirty_entry_written job=1 epoch=1 -> applied",
+            ],
+            vec!["dispatcher job_graph_removed job=1 epoch=1 -> applied"],
+            vec!["dispatcher entry_marked_clean job=1 epoch=1 -> applied"],
+        ]
+    );
+    // The JobResultStore holds the entry: the next leader reads it and starts no runner.
     assert_eq!(
         logs[13],
-        ["dispatcher leadership_gained epoch=2 -> applied"]
+        [
+            "dispatcher leadership_gained epoch=2 -> applied",
+            "dispatcher jobs_recovered epoch=2 -> applied"
+        ]
     );
 }
 
@@ -792,6 +818,11 @@ fn a_refused_probe_logs_one_rejected_event_for_what_the_binding_delivered() {
             vec![],
             vec!["runner leadership_revoked job=1 -> rejected"],
             vec!["dispatcher leadership_gained epoch=1 -> rejected"],
+            // The driver holds no runner result and no store request: no machine sees
+            // these.
+            vec![],
+            vec![],
+            vec![],
         ]
     );
 }
@@ -965,7 +996,7 @@ fn a_second_structured_event_for_one_delivered_event_is_caught() {
     assert_eq!(
         d.problem,
         Problem::Projection(vec![
-            "log: \"\" | \"log[4] unexpected: dispatcher leadership_lost epoch=1 -> applied\""
+            "log: \"\" | \"log[3] unexpected: dispatcher leadership_lost epoch=1 -> applied\""
                 .into()
         ])
     );
@@ -1058,7 +1089,9 @@ fn the_log_of_the_initial_situation_is_checked_too() {
         want,
         [
             "dispatcher leadership_gained epoch=1 -> applied",
-            "dispatcher job_submitted job=1 epoch=1 -> applied"
+            "dispatcher jobs_recovered epoch=1 -> applied",
+            "dispatcher job_submitted job=1 epoch=1 -> applied",
+            "dispatcher job_graph_stored job=1 epoch=1 -> applied"
         ]
     );
     let (_, seen) = collect(Runtime::started);

@@ -17,9 +17,10 @@ fn running(auto_answer: bool) -> (Driver, Session) {
     d.dispatcher_gain_leadership().unwrap();
     assert_eq!(
         d.submit_job().unwrap(),
-        vec![DriverEffect::Dispatcher(DispatcherEffect::StartRunner {
-            job: JOB
-        })]
+        vec![
+            DriverEffect::Dispatcher(DispatcherEffect::PutJobGraph { job: JOB }),
+            DriverEffect::Dispatcher(DispatcherEffect::StartRunner { job: JOB }),
+        ]
     );
     let s = d.grant().unwrap();
     if !auto_answer {
@@ -77,7 +78,12 @@ fn assert_cleaned_and_not_recovered(d: &mut Driver, status: JobStatus) {
         d.dispatcher_lose_leadership().unwrap();
     }
     let fx = d.dispatcher_gain_leadership().unwrap();
-    assert!(fx.is_empty(), "recovered something: {fx:?}");
+    let epoch_read = DispatcherEffect::RecoverJobs { epoch: epoch + 1 };
+    assert_eq!(
+        fx,
+        vec![DriverEffect::Dispatcher(epoch_read)],
+        "recovered something"
+    );
     let p = d.projection();
     assert_eq!(p.dispatcher_epoch, epoch + 1);
     assert_eq!(p.runners_started, 1);
@@ -229,12 +235,20 @@ fn regrant_flushes_terminal_result_observed_after_revoke_and_starts_no_process()
             DriverEffect::Runner(Effect::CompleteResult {
                 value: RunnerResult::Terminal(JobStatus::Canceled)
             }),
-            DriverEffect::Dispatcher(DispatcherEffect::GlobalCleanup {
+            // Global cleanup is three store requests, each sent once the one before
+            // it was answered; the runner's close runs meanwhile.
+            DriverEffect::Dispatcher(DispatcherEffect::WriteDirtyEntry {
                 job: JOB,
                 status: JobStatus::Canceled
             }),
             DriverEffect::Dispatcher(DispatcherEffect::CloseRunner { job: JOB }),
+            DriverEffect::Dispatcher(DispatcherEffect::RemoveJobGraph { job: JOB }),
             DriverEffect::Runner(Effect::RunnerTerminated),
+            DriverEffect::Dispatcher(DispatcherEffect::MarkEntryClean { job: JOB }),
+            DriverEffect::Dispatcher(DispatcherEffect::GlobalCleanup {
+                job: JOB,
+                status: JobStatus::Canceled
+            }),
         ]
     );
     let p = d.projection();
@@ -319,9 +333,10 @@ fn close_with_no_terminal_result_yields_suspended_and_the_job_is_recovered() {
     let fx = d.dispatcher_gain_leadership().unwrap();
     assert_eq!(
         fx,
-        vec![DriverEffect::Dispatcher(DispatcherEffect::StartRunner {
-            job: JOB
-        })]
+        vec![
+            DriverEffect::Dispatcher(DispatcherEffect::RecoverJobs { epoch: 2 }),
+            DriverEffect::Dispatcher(DispatcherEffect::StartRunner { job: JOB }),
+        ]
     );
     assert_eq!(d.projection().runners_started, 2);
     // The recovered job gets a fresh session and a new process.
@@ -488,13 +503,19 @@ fn terminal_forwarded_while_leader_completes_the_job() {
             DriverEffect::Runner(Effect::CompleteResult {
                 value: RunnerResult::Terminal(JobStatus::Finished)
             }),
-            DriverEffect::Dispatcher(DispatcherEffect::GlobalCleanup {
+            DriverEffect::Dispatcher(DispatcherEffect::WriteDirtyEntry {
                 job: JOB,
                 status: JobStatus::Finished
             }),
             // Done with the job, the dispatcher closes its runner and so its process.
             DriverEffect::Dispatcher(DispatcherEffect::CloseRunner { job: JOB }),
+            DriverEffect::Dispatcher(DispatcherEffect::RemoveJobGraph { job: JOB }),
             DriverEffect::Runner(Effect::CloseProcess { session: s }),
+            DriverEffect::Dispatcher(DispatcherEffect::MarkEntryClean { job: JOB }),
+            DriverEffect::Dispatcher(DispatcherEffect::GlobalCleanup {
+                job: JOB,
+                status: JobStatus::Finished
+            }),
         ]
     );
     let p = d.projection();

@@ -6,28 +6,57 @@
 //! JobResultStore entry, JobGraph removed, entry marked clean), whereas SUSPENDED leads
 //! to local cleanup only, leaving the JobGraph to be recovered, and run again, by the
 //! next dispatcher leader. Recovery starts a runner for every JobGraph without a
-//! JobResultStore entry.
+//! JobResultStore entry, and finishes the cleanup of every job whose entry is dirty.
 //!
-//! The stores are passed into [`Dispatcher::handle`]; the dispatcher itself holds only
-//! its epoch and the runners it started.
+//! Sans-IO like the runner: every store operation is an effect ([`DispatcherEffect::
+//! RecoverJobs`], [`DispatcherEffect::PutJobGraph`], [`DispatcherEffect::WriteDirtyEntry`],
+//! [`DispatcherEffect::RemoveJobGraph`], [`DispatcherEffect::MarkEntryClean`]) that a
+//! driver executes against the JobGraph store and the JobResultStore, and whose answer
+//! comes back as an event. Each job has at most one store request outstanding, so an
+//! answer names its job and nothing else; answers of different jobs may come in any
+//! order. The dispatcher holds its epoch, the runners it started, and what it knows the
+//! stores hold for each job.
 
 use super::error::LeadershipError;
-use super::store::{JobGraphStore, JobResultStore};
 use super::types::{JobId, JobResultEntry, JobStatus, RunnerResult};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// Input to the [`Dispatcher`].
+/// What the stores hold for one job, as read at recovery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveredJob {
+    /// The job.
+    pub job: JobId,
+    /// The JobGraph store holds its JobGraph.
+    pub job_graph: bool,
+    /// Its JobResultStore entry.
+    pub entry: JobResultEntry,
+}
+
+/// Input to the [`Dispatcher`]: what happened, or a store's answer to one of its effects.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DispatcherEvent {
-    /// The dispatcher became leader (a new epoch): recover jobs.
+    /// The dispatcher became leader (a new epoch): it asks the stores for its jobs.
     LeadershipGained,
+    /// Answer to [`DispatcherEffect::RecoverJobs`]: every job the JobGraph store or the
+    /// JobResultStore holds. An answer for an epoch that is over is discarded.
+    JobsRecovered {
+        /// The epoch that asked.
+        epoch: u32,
+        /// The jobs, in ascending order.
+        jobs: Vec<RecoveredJob>,
+    },
     /// The dispatcher lost leadership: close its runners.
     LeadershipLost,
     /// A client submitted `job`.
     JobSubmitted {
         /// The submitted job.
+        job: JobId,
+    },
+    /// Answer to [`DispatcherEffect::PutJobGraph`]: the JobGraph is persisted.
+    JobGraphStored {
+        /// The job.
         job: JobId,
     },
     /// The runner of `job` completed its result.
@@ -42,9 +71,61 @@ pub enum DispatcherEvent {
         /// The job.
         job: JobId,
     },
+    /// Answer to [`DispatcherEffect::WriteDirtyEntry`].
+    DirtyEntryWritten {
+        /// The job.
+        job: JobId,
+    },
+    /// Answer to [`DispatcherEffect::RemoveJobGraph`].
+    JobGraphRemoved {
+        /// The job.
+        job: JobId,
+    },
+    /// Answer to [`DispatcherEffect::MarkEntryClean`], with the status the entry records.
+    EntryMarkedClean {
+        /// The job.
+        job: JobId,
+        /// The recorded status.
+        status: JobStatus,
+    },
 }
 
-/// Output of the [`Dispatcher`].
+impl DispatcherEvent {
+    /// The event's name in the structured log.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DispatcherEvent::LeadershipGained => "leadership_gained",
+            DispatcherEvent::JobsRecovered { .. } => "jobs_recovered",
+            DispatcherEvent::LeadershipLost => "leadership_lost",
+            DispatcherEvent::JobSubmitted { .. } => "job_submitted",
+            DispatcherEvent::JobGraphStored { .. } => "job_graph_stored",
+            DispatcherEvent::RunnerCompleted { .. } => "runner_completed",
+            DispatcherEvent::RunnerTerminated { .. } => "runner_terminated",
+            DispatcherEvent::DirtyEntryWritten { .. } => "dirty_entry_written",
+            DispatcherEvent::JobGraphRemoved { .. } => "job_graph_removed",
+            DispatcherEvent::EntryMarkedClean { .. } => "entry_marked_clean",
+        }
+    }
+
+    /// The job the event names, if it names one.
+    pub fn job(&self) -> Option<JobId> {
+        match *self {
+            DispatcherEvent::LeadershipGained
+            | DispatcherEvent::JobsRecovered { .. }
+            | DispatcherEvent::LeadershipLost => None,
+            DispatcherEvent::JobSubmitted { job }
+            | DispatcherEvent::JobGraphStored { job }
+            | DispatcherEvent::RunnerCompleted { job, .. }
+            | DispatcherEvent::RunnerTerminated { job }
+            | DispatcherEvent::DirtyEntryWritten { job }
+            | DispatcherEvent::JobGraphRemoved { job }
+            | DispatcherEvent::EntryMarkedClean { job, .. } => Some(job),
+        }
+    }
+}
+
+/// Output of the [`Dispatcher`]. The five store requests are answered by the events
+/// their docs name; the others are for the driver (runners) or reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DispatcherEffect {
     /// Create a runner for `job`.
@@ -54,6 +135,37 @@ pub enum DispatcherEffect {
     },
     /// Close the runner of `job`.
     CloseRunner {
+        /// The job.
+        job: JobId,
+    },
+    /// Store request: read both stores; answered by [`DispatcherEvent::JobsRecovered`].
+    RecoverJobs {
+        /// The epoch asking, to be named in the answer.
+        epoch: u32,
+    },
+    /// Store request: persist the JobGraph; answered by
+    /// [`DispatcherEvent::JobGraphStored`].
+    PutJobGraph {
+        /// The job.
+        job: JobId,
+    },
+    /// Store request: write a dirty JobResultStore entry; answered by
+    /// [`DispatcherEvent::DirtyEntryWritten`].
+    WriteDirtyEntry {
+        /// The job.
+        job: JobId,
+        /// The status to record.
+        status: JobStatus,
+    },
+    /// Store request: remove the JobGraph; answered by
+    /// [`DispatcherEvent::JobGraphRemoved`].
+    RemoveJobGraph {
+        /// The job.
+        job: JobId,
+    },
+    /// Store request: mark the entry clean; answered by
+    /// [`DispatcherEvent::EntryMarkedClean`].
+    MarkEntryClean {
         /// The job.
         job: JobId,
     },
@@ -78,39 +190,101 @@ pub enum DispatcherEffect {
     },
 }
 
+impl DispatcherEffect {
+    /// Whether this is a request to the stores, which the driver answers with an event.
+    pub fn is_store_request(&self) -> bool {
+        matches!(
+            self,
+            DispatcherEffect::RecoverJobs { .. }
+                | DispatcherEffect::PutJobGraph { .. }
+                | DispatcherEffect::WriteDirtyEntry { .. }
+                | DispatcherEffect::RemoveJobGraph { .. }
+                | DispatcherEffect::MarkEntryClean { .. }
+        )
+    }
+}
+
+/// A runner the dispatcher started, until the next epoch starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct LiveRunner {
+struct StartedRunner {
     result_received: bool,
     closing: bool,
+    terminated: bool,
+}
+
+impl StartedRunner {
+    /// The dispatcher is done with it: result consumed and runner terminated.
+    fn done(self) -> bool {
+        self.result_received && self.terminated
+    }
+}
+
+/// What the dispatcher knows the stores hold for a job, with the store request it has
+/// outstanding for it (at most one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum JobRecord {
+    /// [`DispatcherEffect::PutJobGraph`] is outstanding.
+    Storing,
+    /// The JobGraph is stored; no entry.
+    Stored,
+    /// [`DispatcherEffect::WriteDirtyEntry`] is outstanding.
+    WritingEntry,
+    /// The entry is dirty; [`DispatcherEffect::RemoveJobGraph`] is outstanding.
+    RemovingJobGraph,
+    /// The JobGraph is gone; [`DispatcherEffect::MarkEntryClean`] is outstanding.
+    MarkingClean,
+    /// The entry is clean: the job is done for good.
+    Clean,
+}
+
+impl JobRecord {
+    /// Whether a store request for the job is outstanding.
+    fn in_flight(self) -> bool {
+        !matches!(self, JobRecord::Stored | JobRecord::Clean)
+    }
 }
 
 /// The dispatcher of one cluster.
 ///
 /// ```
 /// use steadfast::leadership::{
-///     Dispatcher, DispatcherEffect, DispatcherEvent, InMemoryJobGraphStore,
-///     InMemoryJobResultStore, JobGraphStore, JobId, JobStatus, RunnerResult,
+///     Dispatcher, DispatcherEffect, DispatcherEvent, JobId, JobStatus, RunnerResult,
 /// };
-/// let (mut graphs, mut results) = (InMemoryJobGraphStore::default(), InMemoryJobResultStore::default());
 /// let mut d = Dispatcher::new();
 /// let job = JobId(1);
-/// d.handle(DispatcherEvent::LeadershipGained, &mut graphs, &mut results).unwrap();
-/// assert_eq!(
-///     d.handle(DispatcherEvent::JobSubmitted { job }, &mut graphs, &mut results).unwrap(),
-///     vec![DispatcherEffect::StartRunner { job }]
-/// );
-/// let done = RunnerResult::Terminal(JobStatus::Failed);
-/// d.handle(DispatcherEvent::RunnerCompleted { job, result: done }, &mut graphs, &mut results).unwrap();
-/// assert!(!graphs.contains(job));
+/// let fx = d.handle(DispatcherEvent::LeadershipGained).unwrap();
+/// assert_eq!(fx, vec![DispatcherEffect::RecoverJobs { epoch: 1 }]);
+/// d.handle(DispatcherEvent::JobsRecovered { epoch: 1, jobs: vec![] }).unwrap();
+/// let fx = d.handle(DispatcherEvent::JobSubmitted { job }).unwrap();
+/// assert_eq!(fx, vec![DispatcherEffect::PutJobGraph { job }]);
+/// let fx = d.handle(DispatcherEvent::JobGraphStored { job }).unwrap();
+/// assert_eq!(fx, vec![DispatcherEffect::StartRunner { job }]);
+/// let status = JobStatus::Failed;
+/// let fx = d.handle(DispatcherEvent::RunnerCompleted { job, result: RunnerResult::Terminal(status) }).unwrap();
+/// assert_eq!(fx, vec![
+///     DispatcherEffect::WriteDirtyEntry { job, status },
+///     DispatcherEffect::CloseRunner { job },
+/// ]);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Dispatcher {
     leader: bool,
     epoch: u32,
+    /// The epoch's [`DispatcherEffect::RecoverJobs`] is outstanding.
+    recovering: bool,
     runners_started: u32,
     /// Shared until changed, so that copying a dispatcher (a driver forked to explore a
     /// branch) copies no tree.
-    live: Arc<BTreeMap<JobId, LiveRunner>>,
+    runners: Arc<BTreeMap<JobId, StartedRunner>>,
+    /// Shared until changed, as `runners`.
+    jobs: Arc<BTreeMap<JobId, JobRecord>>,
+}
+
+/// What the dispatcher did with an event, for the structured log.
+enum Handled {
+    Applied(Vec<DispatcherEffect>),
+    /// A recovery answer of an epoch that is over.
+    Discarded,
 }
 
 impl Dispatcher {
@@ -122,6 +296,11 @@ impl Dispatcher {
     /// Whether the dispatcher is leader.
     pub fn is_leader(&self) -> bool {
         self.leader
+    }
+
+    /// Whether the epoch's recovery read is outstanding.
+    pub fn is_recovering(&self) -> bool {
+        self.recovering
     }
 
     /// How many times the dispatcher gained leadership.
@@ -136,39 +315,56 @@ impl Dispatcher {
 
     /// Jobs whose runner has not terminated.
     pub fn live_runners(&self) -> Vec<JobId> {
-        self.live.keys().copied().collect()
+        self.live().collect()
     }
 
     /// Whether `job` has a runner that has not terminated: membership in
     /// [`Dispatcher::live_runners`], without collecting them.
     pub fn is_live(&self, job: JobId) -> bool {
-        self.live.contains_key(&job)
+        self.runners.get(&job).is_some_and(|r| !r.terminated)
     }
 
     /// How many jobs have a runner that has not terminated: the length of
     /// [`Dispatcher::live_runners`], without collecting them.
     pub fn live_count(&self) -> usize {
-        self.live.len()
+        self.live().count()
     }
 
-    /// Apply one event against the stores. On error neither the dispatcher nor the
-    /// stores changed.
+    /// Whether the dispatcher consumed the result of the runner it started last for
+    /// `job`; `None` when it started none since it last gained leadership.
+    pub fn result_received(&self, job: JobId) -> Option<bool> {
+        self.runners.get(&job).map(|r| r.result_received)
+    }
+
+    fn live(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.runners
+            .iter()
+            .filter(|(_, r)| !r.terminated)
+            .map(|(job, _)| *job)
+    }
+
+    /// Apply one event. On error the dispatcher is unchanged.
     pub fn handle(
         &mut self,
         event: DispatcherEvent,
-        graphs: &mut dyn JobGraphStore,
-        results: &mut dyn JobResultStore,
     ) -> Result<Vec<DispatcherEffect>, LeadershipError> {
-        let outcome = self.apply(event, graphs, results);
-        let (name, job) = describe(event);
+        let (name, job) = (event.name(), event.job().map(|j| j.0));
+        let outcome = self.apply(event);
         match &outcome {
-            Ok(effects) => tracing::debug!(
+            Ok(Handled::Applied(effects)) => tracing::debug!(
                 component = "dispatcher",
                 event = name,
                 job,
                 epoch = self.epoch,
                 outcome = "applied",
                 effects = ?effects,
+            ),
+            Ok(Handled::Discarded) => tracing::debug!(
+                component = "dispatcher",
+                event = name,
+                job,
+                epoch = self.epoch,
+                outcome = "discarded",
             ),
             Err(error) => tracing::debug!(
                 component = "dispatcher",
@@ -179,44 +375,54 @@ impl Dispatcher {
                 error = %error,
             ),
         }
-        outcome
+        outcome.map(|handled| match handled {
+            Handled::Applied(effects) => effects,
+            Handled::Discarded => Vec::new(),
+        })
     }
 
-    fn apply(
-        &mut self,
-        event: DispatcherEvent,
-        graphs: &mut dyn JobGraphStore,
-        results: &mut dyn JobResultStore,
-    ) -> Result<Vec<DispatcherEffect>, LeadershipError> {
+    fn apply(&mut self, event: DispatcherEvent) -> Result<Handled, LeadershipError> {
         let mut effects = Vec::new();
         match event {
             DispatcherEvent::LeadershipGained => {
                 if self.leader {
                     return Err(LeadershipError::DispatcherAlreadyLeader);
                 }
-                // Environment assumption: the previous leader's runners terminated first.
-                if let Some(job) = self.live.keys().next() {
+                // Environment assumption: the previous leader's runners terminated first,
+                // and their results were consumed.
+                if let Some((job, _)) = self.runners.iter().find(|(_, r)| !r.done()) {
                     return Err(LeadershipError::RunnerStillLive { job: *job });
                 }
                 self.leader = true;
                 self.epoch += 1;
-                for job in graphs.jobs() {
-                    match results.entry(job) {
-                        JobResultEntry::None => self.start_runner(job, &mut effects),
-                        JobResultEntry::Dirty | JobResultEntry::Clean => {
-                            // A result was written but cleanup did not finish: finish it.
-                            global_cleanup(job, graphs, results, &mut effects)?;
-                        }
-                    }
+                self.recovering = true;
+                if !self.runners.is_empty() {
+                    self.runners = Arc::default();
                 }
+                effects.push(DispatcherEffect::RecoverJobs { epoch: self.epoch });
+            }
+            DispatcherEvent::JobsRecovered { epoch, jobs } => {
+                if epoch != self.epoch || !self.leader {
+                    return Ok(Handled::Discarded);
+                }
+                if !self.recovering {
+                    return Err(LeadershipError::UnexpectedDispatcherAnswer {
+                        answer: "jobs_recovered",
+                    });
+                }
+                if let Some(pair) = jobs.windows(2).find(|w| w[0].job >= w[1].job) {
+                    return Err(LeadershipError::DuplicateJob { job: pair[1].job });
+                }
+                self.recovering = false;
+                self.recover(&jobs, &mut effects);
             }
             DispatcherEvent::LeadershipLost => {
                 if !self.leader {
                     return Err(LeadershipError::DispatcherNotLeader);
                 }
                 self.leader = false;
-                for (job, runner) in Arc::make_mut(&mut self.live).iter_mut() {
-                    if !runner.closing {
+                for (job, runner) in Arc::make_mut(&mut self.runners).iter_mut() {
+                    if !runner.closing && !runner.terminated {
                         runner.closing = true;
                         effects.push(DispatcherEffect::CloseRunner { job: *job });
                     }
@@ -226,33 +432,52 @@ impl Dispatcher {
                 if !self.leader {
                     return Err(LeadershipError::DispatcherNotLeader);
                 }
-                if graphs.contains(job) || results.entry(job) != JobResultEntry::None {
+                if self.recovering {
+                    return Err(LeadershipError::RecoveryInProgress);
+                }
+                if self.jobs.contains_key(&job) {
                     return Err(LeadershipError::DuplicateJob { job });
                 }
-                graphs.put(job)?;
-                self.start_runner(job, &mut effects);
+                Arc::make_mut(&mut self.jobs).insert(job, JobRecord::Storing);
+                effects.push(DispatcherEffect::PutJobGraph { job });
+            }
+            DispatcherEvent::JobGraphStored { job } => {
+                self.advance(
+                    job,
+                    JobRecord::Storing,
+                    JobRecord::Stored,
+                    "job_graph_stored",
+                )?;
+                // A dispatcher that lost leadership meanwhile leaves the job to the next
+                // leader's recovery.
+                if self.leader {
+                    self.start_runner(job, &mut effects);
+                }
             }
             DispatcherEvent::RunnerCompleted { job, result } => {
                 let runner = self
-                    .live
+                    .runners
                     .get(&job)
                     .ok_or(LeadershipError::NoLiveRunner { job })?;
                 if runner.result_received {
                     return Err(LeadershipError::DuplicateRunnerResult { job });
                 }
+                let record = self.jobs.get(&job).copied();
                 match result {
                     RunnerResult::Terminal(status) => {
-                        if results.entry(job) != JobResultEntry::None {
+                        if record != Some(JobRecord::Stored) {
                             return Err(LeadershipError::EntryExists { job });
                         }
-                        results.create_dirty(job, status)?;
-                        global_cleanup(job, graphs, results, &mut effects)?;
+                        Arc::make_mut(&mut self.jobs).insert(job, JobRecord::WritingEntry);
+                        effects.push(DispatcherEffect::WriteDirtyEntry { job, status });
                     }
                     RunnerResult::JobAlreadyDone => {
-                        if results.entry(job) == JobResultEntry::None {
-                            return Err(LeadershipError::NoEntry { job });
+                        // The runner found an entry this dispatcher did not write: clean
+                        // up after whoever wrote it, unless a cleanup is under way.
+                        if !record.is_some_and(JobRecord::in_flight) {
+                            Arc::make_mut(&mut self.jobs).insert(job, JobRecord::RemovingJobGraph);
+                            effects.push(DispatcherEffect::RemoveJobGraph { job });
                         }
-                        global_cleanup(job, graphs, results, &mut effects)?;
                     }
                     RunnerResult::Suspended => effects.push(DispatcherEffect::LocalCleanup { job }),
                     RunnerResult::NotFinished | RunnerResult::InitializationFailed => {
@@ -261,31 +486,117 @@ impl Dispatcher {
                 }
                 // The job is done with this runner whatever the result: the dispatcher
                 // removes it and closes it (Flink's `removeJob` closes the runner during
-                // cleanup), unless a leadership loss is closing it already.
-                if let Some(runner) = Arc::make_mut(&mut self.live).get_mut(&job) {
-                    runner.result_received = true;
-                    if !runner.closing {
-                        runner.closing = true;
-                        effects.push(DispatcherEffect::CloseRunner { job });
-                    }
+                // cleanup), unless it is closing or closed already.
+                let runner = Arc::make_mut(&mut self.runners)
+                    .get_mut(&job)
+                    .expect("looked up above");
+                runner.result_received = true;
+                if !runner.closing && !runner.terminated {
+                    runner.closing = true;
+                    effects.push(DispatcherEffect::CloseRunner { job });
                 }
             }
             DispatcherEvent::RunnerTerminated { job } => {
-                if !self.live.contains_key(&job) {
+                if !self.is_live(job) {
                     return Err(LeadershipError::NoLiveRunner { job });
                 }
-                Arc::make_mut(&mut self.live).remove(&job);
+                let runner = Arc::make_mut(&mut self.runners)
+                    .get_mut(&job)
+                    .expect("live, so present");
+                runner.terminated = true;
+            }
+            DispatcherEvent::DirtyEntryWritten { job } => {
+                self.advance(
+                    job,
+                    JobRecord::WritingEntry,
+                    JobRecord::RemovingJobGraph,
+                    "dirty_entry_written",
+                )?;
+                effects.push(DispatcherEffect::RemoveJobGraph { job });
+            }
+            DispatcherEvent::JobGraphRemoved { job } => {
+                self.advance(
+                    job,
+                    JobRecord::RemovingJobGraph,
+                    JobRecord::MarkingClean,
+                    "job_graph_removed",
+                )?;
+                effects.push(DispatcherEffect::MarkEntryClean { job });
+            }
+            DispatcherEvent::EntryMarkedClean { job, status } => {
+                self.advance(
+                    job,
+                    JobRecord::MarkingClean,
+                    JobRecord::Clean,
+                    "entry_marked_clean",
+                )?;
+                effects.push(DispatcherEffect::GlobalCleanup { job, status });
             }
         }
-        Ok(effects)
+        Ok(Handled::Applied(effects))
+    }
+
+    /// Moves `job`'s record from `from` to `to`, or refuses `answer` unchanged.
+    fn advance(
+        &mut self,
+        job: JobId,
+        from: JobRecord,
+        to: JobRecord,
+        answer: &'static str,
+    ) -> Result<(), LeadershipError> {
+        if self.jobs.get(&job) != Some(&from) {
+            return Err(LeadershipError::UnexpectedDispatcherAnswer { answer });
+        }
+        Arc::make_mut(&mut self.jobs).insert(job, to);
+        Ok(())
+    }
+
+    /// Rebuilds what the dispatcher knows from the stores' answer: a runner for every
+    /// JobGraph without an entry, the rest of the cleanup for every dirty entry. A job
+    /// with a store request outstanding (from before the failover) keeps its record: the
+    /// request's answer carries it on.
+    fn recover(&mut self, read: &[RecoveredJob], effects: &mut Vec<DispatcherEffect>) {
+        let mut known: BTreeMap<JobId, JobRecord> = self
+            .jobs
+            .iter()
+            .filter(|(_, record)| record.in_flight())
+            .map(|(job, record)| (*job, *record))
+            .collect();
+        for found in read {
+            let job = found.job;
+            if known.contains_key(&job) {
+                continue;
+            }
+            let record = match (found.entry, found.job_graph) {
+                (JobResultEntry::None, true) => {
+                    self.start_runner(job, effects);
+                    JobRecord::Stored
+                }
+                // Neither store holds anything for the job after all.
+                (JobResultEntry::None, false) => continue,
+                // A result was written but cleanup did not finish: finish it.
+                (JobResultEntry::Dirty | JobResultEntry::Clean, true) => {
+                    effects.push(DispatcherEffect::RemoveJobGraph { job });
+                    JobRecord::RemovingJobGraph
+                }
+                (JobResultEntry::Dirty, false) => {
+                    effects.push(DispatcherEffect::MarkEntryClean { job });
+                    JobRecord::MarkingClean
+                }
+                (JobResultEntry::Clean, false) => JobRecord::Clean,
+            };
+            known.insert(job, record);
+        }
+        self.jobs = Arc::new(known);
     }
 
     fn start_runner(&mut self, job: JobId, effects: &mut Vec<DispatcherEffect>) {
-        Arc::make_mut(&mut self.live).insert(
+        Arc::make_mut(&mut self.runners).insert(
             job,
-            LiveRunner {
+            StartedRunner {
                 result_received: false,
                 closing: false,
+                terminated: false,
             },
         );
         self.runners_started += 1;
@@ -293,215 +604,331 @@ impl Dispatcher {
     }
 }
 
-/// Removes the JobGraph and marks the (existing) entry clean, in that order.
-fn global_cleanup(
-    job: JobId,
-    graphs: &mut dyn JobGraphStore,
-    results: &mut dyn JobResultStore,
-    effects: &mut Vec<DispatcherEffect>,
-) -> Result<(), LeadershipError> {
-    let status = results
-        .status(job)
-        .ok_or(LeadershipError::NoEntry { job })?;
-    graphs.remove(job);
-    results.mark_clean(job)?;
-    effects.push(DispatcherEffect::GlobalCleanup { job, status });
-    Ok(())
-}
-
-fn describe(event: DispatcherEvent) -> (&'static str, Option<u32>) {
-    match event {
-        DispatcherEvent::LeadershipGained => ("leadership_gained", None),
-        DispatcherEvent::LeadershipLost => ("leadership_lost", None),
-        DispatcherEvent::JobSubmitted { job } => ("job_submitted", Some(job.0)),
-        DispatcherEvent::RunnerCompleted { job, .. } => ("runner_completed", Some(job.0)),
-        DispatcherEvent::RunnerTerminated { job } => ("runner_terminated", Some(job.0)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::leadership::store::{InMemoryJobGraphStore, InMemoryJobResultStore};
+    use crate::leadership::driver::Environment;
+    use crate::leadership::store::{JobGraphStore, JobResultStore};
 
-    fn setup() -> (Dispatcher, InMemoryJobGraphStore, InMemoryJobResultStore) {
-        let mut d = Dispatcher::new();
-        let mut g = InMemoryJobGraphStore::default();
-        let mut r = InMemoryJobResultStore::default();
-        d.handle(DispatcherEvent::LeadershipGained, &mut g, &mut r)
-            .unwrap();
-        d.handle(
-            DispatcherEvent::JobSubmitted { job: JobId(1) },
-            &mut g,
-            &mut r,
-        )
-        .unwrap();
-        (d, g, r)
+    const JOB: JobId = JobId(1);
+
+    /// Feeds `event`, then executes every store request it causes against `env` and
+    /// feeds the answers back, until none is left; returns every effect, in order.
+    fn run(
+        d: &mut Dispatcher,
+        env: &mut Environment,
+        event: DispatcherEvent,
+    ) -> Vec<DispatcherEffect> {
+        let mut all = Vec::new();
+        let mut events = vec![event];
+        while let Some(event) = events.pop() {
+            for effect in d.handle(event).unwrap() {
+                if effect.is_store_request() {
+                    events.push(env.execute(effect).unwrap());
+                }
+                all.push(effect);
+            }
+        }
+        all
+    }
+
+    fn setup() -> (Dispatcher, Environment) {
+        let (mut d, mut env) = (Dispatcher::new(), Environment::default());
+        run(&mut d, &mut env, DispatcherEvent::LeadershipGained);
+        run(&mut d, &mut env, DispatcherEvent::JobSubmitted { job: JOB });
+        (d, env)
     }
 
     #[test]
     fn suspended_keeps_the_job_graph_and_recovery_restarts_it() {
-        let (mut d, mut g, mut r) = setup();
-        let job = JobId(1);
-        let fx = d
-            .handle(DispatcherEvent::LeadershipLost, &mut g, &mut r)
-            .unwrap();
-        assert_eq!(fx, vec![DispatcherEffect::CloseRunner { job }]);
-        let fx = d
-            .handle(
-                DispatcherEvent::RunnerCompleted {
-                    job,
-                    result: RunnerResult::Suspended,
-                },
-                &mut g,
-                &mut r,
-            )
-            .unwrap();
-        assert_eq!(fx, vec![DispatcherEffect::LocalCleanup { job }]);
-        assert!(g.contains(job));
+        let (mut d, mut env) = setup();
+        let fx = run(&mut d, &mut env, DispatcherEvent::LeadershipLost);
+        assert_eq!(fx, vec![DispatcherEffect::CloseRunner { job: JOB }]);
+        let completed = DispatcherEvent::RunnerCompleted {
+            job: JOB,
+            result: RunnerResult::Suspended,
+        };
         assert_eq!(
-            d.handle(DispatcherEvent::LeadershipGained, &mut g, &mut r),
-            Err(LeadershipError::RunnerStillLive { job })
+            run(&mut d, &mut env, completed),
+            vec![DispatcherEffect::LocalCleanup { job: JOB }]
         );
-        d.handle(DispatcherEvent::RunnerTerminated { job }, &mut g, &mut r)
-            .unwrap();
-        let fx = d
-            .handle(DispatcherEvent::LeadershipGained, &mut g, &mut r)
-            .unwrap();
-        assert_eq!(fx, vec![DispatcherEffect::StartRunner { job }]);
+        assert!(env.graphs.contains(JOB));
+        assert_eq!(
+            d.handle(DispatcherEvent::LeadershipGained),
+            Err(LeadershipError::RunnerStillLive { job: JOB })
+        );
+        run(
+            &mut d,
+            &mut env,
+            DispatcherEvent::RunnerTerminated { job: JOB },
+        );
+        let fx = run(&mut d, &mut env, DispatcherEvent::LeadershipGained);
+        assert_eq!(
+            fx,
+            vec![
+                DispatcherEffect::RecoverJobs { epoch: 2 },
+                DispatcherEffect::StartRunner { job: JOB }
+            ]
+        );
         assert_eq!((d.epoch(), d.runners_started()), (2, 2));
+        assert_eq!(d.result_received(JOB), Some(false));
+    }
+
+    #[test]
+    fn terminal_result_cleans_up_globally_one_request_at_a_time() {
+        let (mut d, mut env) = setup();
+        let status = JobStatus::Canceled;
+        let fx = d
+            .handle(DispatcherEvent::RunnerCompleted {
+                job: JOB,
+                result: RunnerResult::Terminal(status),
+            })
+            .unwrap();
+        assert_eq!(
+            fx,
+            vec![
+                DispatcherEffect::WriteDirtyEntry { job: JOB, status },
+                DispatcherEffect::CloseRunner { job: JOB }
+            ]
+        );
+        // Each answer is refused until its request is the outstanding one.
+        for early in [
+            DispatcherEvent::JobGraphRemoved { job: JOB },
+            DispatcherEvent::EntryMarkedClean { job: JOB, status },
+            DispatcherEvent::JobGraphStored { job: JOB },
+        ] {
+            let before = d.clone();
+            assert!(matches!(
+                d.handle(early),
+                Err(LeadershipError::UnexpectedDispatcherAnswer { .. })
+            ));
+            assert_eq!(d, before);
+        }
+        let answer = env.execute(fx[0]).unwrap();
+        assert_eq!(answer, DispatcherEvent::DirtyEntryWritten { job: JOB });
+        assert_eq!(
+            d.handle(answer).unwrap(),
+            vec![DispatcherEffect::RemoveJobGraph { job: JOB }]
+        );
+        assert_eq!(env.results.entry(JOB), JobResultEntry::Dirty);
+        let removed = env
+            .execute(DispatcherEffect::RemoveJobGraph { job: JOB })
+            .unwrap();
+        assert_eq!(
+            run(&mut d, &mut env, removed),
+            vec![
+                DispatcherEffect::MarkEntryClean { job: JOB },
+                DispatcherEffect::GlobalCleanup { job: JOB, status }
+            ]
+        );
+        assert!(!env.graphs.contains(JOB));
+        assert_eq!(env.results.entry(JOB), JobResultEntry::Clean);
+        // The runner is closing already: losing leadership closes nothing more.
+        assert_eq!(
+            run(&mut d, &mut env, DispatcherEvent::LeadershipLost),
+            vec![]
+        );
+        run(
+            &mut d,
+            &mut env,
+            DispatcherEvent::RunnerTerminated { job: JOB },
+        );
+        let fx = run(&mut d, &mut env, DispatcherEvent::LeadershipGained);
+        assert_eq!(fx, vec![DispatcherEffect::RecoverJobs { epoch: 2 }]);
+        assert_eq!(d.runners_started(), 1);
+        // The job stays known: submitting it again is a duplicate.
+        assert_eq!(
+            d.handle(DispatcherEvent::JobSubmitted { job: JOB }),
+            Err(LeadershipError::DuplicateJob { job: JOB })
+        );
+    }
+
+    #[test]
+    fn a_cleanup_under_way_at_failover_is_finished_once_by_its_own_answers() {
+        let (mut d, mut env) = setup();
+        let status = JobStatus::Finished;
+        let fx = run(
+            &mut d,
+            &mut env,
+            DispatcherEvent::RunnerCompleted {
+                job: JOB,
+                result: RunnerResult::Terminal(status),
+            },
+        );
+        assert_eq!(
+            fx.last(),
+            Some(&DispatcherEffect::GlobalCleanup { job: JOB, status })
+        );
+
+        // Again, but the removal is still outstanding when leadership moves on.
+        let (mut d, mut env) = setup();
+        let write = d
+            .handle(DispatcherEvent::RunnerCompleted {
+                job: JOB,
+                result: RunnerResult::Terminal(status),
+            })
+            .unwrap()[0];
+        let remove = d.handle(env.execute(write).unwrap()).unwrap()[0];
+        d.handle(DispatcherEvent::LeadershipLost).unwrap();
+        d.handle(DispatcherEvent::RunnerTerminated { job: JOB })
+            .unwrap();
+        assert_eq!(
+            d.handle(DispatcherEvent::LeadershipGained).unwrap(),
+            vec![DispatcherEffect::RecoverJobs { epoch: 2 }]
+        );
+        let read = env
+            .execute(DispatcherEffect::RecoverJobs { epoch: 2 })
+            .unwrap();
+        assert_eq!(
+            read,
+            DispatcherEvent::JobsRecovered {
+                epoch: 2,
+                jobs: vec![RecoveredJob {
+                    job: JOB,
+                    job_graph: true,
+                    entry: JobResultEntry::Dirty
+                }]
+            }
+        );
+        // The dirty entry's cleanup is under way: no second request, no runner.
+        assert_eq!(d.handle(read).unwrap(), vec![]);
+        let removed = env.execute(remove).unwrap();
+        let fx = run(&mut d, &mut env, removed);
+        assert_eq!(
+            fx,
+            vec![
+                DispatcherEffect::MarkEntryClean { job: JOB },
+                DispatcherEffect::GlobalCleanup { job: JOB, status }
+            ]
+        );
+    }
+
+    #[test]
+    fn recovery_finishes_a_cleanup_it_finds_interrupted() {
+        let mut env = Environment::default();
+        env.graphs.put(JOB).unwrap();
+        env.results.create_dirty(JOB, JobStatus::Failed).unwrap();
+        env.graphs.put(JobId(2)).unwrap();
+        let mut d = Dispatcher::new();
+        let fx = run(&mut d, &mut env, DispatcherEvent::LeadershipGained);
+        assert_eq!(
+            fx,
+            vec![
+                DispatcherEffect::RecoverJobs { epoch: 1 },
+                DispatcherEffect::RemoveJobGraph { job: JOB },
+                DispatcherEffect::StartRunner { job: JobId(2) },
+                DispatcherEffect::MarkEntryClean { job: JOB },
+                DispatcherEffect::GlobalCleanup {
+                    job: JOB,
+                    status: JobStatus::Failed
+                },
+            ]
+        );
+        assert!(!env.graphs.contains(JOB) && env.graphs.contains(JobId(2)));
+        assert_eq!(env.results.entry(JOB), JobResultEntry::Clean);
+    }
+
+    #[test]
+    fn an_answer_for_an_epoch_that_is_over_is_discarded() {
+        let mut d = Dispatcher::new();
+        d.handle(DispatcherEvent::LeadershipGained).unwrap();
+        assert_eq!(
+            d.handle(DispatcherEvent::JobSubmitted { job: JOB }),
+            Err(LeadershipError::RecoveryInProgress)
+        );
+        d.handle(DispatcherEvent::LeadershipLost).unwrap();
+        let stale = DispatcherEvent::JobsRecovered {
+            epoch: 1,
+            jobs: vec![RecoveredJob {
+                job: JOB,
+                job_graph: true,
+                entry: JobResultEntry::None,
+            }],
+        };
+        let before = d.clone();
+        assert_eq!(d.handle(stale.clone()), Ok(vec![]));
+        assert_eq!(d, before);
+        d.handle(DispatcherEvent::LeadershipGained).unwrap();
+        assert_eq!(d.handle(stale), Ok(vec![]));
+        assert!(d.is_recovering() && d.runners_started() == 0);
     }
 
     /// Dispatcher and stores share their trees with their copies until one side
     /// changes: a change to the original never shows in a copy taken before it.
     #[test]
     fn copies_taken_before_a_change_keep_what_they_had() {
-        let (mut d, mut g, mut r) = setup();
-        let job = JobId(1);
-        assert!(d.is_live(job) && !d.is_live(JobId(2)));
-        assert_eq!((d.live_count(), d.live_runners()), (1, vec![job]));
-        let (d0, g0, r0) = (d.clone(), g.clone(), r.clone());
+        let (mut d, mut env) = setup();
+        assert!(d.is_live(JOB) && !d.is_live(JobId(2)));
+        assert_eq!((d.live_count(), d.live_runners()), (1, vec![JOB]));
+        let (d0, env0) = (d.clone(), env.clone());
         let done = RunnerResult::Terminal(JobStatus::Failed);
-        d.handle(
-            DispatcherEvent::RunnerCompleted { job, result: done },
-            &mut g,
-            &mut r,
-        )
-        .unwrap();
-        d.handle(DispatcherEvent::RunnerTerminated { job }, &mut g, &mut r)
-            .unwrap();
-        assert!(!d.is_live(job));
-        assert_eq!((d.live_count(), d.live_runners()), (0, vec![]));
-        assert!(!g.contains(job));
-        assert_eq!(r.entry(job), JobResultEntry::Clean);
-        // The copies still hold the live runner, the JobGraph and no entry, and change
-        // on their own: their runner completes, unaffected by the original's.
-        assert!(d0.is_live(job) && g0.contains(job));
-        assert_eq!(r0.entry(job), JobResultEntry::None);
-        let (mut d1, mut g1, mut r1) = (d0.clone(), g0.clone(), r0.clone());
-        let fx = d1
-            .handle(
-                DispatcherEvent::RunnerCompleted {
-                    job,
-                    result: RunnerResult::Suspended,
-                },
-                &mut g1,
-                &mut r1,
-            )
-            .unwrap();
-        assert_eq!(
-            fx,
-            vec![
-                DispatcherEffect::LocalCleanup { job },
-                DispatcherEffect::CloseRunner { job }
-            ]
-        );
-        assert!(g1.contains(job) && d0.is_live(job) && d1.is_live(job));
-        assert_eq!((d0, g0, r0), (setup().0, setup().1, setup().2));
-    }
-
-    #[test]
-    fn terminal_result_cleans_up_globally_and_is_never_recovered() {
-        let (mut d, mut g, mut r) = setup();
-        let job = JobId(1);
-        let fx = d
-            .handle(
-                DispatcherEvent::RunnerCompleted {
-                    job,
-                    result: RunnerResult::Terminal(JobStatus::Canceled),
-                },
-                &mut g,
-                &mut r,
-            )
-            .unwrap();
-        assert_eq!(
-            fx,
-            vec![
-                DispatcherEffect::GlobalCleanup {
-                    job,
-                    status: JobStatus::Canceled
-                },
-                DispatcherEffect::CloseRunner { job }
-            ]
-        );
-        assert!(!g.contains(job));
-        assert_eq!(r.entry(job), JobResultEntry::Clean);
-        // The runner is closing already: losing leadership closes nothing more.
-        assert_eq!(
-            d.handle(DispatcherEvent::LeadershipLost, &mut g, &mut r)
-                .unwrap(),
-            vec![]
-        );
-        d.handle(DispatcherEvent::RunnerTerminated { job }, &mut g, &mut r)
-            .unwrap();
-        let fx = d
-            .handle(DispatcherEvent::LeadershipGained, &mut g, &mut r)
-            .unwrap();
-        assert!(fx.is_empty());
-        assert_eq!(d.runners_started(), 1);
-    }
-
-    #[test]
-    fn refusals_leave_dispatcher_and_stores_unchanged() {
-        let (mut d, mut g, mut r) = setup();
-        let job = JobId(1);
-        d.handle(
+        run(
+            &mut d,
+            &mut env,
             DispatcherEvent::RunnerCompleted {
-                job,
+                job: JOB,
+                result: done,
+            },
+        );
+        run(
+            &mut d,
+            &mut env,
+            DispatcherEvent::RunnerTerminated { job: JOB },
+        );
+        assert!(!d.is_live(JOB));
+        assert_eq!((d.live_count(), d.live_runners()), (0, vec![]));
+        assert!(!env.graphs.contains(JOB));
+        // The copies still hold the live runner, the JobGraph and no entry.
+        assert!(d0.is_live(JOB) && env0.graphs.contains(JOB));
+        assert_eq!(env0.results.entry(JOB), JobResultEntry::None);
+        assert_eq!((d0, env0), setup());
+    }
+
+    #[test]
+    fn refusals_leave_the_dispatcher_unchanged() {
+        let (mut d, mut env) = setup();
+        run(
+            &mut d,
+            &mut env,
+            DispatcherEvent::RunnerCompleted {
+                job: JOB,
                 result: RunnerResult::Suspended,
             },
-            &mut g,
-            &mut r,
-        )
-        .unwrap();
-        let before = (d.clone(), g.clone(), r.clone());
-        assert_eq!(
-            d.handle(
+        );
+        let before = d.clone();
+        let refused = [
+            (
                 DispatcherEvent::RunnerCompleted {
-                    job,
-                    result: RunnerResult::Terminal(JobStatus::Failed)
+                    job: JOB,
+                    result: RunnerResult::Terminal(JobStatus::Failed),
                 },
-                &mut g,
-                &mut r
+                LeadershipError::DuplicateRunnerResult { job: JOB },
             ),
-            Err(LeadershipError::DuplicateRunnerResult { job })
-        );
-        assert_eq!(
-            d.handle(DispatcherEvent::JobSubmitted { job }, &mut g, &mut r),
-            Err(LeadershipError::DuplicateJob { job })
-        );
-        assert_eq!(
-            d.handle(DispatcherEvent::LeadershipGained, &mut g, &mut r),
-            Err(LeadershipError::DispatcherAlreadyLeader)
-        );
-        assert_eq!(
-            d.handle(
+            (
+                DispatcherEvent::JobSubmitted { job: JOB },
+                LeadershipError::DuplicateJob { job: JOB },
+            ),
+            (
+                DispatcherEvent::LeadershipGained,
+                LeadershipError::DispatcherAlreadyLeader,
+            ),
+            (
                 DispatcherEvent::RunnerTerminated { job: JobId(9) },
-                &mut g,
-                &mut r
+                LeadershipError::NoLiveRunner { job: JobId(9) },
             ),
-            Err(LeadershipError::NoLiveRunner { job: JobId(9) })
-        );
-        assert_eq!((d, g, r), before);
+            (
+                DispatcherEvent::JobsRecovered {
+                    epoch: 1,
+                    jobs: vec![],
+                },
+                LeadershipError::UnexpectedDispatcherAnswer {
+                    answer: "jobs_recovered",
+                },
+            ),
+        ];
+        for (event, error) in refused {
+            assert_eq!(d.handle(event), Err(error));
+            assert_eq!(d, before);
+        }
     }
 }

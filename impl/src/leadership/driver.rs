@@ -10,14 +10,21 @@
 //! terminal signal reaches a process, when a service terminates or when a forward
 //! callback runs, stays a call the caller makes, so any interleaving can be replayed.
 //! Every effect is returned to the caller in the order it was executed.
+//!
+//! The dispatcher's store requests are executed against the environment's stores
+//! ([`Environment::execute`]) and answered at once; a [`Driver::stepwise`] driver holds
+//! them, and the runner's results on their way to the dispatcher, until the caller
+//! answers or delivers them, so every step of the dispatcher's cleanup is a step the
+//! caller takes.
 
-use super::dispatcher::{Dispatcher, DispatcherEffect, DispatcherEvent};
+use super::dispatcher::{Dispatcher, DispatcherEffect, DispatcherEvent, RecoveredJob};
 use super::error::LeadershipError;
 use super::projection::{LeadershipProjection, ProcessProjection};
 use super::runner::{Effect, Event, Runner};
 use super::store::{InMemoryJobGraphStore, InMemoryJobResultStore, JobGraphStore, JobResultStore};
 use super::types::{JobId, JobResultEntry, RunnerState, Session};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::collections::VecDeque;
 
 /// A query from the runner that the environment has not answered yet.
@@ -64,6 +71,59 @@ impl Environment {
             },
         }
     }
+
+    /// Executes one of the dispatcher's store requests against the stores and returns
+    /// the dispatcher's answer event; refuses any other effect, and a request the
+    /// stores refuse, leaving the stores unchanged.
+    pub fn execute(
+        &mut self,
+        request: DispatcherEffect,
+    ) -> Result<DispatcherEvent, LeadershipError> {
+        match request {
+            DispatcherEffect::RecoverJobs { epoch } => {
+                let jobs: BTreeSet<JobId> = self
+                    .graphs
+                    .jobs()
+                    .into_iter()
+                    .chain(self.results.jobs())
+                    .collect();
+                let jobs = jobs
+                    .into_iter()
+                    .map(|job| RecoveredJob {
+                        job,
+                        job_graph: self.graphs.contains(job),
+                        entry: self.results.entry(job),
+                    })
+                    .collect();
+                Ok(DispatcherEvent::JobsRecovered { epoch, jobs })
+            }
+            DispatcherEffect::PutJobGraph { job } => {
+                self.graphs.put(job)?;
+                Ok(DispatcherEvent::JobGraphStored { job })
+            }
+            DispatcherEffect::WriteDirtyEntry { job, status } => {
+                self.results.create_dirty(job, status)?;
+                Ok(DispatcherEvent::DirtyEntryWritten { job })
+            }
+            DispatcherEffect::RemoveJobGraph { job } => {
+                self.graphs.remove(job);
+                Ok(DispatcherEvent::JobGraphRemoved { job })
+            }
+            DispatcherEffect::MarkEntryClean { job } => {
+                let status = self
+                    .results
+                    .status(job)
+                    .ok_or(LeadershipError::NoEntry { job })?;
+                self.results.mark_clean(job)?;
+                Ok(DispatcherEvent::EntryMarkedClean { job, status })
+            }
+            DispatcherEffect::StartRunner { .. }
+            | DispatcherEffect::CloseRunner { .. }
+            | DispatcherEffect::GlobalCleanup { .. }
+            | DispatcherEffect::LocalCleanup { .. }
+            | DispatcherEffect::FatalError { .. } => Err(LeadershipError::NoPendingStoreRequest),
+        }
+    }
 }
 
 /// Drives one job's lifecycle.
@@ -84,12 +144,18 @@ impl Environment {
 pub struct Driver {
     job: JobId,
     auto_answer: bool,
+    /// Store requests and runner results wait for the caller.
+    stepwise: bool,
     env: Environment,
     dispatcher: Dispatcher,
     runner: Option<Runner>,
     retired: Vec<ProcessProjection>,
     election_inbox: VecDeque<Event>,
     queries: VecDeque<Query>,
+    /// The dispatcher's store requests not yet answered (stepwise), oldest first.
+    store_requests: VecDeque<DispatcherEffect>,
+    /// Runner results not yet delivered to the dispatcher (stepwise), oldest first.
+    runner_results: VecDeque<DispatcherEvent>,
 }
 
 type Driven = Result<Vec<DriverEffect>, LeadershipError>;
@@ -101,12 +167,27 @@ impl Driver {
         Driver {
             job,
             auto_answer,
+            stepwise: false,
             env: Environment::default(),
             dispatcher: Dispatcher::new(),
             runner: None,
             retired: Vec::new(),
             election_inbox: VecDeque::new(),
             queries: VecDeque::new(),
+            store_requests: VecDeque::new(),
+            runner_results: VecDeque::new(),
+        }
+    }
+
+    /// A driver for `job` that decides nothing by itself: the runner's queries wait
+    /// for [`Driver::answer_query`], the dispatcher's store requests for
+    /// [`Driver::answer_store_request`], and the runner's result on its way to the
+    /// dispatcher for
+    /// [`Driver::deliver_runner_result`].
+    pub fn stepwise(job: JobId) -> Self {
+        Driver {
+            stepwise: true,
+            ..Driver::new(job, false)
         }
     }
 
@@ -141,6 +222,45 @@ impl Driver {
     /// before the latest runner's own, without copying them.
     pub fn retired_processes(&self) -> &[ProcessProjection] {
         &self.retired
+    }
+
+    /// The dispatcher's store requests waiting for an answer (stepwise), oldest first.
+    pub fn store_requests(&self) -> impl ExactSizeIterator<Item = &DispatcherEffect> {
+        self.store_requests.iter()
+    }
+
+    /// The oldest runner result on its way to the dispatcher (stepwise).
+    pub fn next_runner_result(&self) -> Option<&DispatcherEvent> {
+        self.runner_results.front()
+    }
+
+    /// Executes `request`, one of the store requests waiting, against the stores and
+    /// hands the answer to the dispatcher. Requests may be answered in any order, as
+    /// the stores of different jobs answer independently.
+    pub fn answer_store_request(&mut self, request: DispatcherEffect) -> Driven {
+        let at = self
+            .store_requests
+            .iter()
+            .position(|r| *r == request)
+            .ok_or(LeadershipError::NoPendingStoreRequest)?;
+        self.atomically(|d| {
+            d.store_requests.remove(at);
+            let answer = d.env.execute(request)?;
+            let fx = d.dispatcher.handle(answer)?;
+            d.run(fx.into_iter().map(DriverEffect::Dispatcher).collect())
+        })
+    }
+
+    /// Hands the oldest runner result to the dispatcher.
+    pub fn deliver_runner_result(&mut self) -> Driven {
+        if self.runner_results.is_empty() {
+            return Err(LeadershipError::NoPendingRunnerResult);
+        }
+        self.atomically(|d| {
+            let event = d.runner_results.pop_front().expect("checked above");
+            let fx = d.dispatcher.handle(event)?;
+            d.run(fx.into_iter().map(DriverEffect::Dispatcher).collect())
+        })
     }
 
     /// Grant/revoke messages issued by the election but not yet delivered to the runner.
@@ -302,9 +422,7 @@ impl Driver {
 
     fn dispatch(&mut self, event: DispatcherEvent) -> Driven {
         self.atomically(|d| {
-            let effects = d
-                .dispatcher
-                .handle(event, &mut d.env.graphs, &mut d.env.results)?;
+            let effects = d.dispatcher.handle(event)?;
             d.run(effects.into_iter().map(DriverEffect::Dispatcher).collect())
         })
     }
@@ -343,12 +461,12 @@ impl Driver {
                         job: self.job,
                         result: value,
                     };
-                    let fx = self.dispatcher.handle(
-                        event,
-                        &mut self.env.graphs,
-                        &mut self.env.results,
-                    )?;
-                    work.extend(fx.into_iter().map(DriverEffect::Dispatcher));
+                    if self.stepwise {
+                        self.runner_results.push_back(event);
+                    } else {
+                        let fx = self.dispatcher.handle(event)?;
+                        work.extend(fx.into_iter().map(DriverEffect::Dispatcher));
+                    }
                 }
                 DriverEffect::Runner(Effect::RunnerTerminated) => {
                     // The runner closes its leader election once its process terminated.
@@ -356,12 +474,17 @@ impl Driver {
                     self.election_inbox.clear();
                     self.queries.clear();
                     let event = DispatcherEvent::RunnerTerminated { job: self.job };
-                    let fx = self.dispatcher.handle(
-                        event,
-                        &mut self.env.graphs,
-                        &mut self.env.results,
-                    )?;
+                    let fx = self.dispatcher.handle(event)?;
                     work.extend(fx.into_iter().map(DriverEffect::Dispatcher));
+                }
+                DriverEffect::Dispatcher(request) if request.is_store_request() => {
+                    if self.stepwise {
+                        self.store_requests.push_back(request);
+                    } else {
+                        let answer = self.env.execute(request)?;
+                        let fx = self.dispatcher.handle(answer)?;
+                        work.extend(fx.into_iter().map(DriverEffect::Dispatcher));
+                    }
                 }
                 DriverEffect::Dispatcher(DispatcherEffect::StartRunner { job }) => {
                     if let Some(old) = self.runner.take() {

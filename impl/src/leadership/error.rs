@@ -139,4 +139,19 @@ pub enum LeadershipError {
     /// The driver was asked to answer a query while none is pending.
     #[error("no query pending")]
     NoPendingQuery,
+    /// A store answer reached the dispatcher that it has no request outstanding for.
+    #[error("dispatcher: {answer} without an outstanding request")]
+    UnexpectedDispatcherAnswer {
+        /// Name of the refused answer event.
+        answer: &'static str,
+    },
+    /// A job was submitted while the dispatcher is still recovering its jobs.
+    #[error("dispatcher is still recovering its jobs")]
+    RecoveryInProgress,
+    /// The driver was asked to answer a store request while none is pending.
+    #[error("no store request pending")]
+    NoPendingStoreRequest,
+    /// The driver was asked to deliver a runner result while none is pending.
+    #[error("no runner result pending")]
+    NoPendingRunnerResult,
 }

@@ -12,8 +12,9 @@
 //!   before the leadership check on the forwarding path, and flushes it on close or on
 //!   the next grant instead of reporting SUSPENDED or starting a new process.
 //!
-//! [`Dispatcher`] consumes the runner result against a [`JobGraphStore`] and a
-//! [`JobResultStore`]; [`Driver`] wires everything to an in-memory [`Environment`].
+//! [`Dispatcher`] consumes the runner result and asks a [`JobGraphStore`] and a
+//! [`JobResultStore`] through effects; [`Driver`] wires everything to an in-memory
+//! [`Environment`].
 //! Each machine takes an event and returns effects; none does IO. Every transition
 //! emits one `tracing` debug event with fields `component`, `event`, `session` (where
 //! one applies) and `outcome`.
@@ -28,7 +29,7 @@ mod runner;
 mod store;
 mod types;
 
-pub use dispatcher::{Dispatcher, DispatcherEffect, DispatcherEvent};
+pub use dispatcher::{Dispatcher, DispatcherEffect, DispatcherEvent, RecoveredJob};
 pub use driver::{Driver, DriverEffect, Environment, Query};
 pub use error::LeadershipError;
 pub use process::{Process, ProcessEffect, ProcessEvent};

@@ -3,7 +3,9 @@
 //! In Flink (FLINK-39704, apache/flink PR 28201) a globally terminal result is first
 //! written as a dirty JobResultStore entry, then the JobGraph is removed, then the entry
 //! is marked clean; recovery only resumes JobGraphs that have no entry. The traits keep
-//! those operations; the in-memory implementations serve tests and drivers.
+//! those operations; the in-memory implementations serve tests and drivers. The
+//! dispatcher never calls them: it asks through effects, and a driver executes the
+//! requests against these traits ([`super::Environment::execute`]).
 
 use super::error::LeadershipError;
 use super::types::{JobId, JobResultEntry, JobStatus};
@@ -32,6 +34,8 @@ pub trait JobResultStore {
     fn create_dirty(&mut self, job: JobId, status: JobStatus) -> Result<(), LeadershipError>;
     /// Marks an existing entry clean (idempotent for clean entries).
     fn mark_clean(&mut self, job: JobId) -> Result<(), LeadershipError>;
+    /// Every job with an entry, in ascending order.
+    fn jobs(&self) -> Vec<JobId>;
 }
 
 /// A [`JobGraphStore`] in memory.
@@ -120,5 +124,9 @@ impl JobResultStore for InMemoryJobResultStore {
             entry.1 = true;
         }
         Ok(())
+    }
+
+    fn jobs(&self) -> Vec<JobId> {
+        self.entries.keys().copied().collect()
     }
 }
