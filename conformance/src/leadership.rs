@@ -39,7 +39,7 @@ use stateright::Model;
 use steadfast::leadership::{
     DispatcherEffect, DispatcherEvent, Driver, Event, JobGraphStore, JobId, JobResultEntry,
     JobResultStore, JobStatus, LeadershipError, ProcessEvent, ProcessResult, ProcessState, Query,
-    RunnerResult, RunnerState, Session,
+    RunnerOutcome, RunnerResult, RunnerState, Session,
 };
 use steadfast_model::check;
 use steadfast_model::leadership::{
@@ -603,7 +603,9 @@ impl fmt::Display for LogRecord {
 const REJECTED: &str = "rejected";
 
 /// The log's words, so that a record of them borrows instead of allocating; a word
-/// outside this list is kept as an owned string. A `match`, so that the compiler tells
+/// outside this list is kept as an owned string, so the list is a cache, not a
+/// vocabulary: expected records name runner outcomes by [`RunnerOutcome`], and a test
+/// checks that every one of them is borrowed here. A `match`, so that the compiler tells
 /// the words apart by length before it compares bytes.
 fn word(text: &str) -> Cow<'static, str> {
     macro_rules! words {
@@ -902,7 +904,15 @@ fn dispatcher_event(event: &DispatcherEvent) -> (&'static str, Option<JobId>) {
     }
 }
 
-fn runner_record(event: Event, outcome: &'static str) -> LogRecord {
+fn runner_record(event: Event, outcome: RunnerOutcome) -> LogRecord {
+    runner_log(event, outcome.name())
+}
+
+fn runner_refusal(event: Event) -> LogRecord {
+    runner_log(event, REJECTED)
+}
+
+fn runner_log(event: Event, outcome: &'static str) -> LogRecord {
     LogRecord {
         component: Cow::Borrowed("runner"),
         event: Cow::Borrowed(runner_event(&event)),
@@ -1037,13 +1047,10 @@ pub fn start_log(init: &State) -> Vec<LogRecord> {
 /// event the binding delivered, and nothing else.
 fn refusal_log(before: &State, action: &Action, out: &mut Vec<LogRecord>) {
     match *action {
-        Action::RunGrant(s) => out.push(runner_record(
-            Event::LeadershipGranted {
-                session: Session(u32::from(s)),
-            },
-            REJECTED,
-        )),
-        Action::RunRevoke => out.push(runner_record(Event::LeadershipRevoked, REJECTED)),
+        Action::RunGrant(s) => out.push(runner_refusal(Event::LeadershipGranted {
+            session: Session(u32::from(s)),
+        })),
+        Action::RunRevoke => out.push(runner_refusal(Event::LeadershipRevoked)),
         Action::TerminateService(id) => {
             let session = process_session(before, id);
             // A process of the driver's runner refuses it itself first; a process of a
@@ -1055,17 +1062,11 @@ fn refusal_log(before: &State, action: &Action, out: &mut Vec<LogRecord>) {
                     REJECTED,
                 ));
             }
-            out.push(runner_record(
-                Event::ProcessServiceTerminated { session },
-                REJECTED,
-            ));
+            out.push(runner_refusal(Event::ProcessServiceTerminated { session }));
         }
-        Action::CheckLeadershipInForward(id) => out.push(runner_record(
-            Event::ForwardCallback {
-                session: process_session(before, id),
-            },
-            REJECTED,
-        )),
+        Action::CheckLeadershipInForward(id) => out.push(runner_refusal(Event::ForwardCallback {
+            session: process_session(before, id),
+        })),
         Action::DispatcherFailover => out.push(dispatcher_record(
             &DispatcherEvent::LeadershipLost,
             before.epoch,
@@ -1114,24 +1115,24 @@ fn step_log(model: &Leadership, before: &State, action: &Action, out: &mut Vec<L
             let session = Session(u32::from(s));
             out.push(runner_record(
                 Event::LeadershipGranted { session },
-                "queued",
+                RunnerOutcome::Queued,
             ));
             // A runner that is not running drops the grant without asking anything.
             if running {
                 let has_entry = b.job_result != model::JobResultEntry::Absent;
                 out.push(runner_record(
                     Event::JobResultStoreAnswered { has_entry },
-                    "checking_leadership",
+                    RunnerOutcome::CheckingLeadership,
                 ));
                 let held = b.issued == s;
                 let outcome = if !held {
-                    "grant_skipped_not_leader"
+                    RunnerOutcome::GrantSkippedNotLeader
                 } else if b.pending_terminal.is_some() && model.design.runner_fix() {
-                    "flushed_on_grant"
+                    RunnerOutcome::FlushedOnGrant
                 } else if has_entry {
-                    "job_already_done"
+                    RunnerOutcome::JobAlreadyDone
                 } else {
-                    "process_started"
+                    RunnerOutcome::ProcessStarted
                 };
                 out.push(runner_record(
                     Event::LeadershipConfirmed { session, held },
@@ -1141,7 +1142,10 @@ fn step_log(model: &Leadership, before: &State, action: &Action, out: &mut Vec<L
         }
         Action::RunRevoke => {
             closes(&b, &a, out);
-            out.push(runner_record(Event::LeadershipRevoked, "queued"));
+            out.push(runner_record(
+                Event::LeadershipRevoked,
+                RunnerOutcome::Queued,
+            ));
         }
         // A process whose runner is gone receives nothing.
         Action::DeliverTerminalSignal(id) if of_latest_runner(&b, id) => {
@@ -1160,9 +1164,9 @@ fn step_log(model: &Leadership, before: &State, action: &Action, out: &mut Vec<L
             out.push(runner_record(
                 Event::TerminalSignalDelivered { session, status },
                 if completes {
-                    "forward_scheduled"
+                    RunnerOutcome::ForwardScheduled
                 } else {
-                    "ignored"
+                    RunnerOutcome::Ignored
                 },
             ));
         }
@@ -1172,10 +1176,10 @@ fn step_log(model: &Leadership, before: &State, action: &Action, out: &mut Vec<L
             // to set.
             let cached = b.pending_terminal.is_none() && a.pending_terminal.is_some();
             let outcome = match (cached, running) {
-                (true, true) => "cached_checking_leadership",
-                (false, true) => "checking_leadership",
-                (true, false) => "cached",
-                (false, false) => "dropped_not_running",
+                (true, true) => RunnerOutcome::CachedCheckingLeadership,
+                (false, true) => RunnerOutcome::CheckingLeadership,
+                (true, false) => RunnerOutcome::Cached,
+                (false, false) => RunnerOutcome::DroppedNotRunning,
             };
             out.push(runner_record(Event::ForwardCallback { session }, outcome));
             // A running runner asks whether the session is the issued one.
@@ -1184,9 +1188,9 @@ fn step_log(model: &Leadership, before: &State, action: &Action, out: &mut Vec<L
                 out.push(runner_record(
                     Event::LeadershipConfirmed { session, held },
                     if held {
-                        "forwarded"
+                        RunnerOutcome::Forwarded
                     } else {
-                        "dropped_not_leader"
+                        RunnerOutcome::DroppedNotLeader
                     },
                 ));
             }
@@ -1207,9 +1211,9 @@ fn step_log(model: &Leadership, before: &State, action: &Action, out: &mut Vec<L
             out.push(runner_record(
                 Event::ProcessServiceTerminated { session },
                 if completes {
-                    "forward_scheduled"
+                    RunnerOutcome::ForwardScheduled
                 } else {
-                    "process_terminated"
+                    RunnerOutcome::ProcessTerminated
                 },
             ));
         }
@@ -1241,7 +1245,11 @@ fn step_log(model: &Leadership, before: &State, action: &Action, out: &mut Vec<L
         closes(&b, &a, out);
         out.push(runner_record(
             Event::CloseRequested,
-            if terminated { "terminated" } else { "stopping" },
+            if terminated {
+                RunnerOutcome::Terminated
+            } else {
+                RunnerOutcome::Stopping
+            },
         ));
     }
     if terminated {
@@ -1498,7 +1506,11 @@ mod tests {
 
     #[test]
     fn a_known_word_is_borrowed_and_any_other_text_kept_whole() {
-        for known in [REJECTED, "runner", "cached_checking_leadership", "closing"] {
+        let outcomes = RunnerOutcome::ALL.map(RunnerOutcome::name);
+        for known in [REJECTED, "runner", "closing", "entry_marked_clean"]
+            .into_iter()
+            .chain(outcomes)
+        {
             assert!(
                 matches!(word(known), Cow::Borrowed(w) if w == known),
                 "{known}"

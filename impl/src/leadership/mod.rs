@@ -34,7 +34,7 @@ pub use driver::{Driver, DriverEffect, Environment, Query};
 pub use error::LeadershipError;
 pub use process::{Process, ProcessEffect, ProcessEvent};
 pub use projection::{LeadershipProjection, ProcessProjection, RunnerProjection};
-pub use runner::{Effect, Event, Runner};
+pub use runner::{Effect, Event, Handled, Runner, RunnerOutcome};
 pub use store::{InMemoryJobGraphStore, InMemoryJobResultStore, JobGraphStore, JobResultStore};
 pub use types::{
     JobId, JobResultEntry, JobStatus, ProcessResult, ProcessState, RunnerResult, RunnerState,

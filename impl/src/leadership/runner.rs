@@ -196,6 +196,106 @@ impl Slot {
     }
 }
 
+/// What a [`Runner`] did with an event it accepted: returned with its effects by
+/// [`Runner::step`], and the `outcome` field of its structured log record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RunnerOutcome {
+    /// A grant or revoke joined the operation chain.
+    Queued,
+    /// Close started; the runner waits for its process to terminate.
+    Stopping,
+    /// Close completed at once: the runner terminated.
+    Terminated,
+    /// A process's result completed; its forward callback is scheduled.
+    ForwardScheduled,
+    /// A process's service terminated with its result already set.
+    ProcessTerminated,
+    /// The event changed nothing the runner tracks.
+    Ignored,
+    /// The forward cached a terminal result; the runner does not run, so no check.
+    Cached,
+    /// The runner asked whether the session is still the leader.
+    CheckingLeadership,
+    /// The forward cached a terminal result and asked about leadership.
+    CachedCheckingLeadership,
+    /// The forward was dropped: the runner no longer runs.
+    DroppedNotRunning,
+    /// A grant was skipped: the runner stopped meanwhile.
+    GrantSkippedNotRunning,
+    /// A grant was skipped: its session is no longer the leader.
+    GrantSkippedNotLeader,
+    /// The grant found a JobResultStore entry: the job is done already.
+    JobAlreadyDone,
+    /// The grant flushed a cached terminal result instead of starting a process.
+    FlushedOnGrant,
+    /// The grant started a process.
+    ProcessStarted,
+    /// The forward completed the runner's result.
+    Forwarded,
+    /// The forward was dropped: its session is no longer the leader.
+    DroppedNotLeader,
+}
+
+impl RunnerOutcome {
+    /// Every outcome, in declaration order.
+    pub const ALL: [RunnerOutcome; 17] = [
+        RunnerOutcome::Queued,
+        RunnerOutcome::Stopping,
+        RunnerOutcome::Terminated,
+        RunnerOutcome::ForwardScheduled,
+        RunnerOutcome::ProcessTerminated,
+        RunnerOutcome::Ignored,
+        RunnerOutcome::Cached,
+        RunnerOutcome::CheckingLeadership,
+        RunnerOutcome::CachedCheckingLeadership,
+        RunnerOutcome::DroppedNotRunning,
+        RunnerOutcome::GrantSkippedNotRunning,
+        RunnerOutcome::GrantSkippedNotLeader,
+        RunnerOutcome::JobAlreadyDone,
+        RunnerOutcome::FlushedOnGrant,
+        RunnerOutcome::ProcessStarted,
+        RunnerOutcome::Forwarded,
+        RunnerOutcome::DroppedNotLeader,
+    ];
+
+    /// The outcome's word in the structured log.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunnerOutcome::Queued => "queued",
+            RunnerOutcome::Stopping => "stopping",
+            RunnerOutcome::Terminated => "terminated",
+            RunnerOutcome::ForwardScheduled => "forward_scheduled",
+            RunnerOutcome::ProcessTerminated => "process_terminated",
+            RunnerOutcome::Ignored => "ignored",
+            RunnerOutcome::Cached => "cached",
+            RunnerOutcome::CheckingLeadership => "checking_leadership",
+            RunnerOutcome::CachedCheckingLeadership => "cached_checking_leadership",
+            RunnerOutcome::DroppedNotRunning => "dropped_not_running",
+            RunnerOutcome::GrantSkippedNotRunning => "grant_skipped_not_running",
+            RunnerOutcome::GrantSkippedNotLeader => "grant_skipped_not_leader",
+            RunnerOutcome::JobAlreadyDone => "job_already_done",
+            RunnerOutcome::FlushedOnGrant => "flushed_on_grant",
+            RunnerOutcome::ProcessStarted => "process_started",
+            RunnerOutcome::Forwarded => "forwarded",
+            RunnerOutcome::DroppedNotLeader => "dropped_not_leader",
+        }
+    }
+
+    /// The outcome a log word names.
+    pub fn from_name(word: &str) -> Option<RunnerOutcome> {
+        RunnerOutcome::ALL.into_iter().find(|o| o.name() == word)
+    }
+}
+
+/// What [`Runner::step`] returns for an accepted event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Handled {
+    /// The effects to execute, in order.
+    pub effects: Vec<Effect>,
+    /// What the runner did.
+    pub outcome: RunnerOutcome,
+}
+
 /// One job's leadership runner (fixed design of FLINK-39704).
 ///
 /// ```
@@ -236,7 +336,7 @@ pub struct Runner {
     terminated: bool,
 }
 
-type Applied = Result<(Vec<Effect>, &'static str), LeadershipError>;
+type Applied = Result<(Vec<Effect>, RunnerOutcome), LeadershipError>;
 
 impl Runner {
     /// A running runner for `job` with no leadership yet.
@@ -327,6 +427,11 @@ impl Runner {
     /// Apply one event and return the effects to execute. On error the runner is
     /// unchanged.
     pub fn handle(&mut self, event: Event) -> Result<Vec<Effect>, LeadershipError> {
+        self.step(event).map(|handled| handled.effects)
+    }
+
+    /// [`Runner::handle`], returning as well what the runner did.
+    pub fn step(&mut self, event: Event) -> Result<Handled, LeadershipError> {
         let outcome = self.apply(event);
         let session = event.session().map(|s| s.0);
         match &outcome {
@@ -335,7 +440,7 @@ impl Runner {
                 job = self.job.0,
                 event = event.name(),
                 session,
-                outcome = *what,
+                outcome = what.name(),
                 state = ?self.state,
                 result = ?self.result,
                 pending_terminal = ?self.pending_terminal,
@@ -350,7 +455,7 @@ impl Runner {
                 error = %error,
             ),
         }
-        outcome.map(|(effects, _)| effects)
+        outcome.map(|(effects, outcome)| Handled { effects, outcome })
     }
 
     fn apply(&mut self, event: Event) -> Applied {
@@ -398,7 +503,7 @@ impl Runner {
         self.chain.push_back(ChainOp::Grant(session));
         let mut effects = Vec::new();
         self.advance(&mut effects);
-        Ok((effects, "queued"))
+        Ok((effects, RunnerOutcome::Queued))
     }
 
     fn on_revoke(&mut self) -> Applied {
@@ -414,7 +519,7 @@ impl Runner {
         self.chain.push_back(ChainOp::Revoke);
         let mut effects = Vec::new();
         self.advance(&mut effects);
-        Ok((effects, "queued"))
+        Ok((effects, RunnerOutcome::Queued))
     }
 
     fn on_close(&mut self) -> Applied {
@@ -428,9 +533,9 @@ impl Runner {
         let mut effects = Vec::new();
         self.advance(&mut effects);
         let outcome = if self.terminated {
-            "terminated"
+            RunnerOutcome::Terminated
         } else {
-            "stopping"
+            RunnerOutcome::Stopping
         };
         Ok((effects, outcome))
     }
@@ -446,17 +551,17 @@ impl Runner {
         let index = self.slot_index(session)?;
         let process_effects = self.slots[index].process.handle(event)?;
         let mut effects = Vec::new();
-        let mut outcome = "ignored";
+        let mut outcome = RunnerOutcome::Ignored;
         for effect in process_effects {
             match effect {
                 ProcessEffect::ResultCompleted(value) => {
                     self.slots[index].forward = Forward::Scheduled(value);
                     effects.push(Effect::ForwardScheduled { session });
-                    outcome = "forward_scheduled";
+                    outcome = RunnerOutcome::ForwardScheduled;
                 }
                 ProcessEffect::Terminated => {
-                    if outcome == "ignored" {
-                        outcome = "process_terminated";
+                    if outcome == RunnerOutcome::Ignored {
+                        outcome = RunnerOutcome::ProcessTerminated;
                     }
                 }
                 // Close is only requested by the runner itself, never by these events.
@@ -472,7 +577,7 @@ impl Runner {
         let Forward::Scheduled(value) = self.slots[index].forward else {
             return Err(LeadershipError::NoForwardPending { session });
         };
-        let mut outcome = "dropped_not_running";
+        let mut outcome = RunnerOutcome::DroppedNotRunning;
         // Fix part 2: remember a terminal value of the current process before the
         // leadership check, whatever the runner state.
         if let Some(status) = value.terminal_status() {
@@ -481,17 +586,17 @@ impl Runner {
                 && self.current_process_leader == Some(session)
             {
                 self.pending_terminal = Some(status);
-                outcome = "cached";
+                outcome = RunnerOutcome::Cached;
             }
         }
         let mut effects = Vec::new();
         if self.state == RunnerState::Running {
             self.slots[index].forward = Forward::Confirming(value);
             effects.push(Effect::ConfirmLeadership { session });
-            if outcome != "cached" {
-                outcome = "checking_leadership";
+            if outcome != RunnerOutcome::Cached {
+                outcome = RunnerOutcome::CheckingLeadership;
             } else {
-                outcome = "cached_checking_leadership";
+                outcome = RunnerOutcome::CachedCheckingLeadership;
             }
         } else {
             self.slots[index].forward = Forward::Settled;
@@ -508,11 +613,11 @@ impl Runner {
         if self.state == RunnerState::Running {
             self.in_flight = Some(InFlight::AwaitLeadership { session, has_entry });
             effects.push(Effect::ConfirmLeadership { session });
-            Ok((effects, "checking_leadership"))
+            Ok((effects, RunnerOutcome::CheckingLeadership))
         } else {
             self.in_flight = None;
             self.advance(&mut effects);
-            Ok((effects, "grant_skipped_not_running"))
+            Ok((effects, RunnerOutcome::GrantSkippedNotRunning))
         }
     }
 
@@ -526,17 +631,17 @@ impl Runner {
             if asked == session {
                 self.in_flight = None;
                 let outcome = if !held || self.state != RunnerState::Running {
-                    "grant_skipped_not_leader"
+                    RunnerOutcome::GrantSkippedNotLeader
                 } else if has_entry {
                     self.set_result(RunnerResult::JobAlreadyDone, &mut effects);
-                    "job_already_done"
+                    RunnerOutcome::JobAlreadyDone
                 } else if let Some(status) = self.pending_terminal {
                     // Never a new process while a terminal result is cached.
                     self.set_result(RunnerResult::Terminal(status), &mut effects);
-                    "flushed_on_grant"
+                    RunnerOutcome::FlushedOnGrant
                 } else {
                     self.start_process(session, &mut effects);
-                    "process_started"
+                    RunnerOutcome::ProcessStarted
                 };
                 self.advance(&mut effects);
                 return Ok((effects, outcome));
@@ -551,9 +656,9 @@ impl Runner {
         self.slots[index].forward = Forward::Settled;
         let outcome = if held && self.state == RunnerState::Running {
             self.set_result(value.into(), &mut effects);
-            "forwarded"
+            RunnerOutcome::Forwarded
         } else {
-            "dropped_not_leader"
+            RunnerOutcome::DroppedNotLeader
         };
         self.advance(&mut effects);
         Ok((effects, outcome))
@@ -663,5 +768,47 @@ impl Runner {
         }
         self.terminated = true;
         effects.push(Effect::RunnerTerminated);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_outcome_has_its_own_log_word_and_is_read_back_from_it() {
+        let names: std::collections::BTreeSet<&str> =
+            RunnerOutcome::ALL.iter().map(|o| o.name()).collect();
+        assert_eq!(names.len(), RunnerOutcome::ALL.len());
+        for outcome in RunnerOutcome::ALL {
+            assert_eq!(RunnerOutcome::from_name(outcome.name()), Some(outcome));
+        }
+        assert_eq!(RunnerOutcome::from_name("rejected"), None);
+    }
+
+    #[test]
+    fn step_returns_the_outcome_with_the_effects() {
+        let mut r = Runner::new(JobId(1));
+        let s = Session(1);
+        let granted = r.step(Event::LeadershipGranted { session: s }).unwrap();
+        assert_eq!(
+            granted,
+            Handled {
+                effects: vec![Effect::QueryJobResultStore],
+                outcome: RunnerOutcome::Queued
+            }
+        );
+        r.handle(Event::JobResultStoreAnswered { has_entry: false })
+            .unwrap();
+        let started = r
+            .step(Event::LeadershipConfirmed {
+                session: s,
+                held: true,
+            })
+            .unwrap();
+        assert_eq!(started.outcome, RunnerOutcome::ProcessStarted);
+        assert_eq!(started.effects, vec![Effect::StartProcess { session: s }]);
+        let closed = r.step(Event::CloseRequested).unwrap();
+        assert_eq!(closed.outcome, RunnerOutcome::Stopping);
     }
 }
