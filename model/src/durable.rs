@@ -1078,11 +1078,62 @@ impl Durable {
     }
 }
 
+impl Action {
+    /// A short phrase for the action in the domain's words, for lists of enabled actions
+    /// (the Explorer's); [`Spec::describe_step`] says what a step does in its state.
+    pub fn phrase(&self) -> String {
+        match *self {
+            Action::DeliverInput(k) => format!("source delivers key {k}'s next input"),
+            Action::StartAction(k) => format!("key {k}: action starts"),
+            Action::ReuseResult(k) => format!("key {k}: call reuses its saved result"),
+            Action::CallSupplier(k) => format!("key {k}: call runs the supplier"),
+            Action::SendPut(k) => format!("key {k}: state with the call result sent to the log"),
+            Action::CompleteAction(k) => format!("key {k}: completed state sent to the log"),
+            Action::LandPut => "in-flight put lands in the log".to_string(),
+            Action::AckPut => "producer learns the put's offset".to_string(),
+            Action::FailPut { landed: false } => "put fails: nothing reached the log".to_string(),
+            Action::FailPut { landed: true } => "put fails after its record landed".to_string(),
+            Action::TriggerCheckpoint => "checkpoint triggered".to_string(),
+            Action::CompleteCheckpoint(id) => format!("checkpoint {id} completes"),
+            Action::Crash { landed: false } => "crash: any in-flight put is lost".to_string(),
+            Action::Crash { landed: true } => "crash: the in-flight put lands first".to_string(),
+            Action::Restore => "restore from the latest checkpoint".to_string(),
+        }
+    }
+}
+
 impl Model for Durable {
     /// The Explorer's text for a step: the verdict of every property on the state it
     /// leads to, the step in the model's words, the state ([`crate::check::explorer_step`]).
     fn format_step(&self, last_state: &State, action: Action) -> Option<String> {
         crate::check::explorer_step(self, last_state, action)
+    }
+
+    /// The Explorer's name for an enabled action ([`Action::phrase`]).
+    fn format_action(&self, action: &Action) -> String {
+        action.phrase()
+    }
+
+    /// A lane diagram of the path ([`crate::picture`]): source, each key's action, the
+    /// supplier's calls, the log and checkpoints; a crash and a restore cross every lane.
+    fn as_svg(&self, path: stateright::Path<State, Action>) -> Option<String> {
+        let path = path.into_vec();
+        let keys = usize::from(self.bounds.keys);
+        let mut lanes = vec!["source".to_string()];
+        lanes.extend((0..keys).map(|k| format!("key {k}")));
+        lanes.extend(["supplier", "log", "checkpoints"].map(String::from));
+        let lane = |_: &State, action: &Action| match *action {
+            Action::DeliverInput(_) => Some(0),
+            Action::StartAction(k)
+            | Action::ReuseResult(k)
+            | Action::SendPut(k)
+            | Action::CompleteAction(k) => Some(1 + usize::from(k)),
+            Action::CallSupplier(_) => Some(1 + keys),
+            Action::LandPut | Action::AckPut | Action::FailPut { .. } => Some(2 + keys),
+            Action::TriggerCheckpoint | Action::CompleteCheckpoint(_) => Some(3 + keys),
+            Action::Crash { .. } | Action::Restore => None,
+        };
+        Some(crate::picture::of_path(self, &path, &lanes, lane))
     }
 
     type State = State;

@@ -763,11 +763,77 @@ impl Leadership {
     }
 }
 
+impl Action {
+    /// A short phrase for the action in the domain's words, for lists of enabled actions
+    /// (the Explorer's); [`Spec::describe_step`] says what a step does in its state.
+    pub fn phrase(&self) -> String {
+        match *self {
+            Action::GrantLeadership(s) => format!("election grants session {s}"),
+            Action::RevokeLeadership(s) => format!("election revokes session {s}"),
+            Action::RunGrant(s) => format!("runner runs the grant of session {s}"),
+            Action::RunRevoke => "runner runs the revoke".to_string(),
+            Action::DecideTerminal(status) => format!("scheduler decides {}", status.word()),
+            Action::DeliverTerminalSignal(p) => {
+                format!("terminal signal reaches process {p}")
+            }
+            Action::CheckLeadershipInForward(p) => {
+                format!("forward callback of process {p} checks leadership")
+            }
+            Action::TerminateService(p) => format!("JobMaster service of process {p} terminates"),
+            Action::DispatcherFailover => "dispatcher loses leadership".to_string(),
+            Action::CloseRunner => "runner's close completes".to_string(),
+            Action::HandleRunnerResult => "dispatcher handles the runner result".to_string(),
+            Action::RemoveJobGraph => "dispatcher removes the JobGraph".to_string(),
+            Action::MarkResultClean => "dispatcher marks the result entry clean".to_string(),
+            Action::RecoverJob => "next dispatcher leader starts and recovers".to_string(),
+        }
+    }
+}
+
 impl Model for Leadership {
     /// The Explorer's text for a step: the verdict of every property on the state it
     /// leads to, the step in the model's words, the state ([`crate::check::explorer_step`]).
     fn format_step(&self, last_state: &State, action: Action) -> Option<String> {
         crate::check::explorer_step(self, last_state, action)
+    }
+
+    /// The Explorer's name for an enabled action ([`Action::phrase`]).
+    fn format_action(&self, action: &Action) -> String {
+        action.phrase()
+    }
+
+    /// A lane diagram of the path ([`crate::picture`]): election, runner, each process,
+    /// scheduler, dispatcher and HA stores.
+    fn as_svg(&self, path: stateright::Path<State, Action>) -> Option<String> {
+        let path = path.into_vec();
+        let processes = path
+            .iter()
+            .map(|(s, _)| s.process_count)
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let mut lanes = vec!["election".to_string(), "runner".to_string()];
+        lanes.extend((1..=processes).map(|p| format!("process {p}")));
+        lanes.extend(["scheduler", "dispatcher", "HA stores"].map(String::from));
+        let p = usize::from(processes);
+        let lane = |_: &State, action: &Action| {
+            Some(match *action {
+                Action::GrantLeadership(_) | Action::RevokeLeadership(_) => 0,
+                Action::RunGrant(_)
+                | Action::RunRevoke
+                | Action::CheckLeadershipInForward(_)
+                | Action::CloseRunner => 1,
+                Action::DeliverTerminalSignal(id) | Action::TerminateService(id) => {
+                    1 + usize::from(id)
+                }
+                Action::DecideTerminal(_) => 2 + p,
+                Action::DispatcherFailover | Action::HandleRunnerResult | Action::RecoverJob => {
+                    3 + p
+                }
+                Action::RemoveJobGraph | Action::MarkResultClean => 4 + p,
+            })
+        };
+        Some(crate::picture::of_path(self, &path, &lanes, lane))
     }
 
     type State = State;

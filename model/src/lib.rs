@@ -21,6 +21,7 @@ use stateright::Model;
 pub mod check;
 pub mod durable;
 pub mod leadership;
+pub mod picture;
 pub mod settings;
 
 pub use settings::{Param, ParamKind, Settings, SettingsError};

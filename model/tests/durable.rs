@@ -529,3 +529,49 @@ fn explorer_step_of_the_repeated_call_violates_call_at_most_once() {
     let text = full.format_step(state, action.unwrap()).unwrap();
     assert!(text.starts_with("all "), "{text}");
 }
+
+/// The lane picture of the seed's counterexample: well-formed XML, one row per step, a
+/// lane per key, the crash drawn across every lane, the last row red and naming "call
+/// at most once".
+#[test]
+fn lane_picture_of_the_repeated_call_has_one_row_per_step_and_marks_the_violation() {
+    use stateright::Model;
+    let m = Durable::build(
+        "unpatched",
+        &steadfast_model::Settings::parse(Durable::params(), &[]).unwrap(),
+    )
+    .unwrap();
+    let full = m.focus(None).unwrap();
+    let path = steadfast_model::check::shortest(&m, property::CALL_AT_MOST_ONCE).unwrap();
+    let steps = path.clone().into_vec().len() - 1;
+    let svg = full.as_svg(path).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let rows: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("g")).collect();
+    assert_eq!(rows.len(), steps);
+    let last = rows.last().unwrap();
+    assert_eq!(last.attribute("class"), Some("step violation"));
+    let text: String = last.descendants().filter_map(|n| n.text()).collect();
+    assert!(text.contains(property::CALL_AT_MOST_ONCE), "{text}");
+    let lanes: Vec<&str> = doc
+        .root_element()
+        .children()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .collect();
+    assert!(lanes.starts_with(&["source", "key 0"]), "{lanes:?}");
+    assert!(
+        lanes.ends_with(&["supplier", "log", "checkpoints"]),
+        "{lanes:?}"
+    );
+    let across = rows
+        .iter()
+        .filter(|r| {
+            r.descendants()
+                .any(|n| n.attribute("class") == Some("across"))
+        })
+        .count();
+    assert!(
+        across >= 2,
+        "the crash and the restore cross every lane: {across}"
+    );
+}

@@ -816,3 +816,50 @@ fn explorer_steps_carry_the_verdict_of_the_state_they_lead_to() {
         );
     }
 }
+
+/// The lane picture of every design's shortest counterexample of every safety property
+/// it violates: well-formed XML, one row per step, the violation marked on the last row
+/// and named there, no row red before the first state that violates something.
+#[test]
+fn lane_pictures_of_every_counterexample_have_one_row_per_step_and_mark_the_violation() {
+    use stateright::{Expectation, Model};
+    let mut pictured = 0;
+    for design in Leadership::designs() {
+        let m = Leadership::build(
+            design,
+            &steadfast_model::Settings::parse(Leadership::params(), &[]).unwrap(),
+        )
+        .unwrap();
+        let full = m.focus(None).unwrap();
+        for p in full.properties() {
+            if p.expectation != Expectation::Always || p.name == steadfast_model::check::SENTINEL {
+                continue;
+            }
+            let Some(path) = steadfast_model::check::shortest(&m, p.name) else {
+                continue;
+            };
+            let steps = path.clone().into_vec().len() - 1;
+            let svg = full.as_svg(path).expect("every path has a picture");
+            let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{design}: {e}"));
+            let rows: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("g")).collect();
+            assert_eq!(rows.len(), steps, "{design} / {}", p.name);
+            let last = rows.last().unwrap();
+            assert_eq!(
+                last.attribute("class"),
+                Some("step violation"),
+                "{design} / {}",
+                p.name
+            );
+            let text: String = last.descendants().filter_map(|n| n.text()).collect();
+            assert!(text.contains(p.name), "{design} / {}: {text}", p.name);
+            let first_red = rows
+                .iter()
+                .position(|r| r.attribute("class") == Some("step violation"))
+                .unwrap();
+            assert!(first_red < steps);
+            pictured += 1;
+        }
+    }
+    // unpatched, process-fix-only and runner-fix-only violate something; fixed nothing.
+    assert!(pictured >= 3, "{pictured}");
+}
