@@ -391,20 +391,10 @@ where
         .local_addr()
         .map_err(|e| UsageError(format!("cannot listen on `{addr}`: {e}")))?;
     drop(listener);
-    let addr = bound.to_string();
     if public {
-        eprintln!("steadfast: warning: the Explorer on {addr} is reachable from other machines");
+        eprintln!("steadfast: warning: the Explorer on {bound} is reachable from other machines");
     }
-    eprintln!(
-        "Explorer for {} (design {}) on http://{addr}/ ; press ctrl-c to stop",
-        M::NAME,
-        model.design_name()
-    );
-    model
-        .focus(None)
-        .map_err(|e| UsageError(e.0))?
-        .checker()
-        .serve(addr.as_str());
+    crate::explore::serve(model, bound).map_err(UsageError)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -16,6 +16,7 @@ mod bench;
 mod budget;
 mod commands;
 mod conform;
+mod explore;
 mod models;
 mod render;
 

@@ -244,9 +244,10 @@ fn explore_on_port_0_announces_the_port_it_serves() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    stderr.read_line(&mut line).unwrap();
+    // Keep reading what follows (the verdicts), as a terminal would.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
     let port: u16 = line
         .split("http://127.0.0.1:")
         .nth(1)

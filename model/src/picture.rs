@@ -87,6 +87,8 @@ pub fn svg(lanes: &[String], rows: &[Row]) -> String {
          .violation .dot{fill:#c00}.violation text{fill:#c00;font-weight:bold}\
          .across{stroke:#2a5db0;stroke-width:3}.violation .across{stroke:#c00}</style>",
     );
+    // A background of its own, so the picture reads the same on a dark page.
+    let _ = write!(out, "<rect width='{width}' height='{height}' fill='#fff'/>");
     for (i, name) in lanes.iter().enumerate() {
         let x = LEFT + LANE * i as u32 + LANE / 2;
         let _ = write!(

@@ -1,0 +1,336 @@
+//! `explore`: the stateright Explorer behind a thin front that makes it honest.
+//!
+//! stateright's Explorer page marks a property "holds" until its own search finds a
+//! counterexample, names the model by its Rust type only, lists our checker's sentinel
+//! as a property, and shows a blank page for a path its model does not have. The front
+//! fixes what a user meets first, without touching the page's code:
+//! - before serving, the model is checked exhaustively (as `check` does) and one URL per
+//!   property with a counterexample or example is printed; those shortest paths replace
+//!   the Explorer's own discoveries in what the page reads, and the page reads the run
+//!   as done, since the verdicts are known;
+//! - the status names the model, design and settings; the sentinel is left out;
+//! - a banner on the page repeats model, design and settings, links every verdict's
+//!   path, and says in words when the path in the address is not a path of this model.
+//!
+//! Everything else is passed through to the Explorer, which listens on a loopback port
+//! of its own.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use steadfast_model::check::{self, CheckOptions, CheckReport, SENTINEL};
+use steadfast_model::{Spec, Verdict};
+
+/// A line to stderr; a closed stderr (the user's pipe went away) does not stop the
+/// server.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// A response: status, content type, body.
+type Reply = (u16, &'static str, Vec<u8>);
+
+/// Checks `model`, prints a URL per verdict with a path, then serves the Explorer's
+/// front on `addr` (already known to be free) until the process ends.
+pub fn serve<M>(model: M, addr: SocketAddr) -> Result<(), String>
+where
+    M: Spec + Send + Sync + Clone + 'static,
+    M::State: Send + Sync,
+    M::Action: Send + Sync,
+{
+    let report = check::check(&model, &CheckOptions::default());
+    let base = format!("http://{addr}/");
+    say!(
+        "Explorer for {} on {base} ; press ctrl-c to stop",
+        title(&report)
+    );
+    for p in &report.properties {
+        if let Some(path) = &p.explorer_path {
+            say!(
+                "  {}: {base}#/steps/{path}",
+                verdict_words(p.verdict, p.name)
+            );
+        } else {
+            say!("  {}", verdict_words(p.verdict, p.name));
+        }
+    }
+
+    // The Explorer itself, on a loopback port of its own.
+    let inner = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("cannot find a port for the Explorer: {e}"))?;
+    let explorer = model.focus(None).map_err(|e| e.0)?;
+    std::thread::spawn(move || {
+        explorer.checker().serve(inner);
+    });
+    wait_for(inner)?;
+
+    let server =
+        tiny_http::Server::http(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    say!("serving; the page links the same paths");
+    for mut request in server.incoming_requests() {
+        let url = request.url().to_string();
+        let method = request.method().clone();
+        let mut body = Vec::new();
+        let _ = request.as_reader().read_to_end(&mut body);
+        let (status, kind, data) = answer(&model, &report, inner, &method, &url);
+        let header =
+            tiny_http::Header::from_bytes("Content-Type", kind).expect("a fixed header is valid");
+        let response = tiny_http::Response::from_data(data)
+            .with_status_code(status)
+            .with_header(header);
+        let _ = request.respond(response);
+    }
+    Ok(())
+}
+
+fn answer<M: Spec>(
+    model: &M,
+    report: &CheckReport,
+    inner: SocketAddr,
+    method: &tiny_http::Method,
+    url: &str,
+) -> Reply {
+    if *method != tiny_http::Method::Get {
+        return forward(inner, method.as_str(), url);
+    }
+    if let Some(path) = url.strip_prefix("/.steadfast/check") {
+        let problem = path_problem(model, report, path);
+        let body = serde_json::json!({ "problem": problem });
+        return (200, "application/json", body.to_string().into_bytes());
+    }
+    if let Some(path) = url.strip_prefix("/.states") {
+        if let Some(problem) = path_problem(model, report, path) {
+            return (404, "text/plain; charset=utf-8", problem.into_bytes());
+        }
+    }
+    let (status, kind, data) = forward(inner, "GET", url);
+    if status != 200 {
+        return (status, kind, data);
+    }
+    match url {
+        "/" => (200, "text/html; charset=utf-8", with_banner(report, &data)),
+        "/.status" => rewrite_json(report, &data, true).unwrap_or((status, kind, data)),
+        u if u.starts_with("/.states") => {
+            rewrite_json(report, &data, false).unwrap_or((status, kind, data))
+        }
+        _ => (status, kind, data),
+    }
+}
+
+/// Model, design and settings in one line.
+fn title(report: &CheckReport) -> String {
+    let settings: Vec<String> = report
+        .settings
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    format!(
+        "{} · design {} · {}",
+        report.model,
+        report.design,
+        settings.join(", ")
+    )
+}
+
+fn verdict_words(verdict: Verdict, name: &str) -> String {
+    match verdict {
+        Verdict::Holds => format!("holds: {name}"),
+        Verdict::Counterexample => format!("VIOLATED: {name}"),
+        Verdict::Reached => format!("reached: {name}"),
+        Verdict::Unreached => format!("never reached: {name}"),
+    }
+}
+
+/// Why `path` (`/0/1/2`, action indices from an initial state) is not a path of the
+/// model; `None` when it is.
+fn path_problem<M: Spec>(model: &M, report: &CheckReport, path: &str) -> Option<String> {
+    let path = path.split('?').next().unwrap_or("").trim_matches('/');
+    if path.is_empty() {
+        return None;
+    }
+    let whose = || format!("{} ({})", report.model, title(report));
+    let mut indices = Vec::new();
+    for part in path.split('/') {
+        match part.parse::<usize>() {
+            Ok(i) => indices.push(i),
+            Err(_) => {
+                return Some(format!(
+                    "`{}` is not a path: `{}` is not an action number",
+                    path.escape_debug(),
+                    part.escape_debug()
+                ))
+            }
+        }
+    }
+    let inits = model.init_states();
+    let Some(mut state) = inits.get(indices[0]).cloned() else {
+        return Some(format!(
+            "path `{path}` starts at initial state {}, but {} has {}",
+            indices[0],
+            whose(),
+            inits.len()
+        ));
+    };
+    let mut actions = Vec::new();
+    for (step, &i) in indices.iter().enumerate().skip(1) {
+        actions.clear();
+        model.actions(&state, &mut actions);
+        let next = actions
+            .get(i)
+            .cloned()
+            .and_then(|a| model.next_state(&state, a));
+        match next {
+            Some(next) => state = next,
+            None => {
+                return Some(format!(
+                    "path `{path}` is not a path of {}: step {step} offers {} action(s), not a number {i}; \
+                     was it printed for another design or other settings?",
+                    whose(),
+                    actions.len()
+                ))
+            }
+        }
+    }
+    None
+}
+
+/// The Explorer's status or states JSON with the sentinel left out and the check's
+/// shortest paths as discoveries; the status also names model, design and settings.
+fn rewrite_json(report: &CheckReport, data: &[u8], status: bool) -> Option<Reply> {
+    let mut json: Value = serde_json::from_slice(data).ok()?;
+    let fix = |props: &mut Value| {
+        if let Some(list) = props.as_array_mut() {
+            list.retain(|p| p.get(1).and_then(Value::as_str) != Some(SENTINEL));
+            for p in list.iter_mut() {
+                let name = p.get(1).and_then(Value::as_str).unwrap_or("").to_string();
+                let ours = report
+                    .properties
+                    .iter()
+                    .find(|r| r.name == name)
+                    .and_then(|r| r.explorer_path.clone());
+                if let (Some(slot), Some(path)) = (p.get_mut(2), ours) {
+                    *slot = Value::String(path);
+                }
+            }
+        }
+    };
+    if status {
+        fix(json.get_mut("properties")?);
+        json["model"] = Value::String(title(report));
+        // The check before serving visited every state: its counts, not the page's
+        // own search's.
+        json["done"] = Value::Bool(true);
+        json["state_count"] = Value::from(report.generated_states);
+        json["unique_state_count"] = Value::from(report.unique_states);
+        json["max_depth"] = Value::from(report.max_depth);
+    } else {
+        for step in json.as_array_mut()? {
+            if let Some(props) = step.get_mut("properties") {
+                fix(props);
+            }
+        }
+    }
+    Some((200, "application/json", json.to_string().into_bytes()))
+}
+
+/// The page with a banner after its `<body>` tag: model, design, settings, a link per
+/// verdict with a path, and a line that says when the address's path is invalid.
+fn with_banner(report: &CheckReport, page: &[u8]) -> Vec<u8> {
+    let page = String::from_utf8_lossy(page);
+    let mut links = String::new();
+    for p in &report.properties {
+        if let Some(path) = &p.explorer_path {
+            links.push_str(&format!(
+                " · <a style='color:#2a5db0' href='#/steps/{path}'>{}</a>",
+                html(&verdict_words(p.verdict, p.name))
+            ));
+        }
+    }
+    let banner = format!(
+        "<div id='steadfast-banner' style='padding:6px 12px;background:#f3f5fa;color:#111;\
+         border-bottom:1px solid #ccd;font-family:sans-serif;font-size:14px'>\
+         <b id='steadfast-title'>{}</b> — shortest paths:{links}\
+         <div id='steadfast-problem' style='color:#c00;font-weight:bold'></div></div>\
+         <script>async function steadfastCheck(){{\
+         const h=(location.hash||'#/steps').split('?')[0].replace(/^#\\/steps/,'');\
+         const r=await fetch('/.steadfast/check'+h);const j=await r.json();\
+         document.getElementById('steadfast-problem').textContent=j.problem||'';}}\
+         window.addEventListener('hashchange',steadfastCheck);steadfastCheck();</script>",
+        html(&title(report))
+    );
+    let at = page
+        .find("<body")
+        .and_then(|i| page[i..].find('>').map(|j| i + j + 1))
+        .unwrap_or(0);
+    let mut out = String::with_capacity(page.len() + banner.len());
+    out.push_str(&page[..at]);
+    out.push_str(&banner);
+    out.push_str(&page[at..]);
+    out.into_bytes()
+}
+
+fn html(text: &str) -> String {
+    steadfast_model::picture::escape(text)
+}
+
+/// Asks the Explorer at `inner` and returns its answer.
+fn forward(inner: SocketAddr, method: &str, url: &str) -> Reply {
+    let failed = |e: std::io::Error| {
+        (
+            502,
+            "text/plain; charset=utf-8",
+            format!("the Explorer did not answer: {e}").into_bytes(),
+        )
+    };
+    let mut stream = match TcpStream::connect(inner) {
+        Ok(s) => s,
+        Err(e) => return failed(e),
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
+    let request = format!("{method} {url} HTTP/1.0\r\nHost: {inner}\r\nContent-Length: 0\r\n\r\n");
+    if let Err(e) = stream.write_all(request.as_bytes()) {
+        return failed(e);
+    }
+    let mut raw = Vec::new();
+    if let Err(e) = stream.read_to_end(&mut raw) {
+        return failed(e);
+    }
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(raw.len());
+    let head = String::from_utf8_lossy(&raw[..split]);
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(502);
+    let kind = if url == "/" {
+        "text/html; charset=utf-8"
+    } else if url.ends_with(".js") {
+        "application/javascript"
+    } else if url.ends_with(".css") {
+        "text/css"
+    } else {
+        "application/json"
+    };
+    let body = raw.get(split + 4..).unwrap_or_default().to_vec();
+    (status, kind, body)
+}
+
+/// Waits until the Explorer at `inner` accepts connections.
+fn wait_for(inner: SocketAddr) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if TcpStream::connect(inner).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("the Explorer did not start on {inner}"))
+}
