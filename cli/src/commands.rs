@@ -121,6 +121,10 @@ where
         progress_after: Some(Duration::from_secs(2)),
         symmetry: args.switch("symmetry"),
     };
+    let report_file = args.take("report");
+    if report_file.as_deref() == Some("") {
+        return Err(UsageError("`--report` needs a file name".into()));
+    }
     let model: M = build(args)?;
     let report = check::try_check(&model, &options).map_err(|e| match e {
         check::CheckError::SymmetryNeedsDfs => UsageError(
@@ -148,6 +152,22 @@ where
         );
     } else {
         print!("{}", render::report(&report));
+    }
+    if let Some(file) = report_file {
+        // Written under a temporary name and renamed: no half-written report.
+        let file = std::path::PathBuf::from(file);
+        let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
+        let partial = file.with_file_name(format!(".{}.partial", name.unwrap_or_default()));
+        let written = std::fs::write(&partial, crate::report::html(&model, &report))
+            .and_then(|()| std::fs::rename(&partial, &file));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&partial);
+            eprintln!(
+                "steadfast: {}",
+                crate::args::one_line(&format!("cannot write `{}`: {e}", file.display()))
+            );
+            return Ok(ExitCode::from(crate::budget::RUN_FAILURE));
+        }
     }
     Ok(if report.all_good() {
         ExitCode::SUCCESS

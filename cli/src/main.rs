@@ -19,6 +19,7 @@ mod conform;
 mod explore;
 mod models;
 mod render;
+mod report;
 
 use std::process::ExitCode;
 
@@ -36,7 +37,7 @@ steadfast: formal models of two Apache Flink bugs, and the checks that bind them
 
 usage:
   steadfast check MODEL [--design D] [--SETTING VALUE]... [--threads N] [--dfs [--symmetry]]
-                    [--json]
+                    [--json] [--report FILE.html]
   steadfast verdicts [--json]
   steadfast explore MODEL [--design D] [--SETTING VALUE]... [--addr 127.0.0.1:3000] [--public]
   steadfast models                  list models, designs, settings and scenarios
@@ -116,9 +117,11 @@ fn command_help(command: &str) -> Option<&'static str> {
             "\
 usage: steadfast check MODEL [--design D] [--scenario S] [--SETTING VALUE]... [--threads N]
                        [--dfs [--symmetry]] [--json] [--no-shortest] [--no-traces]
-                       [--max-memory MIB]
+                       [--max-memory MIB] [--report FILE.html]
   exhaustive check of one design: verdicts, counts and the shortest trace of each
-  counterexample; `steadfast models` lists models, designs, settings and scenarios"
+  counterexample; `--report` also writes them, with a lane diagram per trace, as one
+  self-contained HTML page; `steadfast models` lists models, designs, settings and
+  scenarios"
         }
         "verdicts" => {
             "\

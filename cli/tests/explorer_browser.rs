@@ -206,3 +206,30 @@ fn the_unpatched_durable_counterexample_reads_as_a_violation_with_its_picture() 
         "the sentinel is listed"
     );
 }
+
+/// `check --report` writes one page that opens offline, from a file, and shows the
+/// verdict table and a lane diagram per trace.
+#[test]
+fn the_check_report_opens_offline_with_a_picture_per_trace() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("report-leadership-unpatched.html");
+    std::fs::remove_file(&file).ok();
+    let out = Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(["check", "leadership", "--design", "unpatched", "--report"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    // Unpatched violates properties: exit 1, the report written all the same.
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let page = std::fs::read_to_string(&file).unwrap();
+    assert!(!page.contains("<script"), "the report runs no script");
+    assert!(!page.contains("src="), "the report loads nothing");
+    let traces = page.matches("<h2 ").count();
+    assert_eq!(traces, 9, "3 counterexamples and 6 examples");
+    assert_eq!(page.matches("<svg ").count(), traces);
+    let url = format!("file://{}", file.display());
+    let dom = rendered(&url, "report");
+    assert!(dom.contains("counterexample to “no reanimation”"), "{dom}");
+    assert!(dom.contains("VIOLATED"));
+    assert!(dom.contains("step violation"));
+}
