@@ -853,6 +853,31 @@ mod tests {
         assert!(d.is_recovering() && d.runners_started() == 0);
     }
 
+    #[test]
+    fn a_recovery_answer_out_of_order_or_with_a_job_twice_is_refused_unchanged() {
+        let job = |j| RecoveredJob {
+            job: JobId(j),
+            job_graph: true,
+            entry: JobResultEntry::None,
+        };
+        let mut d = Dispatcher::new();
+        d.handle(DispatcherEvent::LeadershipGained).unwrap();
+        let before = d.clone();
+        for jobs in [vec![job(2), job(1)], vec![job(1), job(1)]] {
+            let answer = DispatcherEvent::JobsRecovered { epoch: 1, jobs };
+            assert!(matches!(
+                d.handle(answer),
+                Err(LeadershipError::DuplicateJob { .. })
+            ));
+            assert_eq!(d, before);
+        }
+        let answer = DispatcherEvent::JobsRecovered {
+            epoch: 1,
+            jobs: vec![job(1), job(2)],
+        };
+        assert_eq!(d.handle(answer).unwrap().len(), 2);
+    }
+
     /// Dispatcher and stores share their trees with their copies until one side
     /// changes: a change to the original never shows in a copy taken before it.
     #[test]
