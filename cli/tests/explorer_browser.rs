@@ -201,6 +201,15 @@ fn the_unpatched_durable_counterexample_reads_as_a_violation_with_its_picture() 
         dom.contains("crash: any in-flight put is lost"),
         "actions not in words"
     );
+    // The state below the step is in words, not the checker's packed bytes.
+    assert!(
+        dom.contains("supplier runs: key 0 input 0 call 0: 2"),
+        "{dom}"
+    );
+    assert!(
+        !dom.contains("supplier_runs") && !dom.contains("phase: ["),
+        "raw state shown"
+    );
     assert!(
         !dom.contains("every state visited"),
         "the sentinel is listed"

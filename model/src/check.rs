@@ -702,7 +702,8 @@ pub fn explorer_step<M: Spec>(model: &M, last: &M::State, action: M::Action) -> 
     } else {
         format!("\nreaches {}", reached.join(", "))
     };
-    Some(format!("{verdict}{reached}\nstep: {step}\n\n{next:#?}"))
+    let view = model.domain_view(&next);
+    Some(format!("{verdict}{reached}\nstep: {step}\n\n{view}"))
 }
 
 #[cfg(test)]

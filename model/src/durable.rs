@@ -1768,6 +1768,137 @@ impl Spec for Durable {
         })
     }
 
+    /// The state in the domain's words: per key its progress and running action, the
+    /// store's cache, the log, the in-flight put, checkpoints, crashes, outputs and the
+    /// supplier's runs; slots beyond the bounds and empty ones are left out.
+    fn domain_view(&self, s: &State) -> String {
+        use std::fmt::Write as _;
+        let b = &self.bounds;
+        let mut out = String::new();
+        let saved = |st: ActionState| {
+            if st.completed {
+                format!("completed with {} call result(s)", st.calls)
+            } else {
+                format!("{} call result(s)", st.calls)
+            }
+        };
+        let name = |k: StateKey| {
+            if b.actions > 1 {
+                format!("key {} input {} action {}", k.key, k.seq, k.action)
+            } else {
+                format!("key {} input {}", k.key, k.seq)
+            }
+        };
+        let mut slots = Vec::new();
+        for key in 0..b.keys {
+            for seq in 0..b.inputs {
+                for action in 0..b.actions {
+                    slots.push(StateKey { key, seq, action });
+                }
+            }
+        }
+        let task = match (s.down, s.failed) {
+            (true, _) => "down (crashed, not restored)",
+            (false, true) => "failing over (a put error reached the action)",
+            (false, false) => "running",
+        };
+        let _ = writeln!(
+            out,
+            "task: {task}; crashes {}, failed sends {}",
+            s.crashes, s.failed_sends
+        );
+        for k in 0..usize::from(b.keys) {
+            let running = match s.phase_of(k) {
+                Phase::Idle => "idle".to_string(),
+                Phase::AtCall(i) => format!("{}: at call {i}", name(s.head(k))),
+                Phase::HaveResult(i) => {
+                    format!("{}: call {i} returned, put not sent", name(s.head(k)))
+                }
+                Phase::AwaitPut(i) => {
+                    format!("{}: put of call {i}'s result in flight", name(s.head(k)))
+                }
+                Phase::AwaitCompletion => format!("{}: completion put in flight", name(s.head(k))),
+            };
+            let _ = writeln!(
+                out,
+                "key {k}: {} input(s) delivered, {} finished, {} output(s) committed; {running}",
+                s.next_seq[k], s.finished[k], s.committed_outputs[k]
+            );
+        }
+        let cached = slots.iter().filter(|k| s.cached(**k).is_some()).count();
+        let _ = writeln!(out, "store cache: {cached} state(s)");
+        for &k in &slots {
+            if let Some(st) = s.cached(k) {
+                let acked = match s.acked_offset[k.slot()] {
+                    NONE => String::new(),
+                    offset => format!(", acknowledged at offset {offset}"),
+                };
+                let _ = writeln!(out, "  {}: {}{acked}", name(k), saved(st));
+            }
+        }
+        let ends: Vec<String> = (0..usize::from(b.partitions))
+            .map(|p| format!("partition {p} holds {}", s.log_len[p]))
+            .collect();
+        let _ = writeln!(out, "log: {}", ends.join(", "));
+        for &k in &slots {
+            if let Some((st, offset)) = s.latest_record(k) {
+                let _ = writeln!(
+                    out,
+                    "  {}: latest {} at offset {offset}",
+                    name(k),
+                    saved(st)
+                );
+            }
+        }
+        if s.put_key != NONE {
+            let r = Record::decode(s.put_record);
+            let at = match s.put_offset {
+                NONE => "not landed yet".to_string(),
+                offset => format!("landed at offset {offset}"),
+            };
+            let _ = writeln!(
+                out,
+                "in-flight put: {}: {}, {at}",
+                name(r.state_key),
+                saved(r.state)
+            );
+        }
+        let _ = writeln!(out, "checkpoints: {} triggered", s.checkpoints);
+        let show = |c: &Checkpoint| {
+            let keys: Vec<String> = (0..usize::from(b.keys))
+                .map(|k| {
+                    format!(
+                        "key {k} {} delivered/{} finished",
+                        c.next_seq[k], c.finished[k]
+                    )
+                })
+                .collect();
+            let marker: Vec<String> = (0..usize::from(b.partitions))
+                .map(|p| format!("p{p}={}", c.marker[p]))
+                .collect();
+            format!("{}; marker {}", keys.join(", "), marker.join(" "))
+        };
+        for (id, c) in s.pending_checkpoints() {
+            let _ = writeln!(out, "  pending {id}: {}", show(&c));
+        }
+        if let Some(c) = &s.completed {
+            let _ = writeln!(out, "  latest completed: {}", show(c));
+        }
+        let mut runs = Vec::new();
+        for &k in &slots {
+            for call in 0..b.calls {
+                let n = s.runs(k, call);
+                if n > 0 {
+                    runs.push(format!("{} call {call}: {n}", name(k)));
+                }
+            }
+        }
+        if !runs.is_empty() {
+            let _ = writeln!(out, "supplier runs: {}", runs.join("; "));
+        }
+        out
+    }
+
     fn describe_step(&self, s: &State, action: &Action) -> String {
         let who = |k: u8| {
             let sk = s.head(k as usize);

@@ -126,6 +126,12 @@ pub trait Spec:
     /// One step of a trace in domain words, e.g. "the election revokes session 1".
     fn describe_step(&self, before: &Self::State, action: &Self::Action) -> String;
 
+    /// The state in the domain's words, as the Explorer shows it below a step; the
+    /// state's `Debug` form by default.
+    fn domain_view(&self, state: &Self::State) -> String {
+        format!("{state:#?}")
+    }
+
     /// A short name for a counterexample's shape, when it is a known one (for example
     /// "ordering A"); `None` otherwise.
     fn classify(&self, _path: &[(Self::State, Option<Self::Action>)]) -> Option<String> {

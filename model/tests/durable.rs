@@ -525,6 +525,18 @@ fn explorer_step_of_the_repeated_call_violates_call_at_most_once() {
         first.starts_with("VIOLATES ") && first.contains(property::CALL_AT_MOST_ONCE),
         "{first}"
     );
+    // Below the verdict and the step, the state in words: no checker byte codes.
+    let (state, action) = &pairs[pairs.len() - 2];
+    let text = full.format_step(state, action.unwrap()).unwrap();
+    assert!(text.contains("\nkey 0: "), "{text}");
+    assert!(
+        text.contains("supplier runs: key 0 input 0 call 0: 2"),
+        "{text}"
+    );
+    assert!(text.contains("latest completed: "), "{text}");
+    for raw in ["255", "phase:", "supplier_runs", "[", "{"] {
+        assert!(!text.contains(raw), "`{raw}` in {text}");
+    }
     let (state, action) = &pairs[0];
     let text = full.format_step(state, action.unwrap()).unwrap();
     assert!(text.starts_with("all "), "{text}");
