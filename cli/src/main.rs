@@ -132,8 +132,9 @@ usage: steadfast verdicts [--json]
             "\
 usage: steadfast explore MODEL [--design D] [--scenario S] [--SETTING VALUE]...
                          [--addr 127.0.0.1:3000] [--public]
-  the stateright Explorer; port 0 picks a free port; an address other machines can
-  reach needs --public"
+  checks the model, prints a URL per verdict with a shortest path, then serves the
+  stateright Explorer with model, design and settings shown and those paths linked;
+  port 0 picks a free port; an address other machines can reach needs --public"
         }
         "models" => {
             "\
