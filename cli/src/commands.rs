@@ -154,14 +154,9 @@ where
         print!("{}", render::report(&report));
     }
     if let Some(file) = report_file {
-        // Written under a temporary name and renamed: no half-written report.
         let file = std::path::PathBuf::from(file);
-        let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
-        let partial = file.with_file_name(format!(".{}.partial", name.unwrap_or_default()));
-        let written = std::fs::write(&partial, crate::report::html(&model, &report))
-            .and_then(|()| std::fs::rename(&partial, &file));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&partial);
+        let page = crate::report::html(&model, &report);
+        if let Err(e) = crate::write_atomically(&file, page.as_bytes()) {
             eprintln!(
                 "steadfast: {}",
                 crate::args::one_line(&format!("cannot write `{}`: {e}", file.display()))

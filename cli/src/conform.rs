@@ -240,12 +240,7 @@ fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
         }
         let name = format!("{}-{}-{i:06}.{ext}", M::NAME, model.design_name());
         let file = out.join(&name);
-        // Written under a temporary name and renamed: an interrupted run or a full disk
-        // leaves no truncated trace under a trace's name.
-        let partial = out.join(format!(".{name}.partial"));
-        let result = std::fs::write(&partial, text).and_then(|()| std::fs::rename(&partial, &file));
-        if let Err(e) = result {
-            let _ = std::fs::remove_file(&partial);
+        if let Err(e) = crate::write_atomically(&file, text.as_ref()) {
             eprintln!(
                 "steadfast: {}",
                 crate::args::one_line(&format!("cannot write `{}`: {e}", file.display()))

@@ -203,3 +203,18 @@ fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
         ))),
     }
 }
+
+/// Writes `bytes` to `file` under a temporary name in the same directory, then renames
+/// it: an interrupted run or a full disk leaves no truncated file under the real name.
+pub(crate) fn write_atomically(file: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let partial = file.with_file_name(format!(".{name}.partial"));
+    let written = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, file));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written
+}
