@@ -505,18 +505,24 @@ fn a_crash_aborts_every_pending_checkpoint() {
     assert!(!enabled(&model, &restored).contains(&TriggerCheckpoint));
 }
 
-/// The Explorer's text of the last step of the seed's counterexample says it violates
-/// "call at most once".
-#[test]
-fn explorer_step_of_the_repeated_call_violates_call_at_most_once() {
-    use stateright::Model;
+/// The unpatched model with every property, and its shortest repeated call (the seed's
+/// counterexample).
+fn repeated_call() -> (Durable, stateright::Path<State, Action>) {
     let m = Durable::build(
         "unpatched",
         &steadfast_model::Settings::parse(Durable::params(), &[]).unwrap(),
     )
     .unwrap();
-    let full = m.focus(None).unwrap();
     let path = steadfast_model::check::shortest(&m, property::CALL_AT_MOST_ONCE).unwrap();
+    (m.focus(None).unwrap(), path)
+}
+
+/// The Explorer's text of the last step of the seed's counterexample says it violates
+/// "call at most once".
+#[test]
+fn explorer_step_of_the_repeated_call_violates_call_at_most_once() {
+    use stateright::Model;
+    let (full, path) = repeated_call();
     let pairs = path.into_vec();
     let (state, action) = &pairs[pairs.len() - 2];
     let text = full.format_step(state, action.unwrap()).unwrap();
@@ -526,8 +532,6 @@ fn explorer_step_of_the_repeated_call_violates_call_at_most_once() {
         "{first}"
     );
     // Below the verdict and the step, the state in words: no checker byte codes.
-    let (state, action) = &pairs[pairs.len() - 2];
-    let text = full.format_step(state, action.unwrap()).unwrap();
     assert!(text.contains("\nkey 0: "), "{text}");
     assert!(
         text.contains("supplier runs: key 0 input 0 call 0: 2"),
@@ -548,13 +552,7 @@ fn explorer_step_of_the_repeated_call_violates_call_at_most_once() {
 #[test]
 fn lane_picture_of_the_repeated_call_has_one_row_per_step_and_marks_the_violation() {
     use stateright::Model;
-    let m = Durable::build(
-        "unpatched",
-        &steadfast_model::Settings::parse(Durable::params(), &[]).unwrap(),
-    )
-    .unwrap();
-    let full = m.focus(None).unwrap();
-    let path = steadfast_model::check::shortest(&m, property::CALL_AT_MOST_ONCE).unwrap();
+    let (full, path) = repeated_call();
     let steps = path.clone().into_vec().len() - 1;
     let svg = full.as_svg(path).unwrap();
     let doc = roxmltree::Document::parse(&svg).unwrap();
