@@ -387,6 +387,8 @@ where
         .take("addr")
         .unwrap_or_else(|| "127.0.0.1:3000".to_string());
     let public = args.switch("public");
+    // The check before serving, and the Explorer's own search, run under the budget.
+    crate::budget::watch(args, "explore")?;
     let model: M = build(args)?;
     let parsed: std::net::SocketAddr = addr.parse().map_err(|_| {
         UsageError(format!(

@@ -42,12 +42,20 @@ where
     M::State: Send + Sync,
     M::Action: Send + Sync,
 {
-    let report = check::check(&model, &CheckOptions::default());
     let base = format!("http://{addr}/");
     say!(
-        "Explorer for {} on {base} ; press ctrl-c to stop",
-        title(&report)
+        "Explorer for {} (design {}) on {base} ; checking the model first",
+        M::NAME,
+        model.design_name()
     );
+    let report = check::check(
+        &model,
+        &CheckOptions {
+            progress_after: Some(Duration::from_secs(2)),
+            ..CheckOptions::default()
+        },
+    );
+    say!("{}", title(&report));
     for p in &report.properties {
         if let Some(path) = &p.explorer_path {
             say!(
@@ -71,7 +79,7 @@ where
 
     let server =
         tiny_http::Server::http(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    say!("serving; the page links the same paths");
+    say!("serving on {base}; the page links the same paths; press ctrl-c to stop");
     for mut request in server.incoming_requests() {
         let url = request.url().to_string();
         let method = request.method().clone();

@@ -131,7 +131,7 @@ usage: steadfast verdicts [--json]
         "explore" => {
             "\
 usage: steadfast explore MODEL [--design D] [--scenario S] [--SETTING VALUE]...
-                         [--addr 127.0.0.1:3000] [--public]
+                         [--addr 127.0.0.1:3000] [--public] [--max-memory MIB]
   checks the model, prints a URL per verdict with a shortest path, then serves the
   stateright Explorer with model, design and settings shown and those paths linked;
   port 0 picks a free port; an address other machines can reach needs --public"

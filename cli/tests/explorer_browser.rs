@@ -50,11 +50,15 @@ impl Explorer {
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("no address announced: {first}"));
         let mut urls = Vec::new();
-        // One indented line per property follows, then one unindented line.
+        // Progress of the check, the settings, one indented line per property, then
+        // the line that says the page is served.
         for line in lines.by_ref() {
             let line = line.unwrap();
-            let Some(rest) = line.strip_prefix("  ") else {
+            if line.starts_with("serving on ") {
                 break;
+            }
+            let Some(rest) = line.strip_prefix("  ") else {
+                continue;
             };
             if let Some((verdict, url)) = rest.split_once(": http://") {
                 urls.push((verdict.to_string(), format!("http://{url}")));
