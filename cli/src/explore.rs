@@ -20,7 +20,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use steadfast_model::check::{self, CheckOptions, CheckReport, SENTINEL};
+use steadfast_model::check::{self, BadPath, CheckOptions, CheckReport, SENTINEL};
 use steadfast_model::{Spec, Verdict};
 
 /// A line to stderr; a closed stderr (the user's pipe went away) does not stop the
@@ -131,11 +131,7 @@ fn answer<M: Spec>(
 
 /// Model, design and settings in one line.
 fn title(report: &CheckReport) -> String {
-    let settings: Vec<String> = report
-        .settings
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
+    let settings = crate::render::settings(report);
     format!(
         "{} · design {} · {}",
         report.model,
@@ -145,12 +141,7 @@ fn title(report: &CheckReport) -> String {
 }
 
 fn verdict_words(verdict: Verdict, name: &str) -> String {
-    match verdict {
-        Verdict::Holds => format!("holds: {name}"),
-        Verdict::Counterexample => format!("VIOLATED: {name}"),
-        Verdict::Reached => format!("reached: {name}"),
-        Verdict::Unreached => format!("never reached: {name}"),
-    }
+    format!("{}: {name}", crate::render::verdict(verdict))
 }
 
 /// Why `path` (`/0/1/2`, action indices from an initial state) is not a path of the
@@ -161,49 +152,27 @@ fn path_problem<M: Spec>(model: &M, report: &CheckReport, path: &str) -> Option<
         return None;
     }
     let whose = || format!("{} ({})", report.model, title(report));
-    let mut indices = Vec::new();
-    for part in path.split('/') {
-        match part.parse::<usize>() {
-            Ok(i) => indices.push(i),
-            Err(_) => {
-                return Some(format!(
-                    "`{}` is not a path: `{}` is not an action number",
-                    path.escape_debug(),
-                    part.escape_debug()
-                ))
-            }
-        }
-    }
-    let inits = model.init_states();
-    let Some(mut state) = inits.get(indices[0]).cloned() else {
-        return Some(format!(
-            "path `{path}` starts at initial state {}, but {} has {}",
-            indices[0],
-            whose(),
-            inits.len()
-        ));
-    };
-    let mut actions = Vec::new();
-    for (step, &i) in indices.iter().enumerate().skip(1) {
-        actions.clear();
-        model.actions(&state, &mut actions);
-        let next = actions
-            .get(i)
-            .cloned()
-            .and_then(|a| model.next_state(&state, a));
-        match next {
-            Some(next) => state = next,
-            None => {
-                return Some(format!(
-                    "path `{path}` is not a path of {}: step {step} offers {} action(s), not a number {i}; \
-                     was it printed for another design or other settings?",
-                    whose(),
-                    actions.len()
-                ))
-            }
-        }
-    }
-    None
+    let problem = check::decode_explorer_path(model, path).err()?;
+    Some(match problem {
+        BadPath::NotANumber(part) => format!(
+            "`{}` is not a path: `{}` is not an action number",
+            path.escape_debug(),
+            part.escape_debug()
+        ),
+        BadPath::NoInitialState { index, count } => format!(
+            "path `{path}` starts at initial state {index}, but {} has {count}",
+            whose()
+        ),
+        BadPath::NoAction {
+            step,
+            index,
+            offered,
+        } => format!(
+            "path `{path}` is not a path of {}: step {step} offers {offered} action(s), not a \
+             number {index}; was it printed for another design or other settings?",
+            whose()
+        ),
+    })
 }
 
 /// The Explorer's status or states JSON with the sentinel left out and the check's

@@ -1,6 +1,7 @@
 //! Plain-text rendering of tables and check reports.
 
 use steadfast_model::check::{CheckReport, Trace};
+use steadfast_model::Verdict;
 
 /// Renders rows as columns padded to their widest cell, the first row as a header.
 pub fn table(rows: &[Vec<String>]) -> String {
@@ -42,9 +43,24 @@ pub fn trace(trace: &Trace) -> String {
     out
 }
 
+/// A report's settings as `name=value` items, in the report's order.
+pub fn settings(r: &CheckReport) -> Vec<String> {
+    r.settings.iter().map(|(k, v)| format!("{k}={v}")).collect()
+}
+
+/// A verdict as the Explorer's links and the HTML report name it.
+pub fn verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Holds => "holds",
+        Verdict::Counterexample => "VIOLATED",
+        Verdict::Reached => "reached",
+        Verdict::Unreached => "never reached",
+    }
+}
+
 /// The human-readable form of a check report.
 pub fn report(r: &CheckReport) -> String {
-    let settings: Vec<String> = r.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let settings = settings(r);
     let mut out = format!(
         "model {}, design {} ({})\n{} unique states, {} generated, max depth {}, {:.2} s, {:.0} states/s\n\n",
         r.model,

@@ -9,11 +9,7 @@ use steadfast_model::{Spec, Verdict};
 
 /// The report page of `report`, a check of `model`.
 pub fn html<M: Spec>(model: &M, report: &CheckReport) -> String {
-    let settings: Vec<String> = report
-        .settings
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
+    let settings = crate::render::settings(report);
     let title = format!("{} · design {}", report.model, report.design);
     let mut out = format!(
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>{t}</title>\
@@ -40,7 +36,7 @@ pub fn html<M: Spec>(model: &M, report: &CheckReport) -> String {
             "<tr><td>{}</td><td>{}</td><td class='{class}'>{}</td><td>{steps}</td></tr>",
             escape(p.name),
             p.kind,
-            verdict(p.verdict)
+            crate::render::verdict(p.verdict)
         ));
     }
     out.push_str("</table>");
@@ -78,15 +74,6 @@ pub fn html<M: Spec>(model: &M, report: &CheckReport) -> String {
     out
 }
 
-fn verdict(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Holds => "holds",
-        Verdict::Counterexample => "VIOLATED",
-        Verdict::Reached => "reached",
-        Verdict::Unreached => "never reached",
-    }
-}
-
 fn anchor(name: &str) -> String {
     name.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
@@ -95,16 +82,6 @@ fn anchor(name: &str) -> String {
 
 /// The lane diagram of the path whose Explorer encoding is `path` (action indices).
 fn picture<M: Spec>(model: &M, path: &str) -> Option<String> {
-    let mut indices = path.split('/').map(|i| i.parse::<usize>().ok());
-    let init = model.init_states().get(indices.next()??)?.clone();
-    let mut state = init.clone();
-    let mut actions = Vec::new();
-    for index in indices {
-        let mut enabled = Vec::new();
-        model.actions(&state, &mut enabled);
-        let action = enabled.get(index?)?.clone();
-        state = model.next_state(&state, action.clone())?;
-        actions.push(action);
-    }
+    let (init, actions) = steadfast_model::check::decode_explorer_path(model, path).ok()?;
     model.as_svg(Path::from_actions(model, init, actions.iter())?)
 }

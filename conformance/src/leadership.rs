@@ -251,6 +251,7 @@ fn observe_model_into(s: &State, out: &mut Observation) {
     let mut log = std::mem::take(&mut out.log);
     log.clear();
     let live = s.has_runner && !s.runner_terminated;
+    let store_request = model_store_request(s);
     // The session of the runner's current process; equal to `current_leader` wherever
     // the model keeps one (designs with the runner fix), and what the runtime keeps.
     let current = (s.has_runner && s.current != 0)
@@ -287,8 +288,8 @@ fn observe_model_into(s: &State, out: &mut Observation) {
         live_runner: live,
         runners_started: u32::from(latest_runner_epoch(s)),
         result_in_flight: s.has_runner && s.runner_result.is_set() && !s.result_handled,
-        store_request: model_store_request(s),
-        store_requests: usize::from(model_store_request(s).is_some()),
+        store_request,
+        store_requests: usize::from(store_request.is_some()),
         log,
     };
 }

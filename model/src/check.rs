@@ -341,6 +341,75 @@ pub fn trace_of<M: Spec>(model: &M, path: Path<M::State, M::Action>) -> Trace {
     }
 }
 
+/// Why a text is not an Explorer path of a model ([`decode_explorer_path`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BadPath {
+    /// A part is not a number.
+    NotANumber(String),
+    /// The first number names no initial state.
+    NoInitialState {
+        /// The number given.
+        index: usize,
+        /// Initial states the model has.
+        count: usize,
+    },
+    /// A later number names no action enabled at its step (1-based).
+    NoAction {
+        /// The step.
+        step: usize,
+        /// The number given.
+        index: usize,
+        /// Actions enabled there.
+        offered: usize,
+    },
+}
+
+/// The inverse of [`explorer_path`]: the initial state and the actions that `path`
+/// (numbers joined by `/`) names.
+pub fn decode_explorer_path<M: Model>(
+    model: &M,
+    path: &str,
+) -> Result<(M::State, Vec<M::Action>), BadPath>
+where
+    M::State: Clone,
+    M::Action: Clone,
+{
+    let mut indices = Vec::new();
+    for part in path.split('/') {
+        indices.push(
+            part.parse::<usize>()
+                .map_err(|_| BadPath::NotANumber(part.to_string()))?,
+        );
+    }
+    let inits = model.init_states();
+    let init = inits
+        .get(indices[0])
+        .cloned()
+        .ok_or(BadPath::NoInitialState {
+            index: indices[0],
+            count: inits.len(),
+        })?;
+    let (mut state, mut taken, mut enabled) = (init.clone(), Vec::new(), Vec::new());
+    for (step, &index) in indices.iter().enumerate().skip(1) {
+        enabled.clear();
+        model.actions(&state, &mut enabled);
+        let next = enabled
+            .get(index)
+            .cloned()
+            .and_then(|a| Some((model.next_state(&state, a.clone())?, a)));
+        let Some((next, action)) = next else {
+            return Err(BadPath::NoAction {
+                step,
+                index,
+                offered: enabled.len(),
+            });
+        };
+        state = next;
+        taken.push(action);
+    }
+    Ok((init, taken))
+}
+
 /// The Explorer path of a trace: the index of the initial state, then of each action
 /// among the actions enabled at its state, joined by `/`.
 pub fn explorer_path<M: Model>(model: &M, path: &[(M::State, Option<M::Action>)]) -> Option<String>
@@ -878,6 +947,32 @@ mod tests {
             // Counter 0 is the second enabled action while counter 1 can move.
             assert_eq!(bug.explorer_path.as_deref(), Some("0/1/1/1"));
         }
+    }
+
+    #[test]
+    fn an_explorer_path_decodes_to_its_actions_and_a_bad_one_says_why() {
+        let m = toy();
+        assert_eq!(
+            decode_explorer_path(&m, "0/1/1/1"),
+            Ok(((0, 0), vec![0, 0, 0]))
+        );
+        assert_eq!(decode_explorer_path(&m, "0"), Ok(((0, 0), vec![])));
+        assert_eq!(
+            decode_explorer_path(&m, "0/x"),
+            Err(BadPath::NotANumber("x".into()))
+        );
+        assert_eq!(
+            decode_explorer_path(&m, "1"),
+            Err(BadPath::NoInitialState { index: 1, count: 1 })
+        );
+        assert_eq!(
+            decode_explorer_path(&m, "0/0/2"),
+            Err(BadPath::NoAction {
+                step: 2,
+                index: 2,
+                offered: 2
+            })
+        );
     }
 
     #[test]

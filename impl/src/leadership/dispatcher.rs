@@ -382,6 +382,8 @@ impl Dispatcher {
     }
 
     fn apply(&mut self, event: DispatcherEvent) -> Result<Handled, LeadershipError> {
+        // An answer refused for want of its request is named by the event's own name.
+        let answer = event.name();
         let mut effects = Vec::new();
         match event {
             DispatcherEvent::LeadershipGained => {
@@ -406,9 +408,7 @@ impl Dispatcher {
                     return Ok(Handled::Discarded);
                 }
                 if !self.recovering {
-                    return Err(LeadershipError::UnexpectedDispatcherAnswer {
-                        answer: "jobs_recovered",
-                    });
+                    return Err(LeadershipError::UnexpectedDispatcherAnswer { answer });
                 }
                 if let Some(pair) = jobs.windows(2).find(|w| w[0].job >= w[1].job) {
                     return Err(LeadershipError::DuplicateJob { job: pair[1].job });
@@ -442,12 +442,7 @@ impl Dispatcher {
                 effects.push(DispatcherEffect::PutJobGraph { job });
             }
             DispatcherEvent::JobGraphStored { job } => {
-                self.advance(
-                    job,
-                    JobRecord::Storing,
-                    JobRecord::Stored,
-                    "job_graph_stored",
-                )?;
+                self.advance(job, JobRecord::Storing, JobRecord::Stored, answer)?;
                 // A dispatcher that lost leadership meanwhile leaves the job to the next
                 // leader's recovery.
                 if self.leader {
@@ -510,7 +505,7 @@ impl Dispatcher {
                     job,
                     JobRecord::WritingEntry,
                     JobRecord::RemovingJobGraph,
-                    "dirty_entry_written",
+                    answer,
                 )?;
                 effects.push(DispatcherEffect::RemoveJobGraph { job });
             }
@@ -519,17 +514,12 @@ impl Dispatcher {
                     job,
                     JobRecord::RemovingJobGraph,
                     JobRecord::MarkingClean,
-                    "job_graph_removed",
+                    answer,
                 )?;
                 effects.push(DispatcherEffect::MarkEntryClean { job });
             }
             DispatcherEvent::EntryMarkedClean { job, status } => {
-                self.advance(
-                    job,
-                    JobRecord::MarkingClean,
-                    JobRecord::Clean,
-                    "entry_marked_clean",
-                )?;
+                self.advance(job, JobRecord::MarkingClean, JobRecord::Clean, answer)?;
                 effects.push(DispatcherEffect::GlobalCleanup { job, status });
             }
         }

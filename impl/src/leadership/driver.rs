@@ -246,8 +246,7 @@ impl Driver {
         self.atomically(|d| {
             d.store_requests.remove(at);
             let answer = d.env.execute(request)?;
-            let fx = d.dispatcher.handle(answer)?;
-            d.run(fx.into_iter().map(DriverEffect::Dispatcher).collect())
+            d.hand_to_dispatcher(answer)
         })
     }
 
@@ -258,8 +257,7 @@ impl Driver {
         }
         self.atomically(|d| {
             let event = d.runner_results.pop_front().expect("checked above");
-            let fx = d.dispatcher.handle(event)?;
-            d.run(fx.into_iter().map(DriverEffect::Dispatcher).collect())
+            d.hand_to_dispatcher(event)
         })
     }
 
@@ -421,10 +419,26 @@ impl Driver {
     }
 
     fn dispatch(&mut self, event: DispatcherEvent) -> Driven {
-        self.atomically(|d| {
-            let effects = d.dispatcher.handle(event)?;
-            d.run(effects.into_iter().map(DriverEffect::Dispatcher).collect())
-        })
+        self.atomically(|d| d.hand_to_dispatcher(event))
+    }
+
+    /// Hands `event` to the dispatcher and executes the effects it causes (not all or
+    /// nothing by itself: callers wrap it in [`Driver::atomically`]).
+    fn hand_to_dispatcher(&mut self, event: DispatcherEvent) -> Driven {
+        let effects = self.dispatcher.handle(event)?;
+        self.run(effects.into_iter().map(DriverEffect::Dispatcher).collect())
+    }
+
+    /// Hands `event` to the dispatcher from inside [`Driver::run`]: its effects join
+    /// the work.
+    fn dispatcher_work(
+        &mut self,
+        event: DispatcherEvent,
+        work: &mut VecDeque<DriverEffect>,
+    ) -> Result<(), LeadershipError> {
+        let effects = self.dispatcher.handle(event)?;
+        work.extend(effects.into_iter().map(DriverEffect::Dispatcher));
+        Ok(())
     }
 
     fn pump(&mut self, effects: Vec<Effect>) -> Driven {
@@ -464,8 +478,7 @@ impl Driver {
                     if self.stepwise {
                         self.runner_results.push_back(event);
                     } else {
-                        let fx = self.dispatcher.handle(event)?;
-                        work.extend(fx.into_iter().map(DriverEffect::Dispatcher));
+                        self.dispatcher_work(event, &mut work)?;
                     }
                 }
                 DriverEffect::Runner(Effect::RunnerTerminated) => {
@@ -474,16 +487,14 @@ impl Driver {
                     self.election_inbox.clear();
                     self.queries.clear();
                     let event = DispatcherEvent::RunnerTerminated { job: self.job };
-                    let fx = self.dispatcher.handle(event)?;
-                    work.extend(fx.into_iter().map(DriverEffect::Dispatcher));
+                    self.dispatcher_work(event, &mut work)?;
                 }
                 DriverEffect::Dispatcher(request) if request.is_store_request() => {
                     if self.stepwise {
                         self.store_requests.push_back(request);
                     } else {
                         let answer = self.env.execute(request)?;
-                        let fx = self.dispatcher.handle(answer)?;
-                        work.extend(fx.into_iter().map(DriverEffect::Dispatcher));
+                        self.dispatcher_work(answer, &mut work)?;
                     }
                 }
                 DriverEffect::Dispatcher(DispatcherEffect::StartRunner { job }) => {
