@@ -58,9 +58,7 @@ use steadfast::durable::{
     LogError, LogRecord, Offset, Operator, OperatorError, PutId, PutRecord, Scheduling,
     StateKey as ImplKey,
 };
-use steadfast_model::durable::{
-    self as model, Action, ActionState, Durable, Phase, Record, StateKey, NONE,
-};
+use steadfast_model::durable::{self as model, Action, ActionState, Durable, Phase, StateKey};
 
 use crate::Binding;
 
@@ -877,8 +875,8 @@ fn rank_offsets(view: &mut View) {
 
 fn state_view(st: ActionState) -> StateView {
     StateView {
-        calls: u64::from(st.calls),
-        completed: st.completed,
+        calls: u64::from(st.calls()),
+        completed: st.completed(),
     }
 }
 
@@ -974,19 +972,19 @@ impl<V: Variant> Conformant<V> {
     /// The model's projection of `s`, written over `out` (see [`resize`], [`refill`]).
     fn view_model(m: &Durable, s: &model::State, out: &mut View) {
         let b = m.bounds;
-        let in_flight = (s.put_key != NONE).then(|| Record::decode(s.put_record).state_key);
+        let in_flight = s.put.map(|p| p.record.state_key);
         out.up = !s.down;
         out.failed = s.failed;
         resize(&mut out.keys, if s.down { 0 } else { b.keys as usize });
         for (k, view) in out.keys.iter_mut().enumerate() {
-            let phase = s.phase_of(k);
+            let phase = s.phase[k];
             // The put that failed ended its action.
             let ended = s.failed && matches!(phase, Phase::AwaitPut(_) | Phase::AwaitCompletion);
             // The runtime reuses every matching saved result when the action
             // starts: at call i it already waits for the first unsaved call.
             let awaiting = match phase {
                 Phase::AtCall(i) => {
-                    let saved = s.cached(s.head(k)).map_or(0, |st| st.calls);
+                    let saved = s.cached(s.head(k)).map_or(0, |st| st.calls());
                     (i.max(saved) < b.calls).then_some(i.max(saved))
                 }
                 // The supplier returned; its outcome is not delivered yet.
@@ -1015,10 +1013,8 @@ impl<V: Variant> Conformant<V> {
                     s.cached(sk).map(|st| CachedView {
                         state_key: sk_view(sk),
                         state: state_view(st),
-                        offset: m
-                            .design
-                            .rewinds_marker()
-                            .then(|| u64::from(s.acked_offset[sk.slot()])),
+                        // Only designs that rewind the marker track offsets.
+                        offset: s.acked_offset.get(sk.slot()).map(u64::from),
                     })
                 }),
         );
@@ -1044,18 +1040,11 @@ impl<V: Variant> Conformant<V> {
                     })
                 }),
             );
-            let landed = || mine().filter(|sk| s.log_landed[sk.slot()] != 0);
+            let landed = || mine().filter(|sk| s.log.get(sk.slot()).is_some());
             resize(&mut part.landed, landed().count());
             for (view, sk) in part.landed.iter_mut().zip(landed()) {
-                let bits = s.log_landed[sk.slot()];
                 view.state_key = sk_view(sk);
-                refill(
-                    &mut view.states,
-                    (0..8u8)
-                        .filter(|b| bits & (1 << b) != 0)
-                        .filter_map(ActionState::decode)
-                        .map(state_view),
-                );
+                refill(&mut view.states, s.landed_states(sk).iter().map(state_view));
                 view.states.sort();
             }
         }
@@ -1308,7 +1297,7 @@ impl<V: Variant> Conformant<V> {
             }),
             Action::StartAction(k) => rt.handle(Event::Continue { key: name(k) }),
             Action::ReuseResult(k) => {
-                let Phase::AtCall(i) = s.phase_of(k as usize) else {
+                let Phase::AtCall(i) = s.phase[k as usize] else {
                     return Err(format!("key {k} is not at a call").into());
                 };
                 match rt.requested.get(&k) {
@@ -1320,7 +1309,7 @@ impl<V: Variant> Conformant<V> {
                 }
             }
             Action::CallSupplier(k) => {
-                let Phase::AtCall(i) = s.phase_of(k as usize) else {
+                let Phase::AtCall(i) = s.phase[k as usize] else {
                     return Err(format!("key {k} is not at a call").into());
                 };
                 let want = rt.names.state_key(s.head(k as usize));
@@ -1352,7 +1341,7 @@ impl<V: Variant> Conformant<V> {
                 Ok(())
             }
             Action::SendPut(k) => {
-                let Phase::HaveResult(i) = s.phase_of(k as usize) else {
+                let Phase::HaveResult(i) = s.phase[k as usize] else {
                     return Err(format!("key {k} has no call result to save").into());
                 };
                 let (call, outcome) = Arc::make_mut(&mut rt.returned)
@@ -1365,7 +1354,7 @@ impl<V: Variant> Conformant<V> {
                 rt.handle(Event::Continue { key: name(k) })?;
                 Self::check_put(rt, s, k, 0, true)
             }
-            Action::AckPut if s.put_key == NONE => Self::stale_outcome(m, rt, s),
+            Action::AckPut if s.put.is_none() => Self::stale_outcome(m, rt, s),
             Action::AckPut => rt.acknowledge(),
             Action::FailPut { landed } => rt.fail(landed),
             Action::LandPut => rt.land().map(|_| ()).map_err(Rejection::from),
@@ -1404,7 +1393,7 @@ impl<V: Variant> Conformant<V> {
                 if let Some((_, c)) = model_checkpoint {
                     // The model prunes the cached states of inputs the checkpoint counts
                     // finished; keys left with nothing cached lose their tracking.
-                    let cached = |sk: &StateKey| s.cache[sk.slot()] != NONE;
+                    let cached = |sk: &StateKey| s.cached(*sk).is_some();
                     let pruned = |sk: &StateKey| sk.seq < c.finished[sk.key as usize];
                     let states = Self::state_keys(m)
                         .filter(|sk| cached(sk) && pruned(sk))
@@ -1460,7 +1449,7 @@ impl<V: Variant> Conformant<V> {
                     let want_scanned: u64 = (0..m.bounds.partitions as usize)
                         .map(|p| u64::from(s.log_len[p] - c.marker[p]))
                         .sum();
-                    let want_loaded = after.cache.iter().filter(|c| **c != NONE).count() as u64;
+                    let want_loaded = after.cache.entries().count() as u64;
                     let scanned_ok = m.bounds.compact_offsets || scanned == want_scanned;
                     if !scanned_ok || loaded != want_loaded {
                         rt.reports.push(format!(
@@ -1546,7 +1535,7 @@ impl<V: Variant> Conformant<V> {
     }
 
     fn stale_call(s: &model::State) -> Option<(u8, u8)> {
-        (0..model::MAX_KEYS).find_map(|k| match s.phase_of(k) {
+        (0..model::MAX_KEYS).find_map(|k| match s.phase[k] {
             Phase::AtCall(i) if i >= 1 => Some((k as u8, i - 1)),
             _ => None,
         })
@@ -1567,7 +1556,7 @@ impl<V: Variant> Conformant<V> {
         }
         let mut enabled = Vec::new();
         m.actions(s, &mut enabled);
-        let running = (0..b.keys as usize).any(|k| s.phase[k] != NONE);
+        let running = (0..b.keys as usize).any(|k| s.phase[k] != Phase::Idle);
         let exclusive = !b.mid_action_checkpoints && running;
         let mut probes = Vec::new();
         for k in 0..b.keys {
@@ -1576,7 +1565,7 @@ impl<V: Variant> Conformant<V> {
             }
             // Only where the operator has no step: idle with nothing queued, or waiting
             // for a call's outcome.
-            let waiting_for_call = match s.phase_of(k as usize) {
+            let waiting_for_call = match s.phase[k as usize] {
                 Phase::Idle => s.finished[k as usize] == s.next_seq[k as usize],
                 Phase::HaveResult(_) | Phase::AwaitPut(_) => true,
                 Phase::AtCall(_) => enabled.contains(&Action::CallSupplier(k)),
@@ -1586,13 +1575,13 @@ impl<V: Variant> Conformant<V> {
                 probes.push(Action::StartAction(k));
             }
         }
-        if s.put_key == NONE && Self::stale_call(s).is_some() {
+        if s.put.is_none() && Self::stale_call(s).is_some() {
             probes.push(Action::AckPut);
         }
         // A snapshot while a put is in flight, where nothing else holds it back: the
         // model's synchronous puts never take it, and the operator must refuse it.
         let quiet = b.mid_action_checkpoints || !running;
-        if s.put_key != NONE
+        if s.put.is_some()
             && b.synchronous_puts
             && quiet
             && s.checkpoints < b.checkpoints

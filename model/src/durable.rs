@@ -33,7 +33,7 @@
 //!   pending at once (Flink's `max-concurrent-checkpoints`, default 1); completing one
 //!   subsumes the older pending ones, as Flink's coordinator and the operator do.
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 
 use crate::settings::{Param, ParamKind, Settings, SettingsError};
@@ -49,15 +49,10 @@ pub const MAX_ACTIONS: usize = 2;
 pub const MAX_CALLS: usize = 3;
 /// Largest number of log partitions.
 pub const MAX_PARTITIONS: usize = 2;
-/// Number of state keys (key, sequence number, action) a model can name.
-pub const MAX_SLOTS: usize = MAX_KEYS * MAX_INPUTS * MAX_ACTIONS;
 /// Largest number of checkpoints pending at once (`concurrent-checkpoints`).
 pub const MAX_CONCURRENT: usize = 3;
-/// Records one partition can hold (offsets are bytes; [`NONE`] is not an offset).
+/// Records one partition can hold (offsets are bytes below this).
 pub const MAX_LOG: usize = 200;
-/// The "nothing here" value of byte-encoded fields (no cached state, no offset, no put,
-/// no running action).
-pub const NONE: u8 = 0xFF;
 
 /// A design of the store and its recovery marker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -84,9 +79,21 @@ pub const DESIGNS: [Design; 4] = [
     Design::Fixed,
 ];
 
+/// Every design's command-line name, in [`DESIGNS`] order: the one list the command
+/// line, the tables and the error messages use.
+pub const DESIGN_NAMES: [&str; DESIGNS.len()] = {
+    let mut names = [""; DESIGNS.len()];
+    let mut i = 0;
+    while i < DESIGNS.len() {
+        names[i] = DESIGNS[i].name();
+        i += 1;
+    }
+    names
+};
+
 impl Design {
     /// The command-line name.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Design::Unpatched => "unpatched",
             Design::OldPutOrder => "old-put-order",
@@ -101,10 +108,9 @@ impl Design {
             .into_iter()
             .find(|d| d.name() == name)
             .ok_or_else(|| {
-                let known: Vec<_> = DESIGNS.iter().map(|d| d.name()).collect();
                 SettingsError(format!(
                     "unknown design `{name}` for durable (known: {})",
-                    known.join(", ")
+                    DESIGN_NAMES.join(", ")
                 ))
             })
     }
@@ -125,472 +131,12 @@ impl Design {
     }
 }
 
-/// One action's saved state: how many call results it holds and whether it completed
-/// (completing clears the call results).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ActionState {
-    /// Saved call results, in call order.
-    pub calls: u8,
-    /// The action finished; its output is part of the state.
-    pub completed: bool,
-}
+mod state;
 
-impl ActionState {
-    /// Byte form used in [`State::cache`] and inside log records.
-    pub fn encode(self) -> u8 {
-        (self.calls << 1) | self.completed as u8
-    }
-
-    /// Inverse of [`ActionState::encode`]; `None` for [`NONE`].
-    pub fn decode(byte: u8) -> Option<ActionState> {
-        (byte != NONE).then_some(ActionState {
-            calls: (byte & 0x07) >> 1,
-            completed: byte & 1 == 1,
-        })
-    }
-}
-
-/// A state key: the action `action` of the input with sequence number `seq` of `key`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct StateKey {
-    /// The input's key.
-    pub key: u8,
-    /// The input's sequence number within its key.
-    pub seq: u8,
-    /// The action's index within the input.
-    pub action: u8,
-}
-
-impl StateKey {
-    /// Index of this state key in per-state arrays.
-    pub fn slot(self) -> usize {
-        (self.key as usize * MAX_INPUTS + self.seq as usize) * MAX_ACTIONS + self.action as usize
-    }
-
-    /// Inverse of [`StateKey::slot`].
-    pub fn of_slot(slot: usize) -> StateKey {
-        StateKey {
-            key: (slot / (MAX_INPUTS * MAX_ACTIONS)) as u8,
-            seq: ((slot / MAX_ACTIONS) % MAX_INPUTS) as u8,
-            action: (slot % MAX_ACTIONS) as u8,
-        }
-    }
-}
-
-/// One log record: a state key and the whole action state written for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Record {
-    /// Whose state this is.
-    pub state_key: StateKey,
-    /// The state written.
-    pub state: ActionState,
-}
-
-impl Record {
-    /// Byte form used in [`State::put_record`].
-    pub fn encode(self) -> u8 {
-        ((self.state_key.slot() as u8) << 3) | self.state.encode()
-    }
-
-    /// Inverse of [`Record::encode`].
-    pub fn decode(byte: u8) -> Record {
-        Record {
-            state_key: StateKey::of_slot((byte >> 3) as usize),
-            state: ActionState {
-                calls: (byte & 0x07) >> 1,
-                completed: byte & 1 == 1,
-            },
-        }
-    }
-}
-
-/// Where a key's running action is (byte form in [`State::phase`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Phase {
-    /// No action of this key is running.
-    Idle,
-    /// About to make durable call `i` (`i == calls`: ready to complete).
-    AtCall(u8),
-    /// The supplier returned call `i`'s result; its put is not sent yet.
-    HaveResult(u8),
-    /// The put carrying call `i`'s result is in flight.
-    AwaitPut(u8),
-    /// The put marking the action completed is in flight.
-    AwaitCompletion,
-}
-
-const AT: u8 = 0x00;
-const HAVE: u8 = 0x10;
-const AWAIT: u8 = 0x20;
-const AWAIT_DONE: u8 = 0x30;
-
-impl Phase {
-    /// Byte form.
-    pub fn encode(self) -> u8 {
-        match self {
-            Phase::Idle => NONE,
-            Phase::AtCall(i) => AT | i,
-            Phase::HaveResult(i) => HAVE | i,
-            Phase::AwaitPut(i) => AWAIT | i,
-            Phase::AwaitCompletion => AWAIT_DONE,
-        }
-    }
-
-    /// Inverse of [`Phase::encode`].
-    pub fn decode(byte: u8) -> Phase {
-        match (byte & 0xF0, byte & 0x0F) {
-            _ if byte == NONE => Phase::Idle,
-            (AT, i) => Phase::AtCall(i),
-            (HAVE, i) => Phase::HaveResult(i),
-            (AWAIT, i) => Phase::AwaitPut(i),
-            _ => Phase::AwaitCompletion,
-        }
-    }
-}
-
-/// What a checkpoint captures: the operator's keyed state and the recovery marker.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Checkpoint {
-    /// Per key: next sequence number (inputs delivered).
-    pub next_seq: [u8; MAX_KEYS],
-    /// Per key: finished inputs (last completed sequence number + 1).
-    pub finished: [u8; MAX_KEYS],
-    /// Per key: the queue's head, the next action of input `finished`.
-    pub next_action: [u8; MAX_KEYS],
-    /// Per partition: the offset replay starts from.
-    pub marker: [u8; MAX_PARTITIONS],
-}
-
-/// Events of the last step (bits of [`State::events`]); cleared by every step.
-pub mod event {
-    /// A durable call reused a saved result.
-    pub const REUSED: u8 = 1;
-    /// A crash while some action was running.
-    pub const CRASH_MID_ACTION: u8 = 2;
-    /// A checkpoint completion after a restore committed new output.
-    pub const OUTPUT_AFTER_RESTORE: u8 = 4;
-    /// The supplier ran for a call whose result a landed record already holds.
-    pub const REPEATED_CALL: u8 = 8;
-    /// An action of an input the latest completed checkpoint counts finished started.
-    pub const FINISHED_RERUN: u8 = 16;
-    /// An output was emitted for an input whose output is already committed.
-    pub const DUPLICATE_OUTPUT: u8 = 32;
-}
-
-fn as_slice<S: Serializer, const N: usize>(bytes: &[u8; N], s: S) -> Result<S::Ok, S::Error> {
-    bytes[..].serialize(s)
-}
-
-/// The pending checkpoints as a list, oldest first (the empty slots left out).
-fn present_checkpoints<S: Serializer>(
-    pending: &[Option<Checkpoint>; MAX_CONCURRENT],
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    s.collect_seq(pending.iter().flatten())
-}
-
-/// Supplier runs per (state key, call index), index `slot * MAX_CALLS + call`, four
-/// bits each: a call runs at most once per incarnation, so at most `crashes + 1 <= 4`
-/// times (counts saturate at 15 all the same). Half the bytes of one byte per count keep
-/// the state, which the checker copies several times per step, small.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Runs([u8; MAX_SLOTS * MAX_CALLS / 2]);
-
-impl Runs {
-    /// No run yet.
-    pub const ZERO: Runs = Runs([0; MAX_SLOTS * MAX_CALLS / 2]);
-
-    /// The count at index `i`.
-    pub fn get(&self, i: usize) -> u8 {
-        (self.0[i / 2] >> (4 * (i % 2))) & 0x0F
-    }
-
-    fn set(&mut self, i: usize, count: u8) {
-        let shift = 4 * (i % 2);
-        self.0[i / 2] = (self.0[i / 2] & !(0x0F << shift)) | (count.min(15) << shift);
-    }
-
-    fn bump(&mut self, i: usize) {
-        self.set(i, self.get(i) + 1);
-    }
-
-    /// Every count, in index order.
-    pub fn counts(&self) -> [u8; MAX_SLOTS * MAX_CALLS] {
-        std::array::from_fn(|i| self.get(i))
-    }
-}
-
-impl std::fmt::Debug for Runs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.counts()).finish()
-    }
-}
-
-impl Serialize for Runs {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.counts()[..].serialize(s)
-    }
-}
-
-/// The whole system: source, operator, store, log, checkpoints, and ghost counters.
-///
-/// Fields are bytes and byte arrays so that hashing a state is a few memory writes; the
-/// typed accessors ([`State::phase_of`], [`State::cached`], [`State::latest_record`]) decode them.
-///
-/// `supplier_runs` is a ghost no transition or property reads; it is left out of the
-/// hash (so out of the checker's fingerprint), which keeps states that differ only in
-/// how often a lost call ran from multiplying the state space. Along any reported path
-/// its values are exact: stateright rebuilds a path by replaying its steps.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct State {
-    /// Operator keyed state: per key, the next sequence number (inputs delivered).
-    pub next_seq: [u8; MAX_KEYS],
-    /// Operator keyed state: per key, finished inputs (last completed sequence + 1).
-    pub finished: [u8; MAX_KEYS],
-    /// Operator keyed state: per key, the next action of input `finished[key]`.
-    pub next_action: [u8; MAX_KEYS],
-    /// Per key, the running action's [`Phase`] (byte form).
-    pub phase: [u8; MAX_KEYS],
-    /// A put failed with the fixed put order: the error reached the action and the task
-    /// fails over (only a crash follows).
-    pub failed: bool,
-    /// Crashed and not yet restored.
-    pub down: bool,
-    /// Key of the action whose put is in flight, or [`NONE`].
-    pub put_key: u8,
-    /// The in-flight put's [`Record`] (byte form).
-    pub put_record: u8,
-    /// Offset where the in-flight put landed, or [`NONE`] while it has not landed.
-    pub put_offset: u8,
-    /// Store cache per state key: [`ActionState`] byte form or [`NONE`].
-    #[serde(serialize_with = "as_slice")]
-    pub cache: [u8; MAX_SLOTS],
-    /// Store: per state key, the latest acknowledged offset (patched designs) or [`NONE`].
-    #[serde(serialize_with = "as_slice")]
-    pub acked_offset: [u8; MAX_SLOTS],
-    /// Store: per key, the boundary map of `unpruned-tracking` (finished inputs the store
-    /// was told of; 0 when absent).
-    pub key_boundary: [u8; MAX_KEYS],
-    /// The log, per state key: the latest record's [`ActionState`] byte form, or [`NONE`].
-    #[serde(serialize_with = "as_slice")]
-    pub log_latest: [u8; MAX_SLOTS],
-    /// The log, per state key: the latest record's offset in the key's partition.
-    #[serde(serialize_with = "as_slice")]
-    pub log_offset: [u8; MAX_SLOTS],
-    /// The log, per state key: every action state that ever landed, as a bitset over
-    /// [`ActionState`] byte forms (bit `1 << byte`).
-    #[serde(serialize_with = "as_slice")]
-    pub log_landed: [u8; MAX_SLOTS],
-    /// Per partition, the end offset (records landed so far).
-    pub log_len: [u8; MAX_PARTITIONS],
-    /// Triggered checkpoints not yet completed, oldest first, filled from the front (at
-    /// most `concurrent-checkpoints` of them). Completing one drops it and every older
-    /// one and a crash aborts all, so the pending ones are always the latest taken: of
-    /// `n` pending, slot `j` holds checkpoint `checkpoints - n + 1 + j` (ids count from 1).
-    #[serde(serialize_with = "present_checkpoints")]
-    pub pending: [Option<Checkpoint>; MAX_CONCURRENT],
-    /// The latest completed checkpoint (survives crashes).
-    pub completed: Option<Checkpoint>,
-    /// Checkpoints triggered so far.
-    pub checkpoints: u8,
-    /// Crashes so far.
-    pub crashes: u8,
-    /// Sends failed so far.
-    pub failed_sends: u8,
-    /// Per key, outputs committed by the sink (it commits per completed checkpoint).
-    pub committed_outputs: [u8; MAX_KEYS],
-    /// Ghost: supplier runs per (state key, call index), index `slot * MAX_CALLS + call`.
-    pub supplier_runs: Runs,
-    /// Ghost: what the last step did ([`event`] bits).
-    pub events: u8,
-}
-
-// The hash below reads the per-slot arrays as two words and a tail of two bytes.
-const _: () =
-    assert!(MAX_SLOTS == 18 && MAX_KEYS == 3 && MAX_PARTITIONS == 2 && MAX_CONCURRENT == 3);
-
-/// Little-endian value of a three-byte array.
-#[inline(always)]
-fn le3(a: &[u8; 3]) -> u64 {
-    a[0] as u64 | (a[1] as u64) << 8 | (a[2] as u64) << 16
-}
-
-/// Little-endian value of the two bytes after the two head words of a per-slot array.
-#[inline(always)]
-fn tail(a: &[u8; MAX_SLOTS]) -> u64 {
-    a[16] as u64 | (a[17] as u64) << 8
-}
-
-/// The two words of the per-slot array `a` before its two-byte tail.
-#[inline(always)]
-fn head_words(a: &[u8; MAX_SLOTS]) -> [u64; 2] {
-    let (lo, rest) = a.split_first_chunk::<8>().expect("18 bytes");
-    let (hi, _) = rest.split_first_chunk::<8>().expect("10 bytes");
-    [u64::from_le_bytes(*lo), u64::from_le_bytes(*hi)]
-}
-
-/// A checkpoint as one full word (sequence numbers, finished, marker) and a half word
-/// (next actions and the presence tag).
-#[inline(always)]
-fn checkpoint_words(c: &Option<Checkpoint>) -> (u64, u64) {
-    match c {
-        Some(c) => (
-            le3(&c.next_seq)
-                | le3(&c.finished) << 24
-                | (c.marker[0] as u64) << 48
-                | (c.marker[1] as u64) << 56,
-            le3(&c.next_action) | 1 << 24,
-        ),
-        None => (0, 0),
-    }
-}
-
-/// Odd constants with well-spread bits (golden-ratio, SplitMix, SHA-2 words): the keys of
-/// the NH-style compression in [`State`]'s hash.
-const NH_KEYS: [u64; 22] = [
-    0x9e37_79b9_7f4a_7c15,
-    0xbf58_476d_1ce4_e5b9,
-    0x94d0_49bb_1331_11eb,
-    0x2545_f491_4f6c_dd1d,
-    0xd6e8_feb8_6659_fd93,
-    0xa076_1d64_78bd_642f,
-    0xe703_7ed1_a0b4_28db,
-    0x8ebc_6af0_9c88_c6e3,
-    0x5899_65cc_7537_4cc3,
-    0x1d8e_4e27_c47d_124f,
-    0xff51_afd7_ed55_8ccd,
-    0xc4ce_b9fe_1a85_ec53,
-    0x87c3_7b91_1142_53d5,
-    0x4cf5_ad43_2745_937f,
-    0x6a09_e667_f3bc_c909,
-    0xbb67_ae85_84ca_a73b,
-    0x3c6e_f372_fe94_f82b,
-    0xa54f_f53a_5f1d_36f1,
-    0x510e_527f_ade6_82d1,
-    0x9b05_688c_2b3e_6c1f,
-    0x1f83_d9ab_fb41_bd6b,
-    0x5be0_cd19_137e_2179,
-];
-
-impl std::hash::Hash for State {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        // Every field but the `supplier_runs` ghost, as 22 words compressed NH-style
-        // (sum of products of key-offset word pairs, 128 bits) and handed to the hasher
-        // as two words: far fewer hasher rounds than the 167 bytes themselves.
-        let [c0, c1] = head_words(&self.cache);
-        let [a0, a1] = head_words(&self.acked_offset);
-        let [l0, l1] = head_words(&self.log_latest);
-        let [o0, o1] = head_words(&self.log_offset);
-        let [d0, d1] = head_words(&self.log_landed);
-        let tails = tail(&self.cache)
-            | tail(&self.acked_offset) << 16
-            | tail(&self.log_latest) << 32
-            | tail(&self.log_offset) << 48;
-        let flags = tail(&self.log_landed)
-            | (self.log_len[0] as u64) << 16
-            | (self.log_len[1] as u64) << 24
-            | (self.failed as u64) << 32
-            | (self.down as u64) << 40;
-        let keys1 = le3(&self.next_seq) | le3(&self.finished) << 24;
-        let keys2 = le3(&self.next_action) | le3(&self.phase) << 24;
-        let keys3 = le3(&self.committed_outputs) | le3(&self.key_boundary) << 24;
-        let misc = self.put_key as u64
-            | (self.put_record as u64) << 8
-            | (self.put_offset as u64) << 16
-            | (self.checkpoints as u64) << 24
-            | (self.crashes as u64) << 32
-            | (self.failed_sends as u64) << 40
-            | (self.events as u64) << 48;
-        let (p0, p1) = checkpoint_words(&self.pending[0]);
-        let (r0, r1) = checkpoint_words(&self.pending[1]);
-        let (t0, t1) = checkpoint_words(&self.pending[2]);
-        let (q0, q1) = checkpoint_words(&self.completed);
-        let words = [
-            c0,
-            c1,
-            a0,
-            a1,
-            l0,
-            l1,
-            o0,
-            o1,
-            d0,
-            d1,
-            tails,
-            flags,
-            keys1,
-            keys2,
-            keys3,
-            misc,
-            p0,
-            q0,
-            p1 | q1 << 32,
-            r0,
-            t0,
-            r1 | t1 << 32,
-        ];
-        let mut acc = 0u128;
-        for i in 0..11 {
-            let x = words[2 * i].wrapping_add(NH_KEYS[2 * i]);
-            let y = words[2 * i + 1].wrapping_add(NH_KEYS[2 * i + 1]);
-            acc = acc.wrapping_add(x as u128 * y as u128);
-        }
-        h.write_u64(acc as u64);
-        h.write_u64((acc >> 64) as u64);
-    }
-}
-
-impl State {
-    /// The phase of key `k`'s running action.
-    pub fn phase_of(&self, k: usize) -> Phase {
-        Phase::decode(self.phase[k])
-    }
-
-    /// The cached state of a state key.
-    pub fn cached(&self, key: StateKey) -> Option<ActionState> {
-        ActionState::decode(self.cache[key.slot()])
-    }
-
-    /// The latest record of a state key and its offset.
-    pub fn latest_record(&self, key: StateKey) -> Option<(ActionState, u8)> {
-        ActionState::decode(self.log_latest[key.slot()]).map(|st| (st, self.log_offset[key.slot()]))
-    }
-
-    /// Whether a record holding `state` ever landed for a state key.
-    pub fn landed(&self, key: StateKey, state: ActionState) -> bool {
-        self.log_landed[key.slot()] & (1 << state.encode()) != 0
-    }
-
-    /// Supplier runs of call `call` of a state key.
-    pub fn runs(&self, key: StateKey, call: u8) -> u8 {
-        self.supplier_runs
-            .get(key.slot() * MAX_CALLS + call as usize)
-    }
-
-    /// Checkpoints pending.
-    pub fn pending_count(&self) -> usize {
-        self.pending.iter().take_while(|c| c.is_some()).count()
-    }
-
-    /// The pending checkpoints with their ids, oldest first.
-    pub fn pending_checkpoints(&self) -> impl Iterator<Item = (u8, Checkpoint)> + '_ {
-        let first = self.checkpoints + 1 - self.pending_count() as u8;
-        self.pending
-            .iter()
-            .flatten()
-            .zip(first..)
-            .map(|(c, id)| (id, *c))
-    }
-
-    /// The state key of key `k`'s queue head (the action that runs next or is running).
-    pub fn head(&self, k: usize) -> StateKey {
-        StateKey {
-            key: k as u8,
-            seq: self.finished[k],
-            action: self.next_action[k],
-        }
-    }
-}
+pub use state::{
+    AckedOffsets, ActionState, Cache, Checkpoint, Events, Log, Phase, Put, Record, Records, Runs,
+    State, StateKey, StateSet, MAX_SLOTS,
+};
 
 /// A step of the protocol. Per-key steps carry the key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -912,9 +458,7 @@ impl Durable {
 
     /// Whether a landed record holds call `call`'s result for `sk`.
     fn log_holds(&self, s: &State, sk: StateKey, call: u8) -> bool {
-        // Bits of uncompleted states holding more than `call` results.
-        let more: u8 = (call + 1..=MAX_CALLS as u8).fold(0, |m, c| m | 1 << (c << 1));
-        s.log_landed[sk.slot()] & more != 0
+        s.landed_states(sk).holds_call(call)
     }
 
     /// The recovery marker of partition `p` for a snapshot of `s`.
@@ -927,15 +471,16 @@ impl Durable {
             if self.partition(sk.key) != p {
                 continue;
             }
-            let offset = s.acked_offset[sk.slot()];
             let k = sk.key as usize;
             let boundary = if self.design.keeps_key_map() {
                 s.key_boundary[k]
             } else {
                 s.finished[k]
             };
-            if offset != NONE && sk.seq >= boundary {
-                marker = marker.min(offset);
+            if let Some(offset) = s.acked_offset.get(sk.slot()) {
+                if sk.seq >= boundary {
+                    marker = marker.min(offset);
+                }
             }
         }
         marker
@@ -944,12 +489,12 @@ impl Durable {
     /// The head action of key `k` is done: advance the queue; the last action of an
     /// input finishes it and emits its output.
     fn finish_action(&self, next: &mut State, k: usize) {
-        next.phase[k] = NONE;
+        next.phase[k] = Phase::Idle;
         next.next_action[k] += 1;
         if next.next_action[k] == self.bounds.actions {
             next.next_action[k] = 0;
             if next.finished[k] < next.committed_outputs[k] {
-                next.events |= event::DUPLICATE_OUTPUT;
+                next.events.duplicate_output = true;
             }
             next.finished[k] += 1;
             if self.design.keeps_key_map() {
@@ -960,8 +505,8 @@ impl Durable {
 
     /// The action waiting on the put of key `k` continues.
     fn after_put(&self, next: &mut State, k: usize) {
-        match next.phase_of(k) {
-            Phase::AwaitPut(i) => next.phase[k] = Phase::AtCall(i + 1).encode(),
+        match next.phase[k] {
+            Phase::AwaitPut(i) => next.phase[k] = Phase::AtCall(i + 1),
             Phase::AwaitCompletion => self.finish_action(next, k),
             other => unreachable!("put answered while key {k} is {other:?}"),
         }
@@ -969,50 +514,26 @@ impl Durable {
 
     /// The in-flight put's record lands at the end of its partition.
     fn land(&self, next: &mut State) {
-        let p = self.partition(next.put_key);
+        let Some(put) = next.put.as_mut() else {
+            unreachable!("land without a put in flight");
+        };
+        let record = put.record;
+        let p = self.partition(record.state_key.key);
         let offset = next.log_len[p];
-        let record = Record::decode(next.put_record);
+        debug_assert!(put.offset.is_none(), "a put lands once");
+        put.offset = Some(offset);
         let slot = record.state_key.slot();
-        next.log_latest[slot] = record.state.encode();
-        next.log_offset[slot] = offset;
-        next.log_landed[slot] |= 1 << record.state.encode();
+        let mut landed = next.log.get(slot).map_or(StateSet::default(), |r| r.landed);
+        landed.insert(record.state);
+        next.log.set(
+            slot,
+            Some(Records {
+                latest: record.state,
+                offset,
+                landed,
+            }),
+        );
         next.log_len[p] += 1;
-        next.put_offset = offset;
-    }
-
-    fn clear_put(next: &mut State) {
-        next.put_key = NONE;
-        next.put_record = NONE;
-        next.put_offset = NONE;
-    }
-
-    fn empty_state() -> State {
-        State {
-            next_seq: [0; MAX_KEYS],
-            finished: [0; MAX_KEYS],
-            next_action: [0; MAX_KEYS],
-            phase: [NONE; MAX_KEYS],
-            failed: false,
-            down: false,
-            put_key: NONE,
-            put_record: NONE,
-            put_offset: NONE,
-            cache: [NONE; MAX_SLOTS],
-            acked_offset: [NONE; MAX_SLOTS],
-            key_boundary: [0; MAX_KEYS],
-            log_latest: [NONE; MAX_SLOTS],
-            log_offset: [NONE; MAX_SLOTS],
-            log_landed: [0; MAX_SLOTS],
-            log_len: [0; MAX_PARTITIONS],
-            pending: [None; MAX_CONCURRENT],
-            completed: None,
-            checkpoints: 0,
-            crashes: 0,
-            failed_sends: 0,
-            committed_outputs: [0; MAX_KEYS],
-            supplier_runs: Runs::ZERO,
-            events: 0,
-        }
     }
 
     /// Renumbers the offsets of every partition by rank, keeping their order and
@@ -1023,18 +544,21 @@ impl Durable {
         for p in 0..self.bounds.partitions as usize {
             let slots = &self.partition_slots[p];
             let mut seen = [0u64; 4];
-            let mut note = |v: u8| {
-                if v != NONE {
-                    seen[(v >> 6) as usize] |= 1 << (v & 63);
-                }
-            };
+            let mut note = |v: u8| seen[(v >> 6) as usize] |= 1 << (v & 63);
             for &slot in slots {
-                note(s.log_offset[slot as usize]);
-                note(s.acked_offset[slot as usize]);
+                let slot = slot as usize;
+                if let Some(r) = s.log.get(slot) {
+                    note(r.offset);
+                }
+                if let Some(o) = s.acked_offset.get(slot) {
+                    note(o);
+                }
             }
-            let put_here = s.put_key != NONE && self.partition(s.put_key) == p;
-            if put_here {
-                note(s.put_offset);
+            let put_here = s
+                .put
+                .filter(|put| self.partition(put.record.state_key.key) == p);
+            if let Some(o) = put_here.and_then(|put| put.offset) {
+                note(o);
             }
             for c in s.pending.iter().chain([&s.completed]).flatten() {
                 note(c.marker[p]);
@@ -1050,19 +574,21 @@ impl Durable {
                 below[w] = below[w - 1] + seen[w - 1].count_ones() as u8;
             }
             let rank = |v: u8| -> u8 {
-                if v == NONE {
-                    return NONE;
-                }
                 let (word, bit) = ((v >> 6) as usize, v & 63);
                 below[word] + (seen[word] & ((1u64 << bit) - 1)).count_ones() as u8
             };
             for &slot in slots {
                 let slot = slot as usize;
-                s.log_offset[slot] = rank(s.log_offset[slot]);
-                s.acked_offset[slot] = rank(s.acked_offset[slot]);
+                if let Some(mut r) = s.log.get(slot) {
+                    r.offset = rank(r.offset);
+                    s.log.set(slot, Some(r));
+                }
+                s.acked_offset.set(slot, s.acked_offset.get(slot).map(rank));
             }
-            if put_here {
-                s.put_offset = rank(s.put_offset);
+            if put_here.is_some() {
+                if let Some(put) = s.put.as_mut() {
+                    put.offset = put.offset.map(rank);
+                }
             }
             for c in s.pending.iter_mut().chain([&mut s.completed]).flatten() {
                 c.marker[p] = rank(c.marker[p]);
@@ -1074,7 +600,7 @@ impl Durable {
     fn any_running(&self, s: &State) -> bool {
         s.phase[..self.bounds.keys as usize]
             .iter()
-            .any(|p| *p != NONE)
+            .any(|p| *p != Phase::Idle)
     }
 }
 
@@ -1140,7 +666,7 @@ impl Model for Durable {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
-        vec![Durable::empty_state()]
+        vec![State::empty()]
     }
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
@@ -1163,7 +689,7 @@ impl Model for Durable {
             if !exclusive && s.next_seq[ku] < b.inputs {
                 actions.push(Action::DeliverInput(k));
             }
-            match s.phase_of(ku) {
+            match s.phase[ku] {
                 Phase::Idle => {
                     if !exclusive && s.finished[ku] < s.next_seq[ku] {
                         actions.push(Action::StartAction(k));
@@ -1171,27 +697,27 @@ impl Model for Durable {
                 }
                 Phase::AtCall(i) if i < b.calls => {
                     let saved = s.cached(s.head(ku));
-                    if saved.is_some_and(|st| !st.completed && st.calls > i) {
+                    if saved.is_some_and(|st| !st.completed() && st.calls() > i) {
                         actions.push(Action::ReuseResult(k));
                     } else {
                         actions.push(Action::CallSupplier(k));
                     }
                 }
                 Phase::AtCall(_) => {
-                    if s.put_key == NONE {
+                    if s.put.is_none() {
                         actions.push(Action::CompleteAction(k));
                     }
                 }
                 Phase::HaveResult(_) => {
-                    if s.put_key == NONE {
+                    if s.put.is_none() {
                         actions.push(Action::SendPut(k));
                     }
                 }
                 Phase::AwaitPut(_) | Phase::AwaitCompletion => {}
             }
         }
-        if s.put_key != NONE {
-            let landed = s.put_offset != NONE;
+        if let Some(put) = s.put {
+            let landed = put.offset.is_some();
             if !landed && !b.synchronous_puts {
                 actions.push(Action::LandPut);
             }
@@ -1210,7 +736,7 @@ impl Model for Durable {
         let pending = s.pending_count();
         if pending < b.concurrent_checkpoints as usize
             && s.checkpoints < b.checkpoints
-            && (s.put_key == NONE || !b.synchronous_puts)
+            && (s.put.is_none() || !b.synchronous_puts)
             && quiet
         {
             actions.push(Action::TriggerCheckpoint);
@@ -1222,7 +748,7 @@ impl Model for Durable {
         }
         if self.can_crash(s) {
             actions.push(Action::Crash { landed: false });
-            if s.put_key != NONE && s.put_offset == NONE {
+            if s.put.is_some_and(|put| put.offset.is_none()) {
                 actions.push(Action::Crash { landed: true });
             }
         }
@@ -1230,7 +756,7 @@ impl Model for Durable {
 
     fn next_state(&self, s: &State, action: Action) -> Option<State> {
         let mut next = s.clone();
-        next.events = 0;
+        next.events = Events::NONE;
         match action {
             Action::DeliverInput(k) => {
                 next.next_seq[k as usize] += 1;
@@ -1238,90 +764,81 @@ impl Model for Durable {
             Action::StartAction(k) => {
                 let ku = k as usize;
                 if s.completed.is_some_and(|c| s.finished[ku] < c.finished[ku]) {
-                    next.events |= event::FINISHED_RERUN;
+                    next.events.finished_rerun = true;
                 }
-                if s.cached(s.head(ku)).is_some_and(|st| st.completed) {
+                if s.cached(s.head(ku)).is_some_and(|st| st.completed()) {
                     // Restored completed state: the action is skipped, its output reused.
                     self.finish_action(&mut next, ku);
                 } else {
-                    next.phase[ku] = Phase::AtCall(0).encode();
+                    next.phase[ku] = Phase::AtCall(0);
                 }
             }
             Action::ReuseResult(k) => {
                 let ku = k as usize;
-                if let Phase::AtCall(i) = s.phase_of(ku) {
-                    next.phase[ku] = Phase::AtCall(i + 1).encode();
+                if let Phase::AtCall(i) = s.phase[ku] {
+                    next.phase[ku] = Phase::AtCall(i + 1);
                 }
-                next.events |= event::REUSED;
+                next.events.reused = true;
             }
             Action::CallSupplier(k) => {
                 let ku = k as usize;
-                if let Phase::AtCall(i) = s.phase_of(ku) {
+                if let Phase::AtCall(i) = s.phase[ku] {
                     let sk = s.head(ku);
-                    next.supplier_runs.bump(sk.slot() * MAX_CALLS + i as usize);
+                    next.supplier_runs.bump(sk, i);
                     if self.log_holds(s, sk, i) {
-                        next.events |= event::REPEATED_CALL;
+                        next.events.repeated_call = true;
                     }
-                    next.phase[ku] = Phase::HaveResult(i).encode();
+                    next.phase[ku] = Phase::HaveResult(i);
                 }
             }
             Action::SendPut(k) | Action::CompleteAction(k) => {
                 let ku = k as usize;
                 let sk = s.head(ku);
-                let (state, phase) = match s.phase_of(ku) {
+                let (state, phase) = match s.phase[ku] {
                     // Results 0..i are reused or appended in order, so the new state
                     // holds exactly i + 1 results.
-                    Phase::HaveResult(i) => (
-                        ActionState {
-                            calls: i + 1,
-                            completed: false,
-                        },
-                        Phase::AwaitPut(i),
-                    ),
-                    _ => (
-                        ActionState {
-                            calls: 0,
-                            completed: true,
-                        },
-                        Phase::AwaitCompletion,
-                    ),
+                    Phase::HaveResult(i) => (ActionState::with_calls(i + 1), Phase::AwaitPut(i)),
+                    _ => (ActionState::COMPLETED, Phase::AwaitCompletion),
                 };
-                next.put_key = k;
-                next.put_record = Record {
-                    state_key: sk,
-                    state,
-                }
-                .encode();
-                next.put_offset = NONE;
+                debug_assert!(s.put.is_none(), "puts are sequential");
+                next.put = Some(Put {
+                    record: Record {
+                        state_key: sk,
+                        state,
+                    },
+                    offset: None,
+                });
                 if self.design.caches_before_ack() {
-                    next.cache[sk.slot()] = state.encode();
+                    next.cache.set(sk.slot(), Some(state));
                 }
-                next.phase[ku] = phase.encode();
+                next.phase[ku] = phase;
             }
             Action::LandPut => self.land(&mut next),
             Action::AckPut => {
-                if next.put_offset == NONE {
+                let put = s.put?;
+                if put.offset.is_none() {
                     self.land(&mut next);
                 }
-                let k = s.put_key as usize;
-                let record = Record::decode(s.put_record);
-                let slot = record.state_key.slot();
+                let offset = next.put.and_then(|p| p.offset);
+                let k = put.record.state_key.key as usize;
+                let slot = put.record.state_key.slot();
                 if !self.design.caches_before_ack() {
-                    next.cache[slot] = record.state.encode();
+                    next.cache.set(slot, Some(put.record.state));
                 }
                 if self.design.rewinds_marker() {
-                    next.acked_offset[slot] = next.put_offset;
+                    next.acked_offset.set(slot, offset);
                 }
-                Durable::clear_put(&mut next);
+                next.put = None;
                 self.after_put(&mut next, k);
             }
             Action::FailPut { landed } => {
+                let put = s.put?;
                 next.failed_sends += 1;
-                if landed && next.put_offset == NONE {
+                if landed && put.offset.is_none() {
                     self.land(&mut next);
                 }
-                let k = s.put_key as usize;
-                Durable::clear_put(&mut next);
+                let k = put.record.state_key.key as usize;
+                next.put = None;
                 if self.design.caches_before_ack() {
                     // Old order: flush does not surface the send's error; the action goes
                     // on with the state cached as if saved.
@@ -1358,13 +875,13 @@ impl Model for Durable {
                 next.pending[..MAX_CONCURRENT - at - 1].copy_from_slice(&s.pending[at + 1..]);
                 for sk in self.slot_range() {
                     if sk.seq < c.finished[sk.key as usize] {
-                        next.cache[sk.slot()] = NONE;
-                        next.acked_offset[sk.slot()] = NONE;
+                        next.cache.set(sk.slot(), None);
+                        next.acked_offset.set(sk.slot(), None);
                     }
                 }
                 for k in 0..self.bounds.keys as usize {
                     if c.finished[k] > s.committed_outputs[k] && s.crashes > 0 {
-                        next.events |= event::OUTPUT_AFTER_RESTORE;
+                        next.events.output_after_restore = true;
                     }
                     next.committed_outputs[k] = c.finished[k];
                 }
@@ -1372,18 +889,15 @@ impl Model for Durable {
             }
             Action::Crash { landed } => {
                 if self.any_running(s) {
-                    next.events |= event::CRASH_MID_ACTION;
+                    next.events.crash_mid_action = true;
                 }
                 if landed {
                     self.land(&mut next);
                 }
                 // Everything volatile goes; the log, the completed checkpoint, committed
                 // output and ghost counters stay. An unlanded send is lost.
-                let keep = Durable::empty_state();
                 next = State {
-                    log_latest: next.log_latest,
-                    log_offset: next.log_offset,
-                    log_landed: next.log_landed,
+                    log: next.log,
                     log_len: next.log_len,
                     completed: s.completed,
                     checkpoints: s.checkpoints,
@@ -1393,7 +907,7 @@ impl Model for Durable {
                     supplier_runs: s.supplier_runs,
                     down: true,
                     events: next.events,
-                    ..keep
+                    ..State::empty()
                 };
             }
             Action::Restore => {
@@ -1406,17 +920,18 @@ impl Model for Durable {
                     // each key's latest record if that one is at or after the marker.
                     for sk in self.slot_range() {
                         let slot = sk.slot();
-                        let offset = s.log_offset[slot];
-                        if s.log_latest[slot] == NONE
-                            || offset < c.marker[self.partition(sk.key)]
+                        let Some(records) = s.log.get(slot) else {
+                            continue;
+                        };
+                        if records.offset < c.marker[self.partition(sk.key)]
                             || (self.design.rewinds_marker()
                                 && sk.seq < c.finished[sk.key as usize])
                         {
                             continue;
                         }
-                        next.cache[slot] = s.log_latest[slot];
+                        next.cache.set(slot, Some(records.latest));
                         if self.design.rewinds_marker() {
-                            next.acked_offset[slot] = offset;
+                            next.acked_offset.set(slot, Some(records.offset));
                         }
                     }
                 }
@@ -1443,34 +958,29 @@ impl Model for Durable {
     fn properties(&self) -> Vec<Property<Self>> {
         use property::*;
         let all = vec![
-            Property::always(CALL_AT_MOST_ONCE, |_, s: &State| {
-                s.events & event::REPEATED_CALL == 0
-            }),
+            Property::always(CALL_AT_MOST_ONCE, |_, s: &State| !s.events.repeated_call),
             Property::always(FINISHED_STAYS_FINISHED, |_, s: &State| {
-                s.events & event::FINISHED_RERUN == 0
+                !s.events.finished_rerun
             }),
             Property::always(SAME_OUTPUT, |m: &Durable, s: &State| {
-                s.events & event::DUPLICATE_OUTPUT == 0
+                !s.events.duplicate_output
                     && (0..m.bounds.keys as usize)
                         .all(|k| s.committed_outputs[k] == s.completed.map_or(0, |c| c.finished[k]))
             }),
             Property::always(CACHE_HOLDS_LOG, |m: &Durable, s: &State| {
-                let in_flight = (s.put_key != NONE).then_some(s.put_record >> 3);
-                // Slots outside the bounds are never written.
-                m.partition_slots.iter().flatten().all(|&slot| {
-                    let v = s.cache[slot as usize];
-                    v == NONE
-                        || in_flight == Some(slot)
-                        || s.log_landed[slot as usize] & (1 << v) != 0
+                let in_flight = s.put.map(|p| p.record.state_key);
+                m.slot_range().all(|sk| match s.cached(sk) {
+                    None => true,
+                    Some(_) if in_flight == Some(sk) => true,
+                    Some(st) => s.landed(sk, st),
                 })
             }),
             Property::always(BOUNDED_TRACKING, |m: &Durable, s: &State| {
                 (0..m.bounds.keys as usize).all(|k| {
                     let slots = k * MAX_INPUTS * MAX_ACTIONS..(k + 1) * MAX_INPUTS * MAX_ACTIONS;
                     let tracked = s.key_boundary[k] != 0
-                        || s.acked_offset[slots.clone()].iter().any(|o| *o != NONE);
-                    let live =
-                        s.cache[slots].iter().any(|c| *c != NONE) || s.next_seq[k] > s.finished[k];
+                        || slots.clone().any(|slot| s.acked_offset.get(slot).is_some());
+                    let live = s.cache.any(slots) || s.next_seq[k] > s.finished[k];
                     !tracked || live
                 })
             }),
@@ -1478,19 +988,18 @@ impl Model for Durable {
                 let Some(c) = s.completed else {
                     return true;
                 };
-                m.slot_range().all(|sk| {
-                    let slot = sk.slot();
-                    s.log_latest[slot] == NONE
-                        || sk.seq < c.finished[sk.key as usize]
-                        || s.log_offset[slot] >= c.marker[m.partition(sk.key)]
+                m.slot_range().all(|sk| match s.latest_record(sk) {
+                    None => true,
+                    Some((_, offset)) => {
+                        sk.seq < c.finished[sk.key as usize]
+                            || offset >= c.marker[m.partition(sk.key)]
+                    }
                 })
             }),
             Property::sometimes(REUSED_AFTER_RESTORE, |_, s: &State| {
-                s.crashes > 0 && s.events & event::REUSED != 0
+                s.crashes > 0 && s.events.reused
             }),
-            Property::sometimes(CRASH_MID_ACTION, |_, s: &State| {
-                s.events & event::CRASH_MID_ACTION != 0
-            }),
+            Property::sometimes(CRASH_MID_ACTION, |_, s: &State| s.events.crash_mid_action),
             Property::sometimes(CHECKPOINT_WITH_QUEUED, |m: &Durable, s: &State| {
                 s.pending
                     .iter()
@@ -1499,7 +1008,7 @@ impl Model for Durable {
                     .any(|c| (0..m.bounds.keys as usize).any(|k| c.finished[k] < c.next_seq[k]))
             }),
             Property::sometimes(OUTPUT_AFTER_RESTORE, |_, s: &State| {
-                s.events & event::OUTPUT_AFTER_RESTORE != 0
+                s.events.output_after_restore
             }),
         ];
         check::select(all, self.focus)
@@ -1512,10 +1021,9 @@ impl Model for Durable {
 /// within a partition maps runs to runs; every property quantifies over all keys or
 /// reads key-free events, so it holds of a state exactly when it holds of the renamed one.
 pub mod symmetry {
-    use super::NONE;
     use super::{
-        Checkpoint, Record, State, StateKey, MAX_ACTIONS, MAX_CALLS, MAX_CONCURRENT, MAX_INPUTS,
-        MAX_KEYS,
+        ActionState, Checkpoint, Phase, State, StateKey, MAX_ACTIONS, MAX_CALLS, MAX_CONCURRENT,
+        MAX_INPUTS, MAX_KEYS,
     };
 
     /// A renaming of keys: key `k` becomes `to[k]`.
@@ -1523,7 +1031,23 @@ pub mod symmetry {
 
     const SLOTS_PER_KEY: usize = MAX_INPUTS * MAX_ACTIONS;
     const SIGNATURE: usize =
-        6 + 3 * (MAX_CONCURRENT + 1) + 2 + 5 * SLOTS_PER_KEY + SLOTS_PER_KEY * MAX_CALLS;
+        7 + 3 * (MAX_CONCURRENT + 1) + 3 + 9 * SLOTS_PER_KEY + SLOTS_PER_KEY * MAX_CALLS;
+
+    /// A phase as bytes that order like the phase's parts.
+    fn phase_bytes(p: Phase) -> [u8; 2] {
+        match p {
+            Phase::Idle => [0, 0],
+            Phase::AtCall(i) => [1, i],
+            Phase::HaveResult(i) => [2, i],
+            Phase::AwaitPut(i) => [3, i],
+            Phase::AwaitCompletion => [4, 0],
+        }
+    }
+
+    /// An optional action state as bytes (presence first).
+    fn state_bytes(st: Option<ActionState>) -> [u8; 3] {
+        st.map_or([0; 3], |st| [1, st.calls(), st.completed() as u8])
+    }
 
     fn checkpoint_of(c: &Option<Checkpoint>, k: usize) -> [u8; 3] {
         c.map_or([0; 3], |c| [c.next_seq[k], c.finished[k], c.next_action[k]])
@@ -1538,11 +1062,13 @@ pub mod symmetry {
             sig[at] = b;
             at += 1;
         };
+        let [phase, call] = phase_bytes(s.phase[k]);
         for b in [
             s.next_seq[k],
             s.finished[k],
             s.next_action[k],
-            s.phase[k],
+            phase,
+            call,
             s.key_boundary[k],
             s.committed_outputs[k],
         ] {
@@ -1553,24 +1079,34 @@ pub mod symmetry {
                 put(b);
             }
         }
-        let mine = s.put_key as usize == k;
-        put(mine as u8);
-        put(if mine { s.put_record & 0x3F } else { 0 });
+        // The in-flight put names its key; of its state key only the key-relative part.
+        let mine = s.put.filter(|p| p.record.state_key.key as usize == k);
+        let relative = mine.map_or(0, |p| {
+            1 + p.record.state_key.slot() as u8 % SLOTS_PER_KEY as u8
+        });
+        let [_, calls, completed] = state_bytes(mine.map(|p| p.record.state));
+        for b in [relative, calls, completed] {
+            put(b);
+        }
         let first = k * SLOTS_PER_KEY;
         for slot in first..first + SLOTS_PER_KEY {
-            for b in [
-                s.cache[slot],
-                s.acked_offset[slot],
-                s.log_latest[slot],
-                s.log_offset[slot],
-                s.log_landed[slot],
-            ] {
+            for b in state_bytes(s.cache.get(slot)) {
                 put(b);
             }
+            put(s.acked_offset.get(slot).map_or(0, |o| o + 1));
+            let log = s.log.get(slot);
+            for b in state_bytes(log.map(|r| r.latest)) {
+                put(b);
+            }
+            put(log.map_or(0, |r| r.offset));
+            put(log.map_or(0, |r| r.landed.code()));
         }
-        for i in first * MAX_CALLS..(first + SLOTS_PER_KEY) * MAX_CALLS {
-            put(s.supplier_runs.get(i));
+        for slot in first..first + SLOTS_PER_KEY {
+            for c in 0..MAX_CALLS as u8 {
+                put(s.supplier_runs.get(StateKey::of_slot(slot), c));
+            }
         }
+        debug_assert_eq!(at, SIGNATURE);
         sig
     }
 
@@ -1595,25 +1131,18 @@ pub mod symmetry {
             }
             for i in 0..SLOTS_PER_KEY {
                 let (from, into) = (k * SLOTS_PER_KEY + i, n * SLOTS_PER_KEY + i);
-                t.cache[into] = s.cache[from];
-                t.acked_offset[into] = s.acked_offset[from];
-                t.log_latest[into] = s.log_latest[from];
-                t.log_offset[into] = s.log_offset[from];
-                t.log_landed[into] = s.log_landed[from];
-                for c in 0..MAX_CALLS {
-                    let runs = s.supplier_runs.get(from * MAX_CALLS + c);
-                    t.supplier_runs.set(into * MAX_CALLS + c, runs);
+                t.cache.set(into, s.cache.get(from));
+                t.acked_offset.set(into, s.acked_offset.get(from));
+                t.log.set(into, s.log.get(from));
+                let (from, into) = (StateKey::of_slot(from), StateKey::of_slot(into));
+                for c in 0..MAX_CALLS as u8 {
+                    t.supplier_runs.set(into, c, s.supplier_runs.get(from, c));
                 }
             }
         }
-        if s.put_key != NONE {
-            t.put_key = to[s.put_key as usize];
-            let mut r = Record::decode(s.put_record);
-            r.state_key = StateKey {
-                key: to[r.state_key.key as usize],
-                ..r.state_key
-            };
-            t.put_record = r.encode();
+        if let Some(put) = t.put.as_mut() {
+            let sk = &mut put.record.state_key;
+            sk.key = to[sk.key as usize];
         }
         t
     }
@@ -1668,7 +1197,7 @@ impl Spec for Durable {
         "durable actions under checkpoint, crash and restore (flink-agents issue 1158)";
 
     fn designs() -> &'static [&'static str] {
-        &["unpatched", "old-put-order", "unpruned-tracking", "fixed"]
+        &DESIGN_NAMES
     }
 
     fn design_name(&self) -> &'static str {
@@ -1776,10 +1305,10 @@ impl Spec for Durable {
         let b = &self.bounds;
         let mut out = String::new();
         let saved = |st: ActionState| {
-            if st.completed {
-                format!("completed with {} call result(s)", st.calls)
+            if st.completed() {
+                format!("completed with {} call result(s)", st.calls())
             } else {
-                format!("{} call result(s)", st.calls)
+                format!("{} call result(s)", st.calls())
             }
         };
         let name = |k: StateKey| {
@@ -1808,7 +1337,7 @@ impl Spec for Durable {
             s.crashes, s.failed_sends
         );
         for k in 0..usize::from(b.keys) {
-            let running = match s.phase_of(k) {
+            let running = match s.phase[k] {
                 Phase::Idle => "idle".to_string(),
                 Phase::AtCall(i) => format!("{}: at call {i}", name(s.head(k))),
                 Phase::HaveResult(i) => {
@@ -1829,9 +1358,9 @@ impl Spec for Durable {
         let _ = writeln!(out, "store cache: {cached} state(s)");
         for &k in &slots {
             if let Some(st) = s.cached(k) {
-                let acked = match s.acked_offset[k.slot()] {
-                    NONE => String::new(),
-                    offset => format!(", acknowledged at offset {offset}"),
+                let acked = match s.acked_offset.get(k.slot()) {
+                    None => String::new(),
+                    Some(offset) => format!(", acknowledged at offset {offset}"),
                 };
                 let _ = writeln!(out, "  {}: {}{acked}", name(k), saved(st));
             }
@@ -1850,11 +1379,11 @@ impl Spec for Durable {
                 );
             }
         }
-        if s.put_key != NONE {
-            let r = Record::decode(s.put_record);
-            let at = match s.put_offset {
-                NONE => "not landed yet".to_string(),
-                offset => format!("landed at offset {offset}"),
+        if let Some(put) = s.put {
+            let r = put.record;
+            let at = match put.offset {
+                None => "not landed yet".to_string(),
+                Some(offset) => format!("landed at offset {offset}"),
             };
             let _ = writeln!(
                 out,
@@ -1908,16 +1437,18 @@ impl Spec for Durable {
                 format!("key {} input {}", sk.key, sk.seq)
             }
         };
-        let call = |k: u8| match s.phase_of(k as usize) {
+        let call = |k: u8| match s.phase[k as usize] {
             Phase::AtCall(i) | Phase::HaveResult(i) => i,
             _ => 0,
         };
         let put = || {
-            let r = Record::decode(s.put_record);
-            let what = if r.state.completed {
+            let Some(Put { record: r, .. }) = s.put else {
+                unreachable!("a put step with no put in flight");
+            };
+            let what = if r.state.completed() {
                 "completed state".to_string()
             } else {
-                format!("state with {} call result(s)", r.state.calls)
+                format!("state with {} call result(s)", r.state.calls())
             };
             let sk = r.state_key;
             (format!("key {} input {}", sk.key, sk.seq), what, sk.key)
@@ -1928,13 +1459,13 @@ impl Spec for Durable {
                 s.next_seq[k as usize], s.next_seq[k as usize]
             ),
             Action::StartAction(k) => match s.cached(s.head(k as usize)) {
-                Some(st) if st.completed => {
+                Some(st) if st.completed() => {
                     format!("{}: action skipped, its saved state is completed", who(k))
                 }
                 Some(st) => format!(
                     "{}: action starts with {} saved call result(s)",
                     who(k),
-                    st.calls
+                    st.calls()
                 ),
                 None => format!("{}: action starts, nothing saved", who(k)),
             },
@@ -1975,11 +1506,7 @@ impl Spec for Durable {
             Action::AckPut => {
                 let (whose, what, key) = put();
                 let p = self.partition(key);
-                let offset = if s.put_offset == NONE {
-                    s.log_len[p]
-                } else {
-                    s.put_offset
-                };
+                let offset = s.put.and_then(|p| p.offset).unwrap_or(s.log_len[p]);
                 format!("{whose}: {what} lands at partition {p} offset {offset}, acknowledged")
             }
             Action::FailPut { landed } => {
@@ -2030,7 +1557,7 @@ impl Spec for Durable {
                 format!("checkpoint {id} completes; finished states pruned{subsumed}")
             }
             Action::Crash { landed } => {
-                let send = match (s.put_key != NONE && s.put_offset == NONE, landed) {
+                let send = match (s.put.is_some_and(|p| p.offset.is_none()), landed) {
                     (false, _) => "",
                     (true, true) => "; the in-flight send lands, unacknowledged",
                     (true, false) => "; the in-flight send is lost",
@@ -2055,13 +1582,13 @@ impl Spec for Durable {
     fn classify(&self, path: &[(State, Option<Action>)]) -> Option<String> {
         let last = &path.last()?.0;
         let crashes = last.crashes;
-        if last.events & event::REPEATED_CALL != 0 {
+        if last.events.repeated_call {
             let failed_after_landing = path
                 .iter()
                 .any(|(_, a)| *a == Some(Action::FailPut { landed: true }));
             let snapshot_in_put = path
                 .iter()
-                .any(|(s, a)| *a == Some(Action::TriggerCheckpoint) && s.put_key != NONE);
+                .any(|(s, a)| *a == Some(Action::TriggerCheckpoint) && s.put.is_some());
             let restored_nothing = path
                 .iter()
                 .any(|(s, a)| *a == Some(Action::Restore) && s.completed.is_none());
@@ -2206,7 +1733,7 @@ impl Durable {
             return false;
         };
         let sk = before.head(*k as usize);
-        let Phase::AtCall(call) = before.phase_of(*k as usize) else {
+        let Phase::AtCall(call) = before.phase[*k as usize] else {
             return false;
         };
         let holds = |s: &State| self.log_holds(s, sk, call);

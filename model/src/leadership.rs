@@ -454,7 +454,7 @@ impl Design {
     ];
 
     /// Command-line name.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Design::Unpatched => "unpatched",
             Design::ProcessFixOnly => "process-fix-only",
@@ -588,7 +588,17 @@ const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
     ("all", &[("ordering", "all")]),
 ];
 
-const DESIGN_NAMES: &[&str] = &["unpatched", "process-fix-only", "runner-fix-only", "fixed"];
+/// Every design's command-line name, in [`Design::ALL`] order: the one list the command
+/// line, the tables and the error messages use.
+pub const DESIGN_NAMES: [&str; Design::ALL.len()] = {
+    let mut names = [""; Design::ALL.len()];
+    let mut i = 0;
+    while i < Design::ALL.len() {
+        names[i] = Design::ALL[i].name();
+        i += 1;
+    }
+    names
+};
 
 /// The configured model: a design, bounds and environment assumptions, and an optional
 /// focus on one property.
@@ -1187,7 +1197,7 @@ impl Spec for Leadership {
         "job leadership lifecycle of FLINK-39704: terminal results across leadership revocation";
 
     fn designs() -> &'static [&'static str] {
-        DESIGN_NAMES
+        &DESIGN_NAMES
     }
 
     fn design_name(&self) -> &'static str {
@@ -1492,9 +1502,9 @@ fn expectations() -> Vec<Expectation> {
     use Verdict::*;
     // Per design: the safety verdicts under ordering A, ordering B and all.
     type Row = (&'static str, [Verdict; 3]);
-    let safety: [(&str, [Row; 6]); 4] = [
+    let safety: [(Design, [Row; 6]); 4] = [
         (
-            "unpatched",
+            Design::Unpatched,
             [
                 (NO_REANIMATION, [Counterexample; 3]),
                 (NO_MASKING, [Counterexample; 3]),
@@ -1505,7 +1515,7 @@ fn expectations() -> Vec<Expectation> {
             ],
         ),
         (
-            "process-fix-only",
+            Design::ProcessFixOnly,
             [
                 (NO_REANIMATION, [Counterexample; 3]),
                 (NO_MASKING, [Counterexample; 3]),
@@ -1516,7 +1526,7 @@ fn expectations() -> Vec<Expectation> {
             ],
         ),
         (
-            "runner-fix-only",
+            Design::RunnerFixOnly,
             [
                 (NO_REANIMATION, [Holds, Counterexample, Counterexample]),
                 (NO_MASKING, [Holds, Counterexample, Counterexample]),
@@ -1527,7 +1537,7 @@ fn expectations() -> Vec<Expectation> {
             ],
         ),
         (
-            "fixed",
+            Design::Fixed,
             [
                 (NO_REANIMATION, [Holds; 3]),
                 (NO_MASKING, [Holds; 3]),
@@ -1544,7 +1554,7 @@ fn expectations() -> Vec<Expectation> {
         for (property, verdicts) in rows {
             for (scenario, expected) in scenarios.iter().zip(verdicts) {
                 table.push(Expectation {
-                    design,
+                    design: design.name(),
                     scenario,
                     property,
                     expected,
@@ -1561,7 +1571,7 @@ fn expectations() -> Vec<Expectation> {
             ("ordering-b", Unreached, Reached),
             ("all", Reached, Reached),
         ] {
-            let finishes = if scenario == "ordering-b" && design != "fixed" {
+            let finishes = if scenario == "ordering-b" && design != Design::Fixed {
                 Unreached
             } else {
                 Reached
@@ -1575,7 +1585,7 @@ fn expectations() -> Vec<Expectation> {
                 (FAILOVER_RECOVERS, Reached),
             ] {
                 table.push(Expectation {
-                    design,
+                    design: design.name(),
                     scenario,
                     property,
                     expected,
@@ -1766,7 +1776,7 @@ mod tests {
                 assert_eq!(verdicts(&reduced), verdicts(&plain), "{design} {name}");
                 let expected: BTreeMap<_, _> = table
                     .iter()
-                    .filter(|e| e.design == *design && e.scenario == name)
+                    .filter(|e| e.design == design && e.scenario == name)
                     .map(|e| (e.property, e.expected))
                     .collect();
                 assert_eq!(verdicts(&reduced), expected, "{design} {name}");
@@ -1776,10 +1786,7 @@ mod tests {
                 let one = try_check(&scenario(design, name, "1"), &dfs(false)).unwrap();
                 assert_eq!(two.unique_states, reduced.unique_states, "{design} {name}");
                 assert_eq!(one.unique_states, reduced.unique_states, "{design} {name}");
-                counts.insert(
-                    (*design, name),
-                    (plain.unique_states, reduced.unique_states),
-                );
+                counts.insert((design, name), (plain.unique_states, reduced.unique_states));
             }
         }
         let pinned: BTreeMap<(&str, &str), (usize, usize)> = [

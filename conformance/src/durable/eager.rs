@@ -107,7 +107,7 @@ impl EagerDurable {
             | Action::ReuseResult(j)
             | Action::SendPut(j)
             | Action::CompleteAction(j) => j == k,
-            Action::AckPut => s.put_key == k,
+            Action::AckPut => s.put_key() == Some(k),
             _ => false,
         }
     }
@@ -165,7 +165,7 @@ impl EagerDurable {
             loop {
                 enabled.clear();
                 self.model.actions(&s, &mut enabled);
-                if s.put_key == k {
+                if s.put_key() == Some(k) {
                     for f in enabled
                         .iter()
                         .filter(|a| matches!(a, Action::FailPut { .. } | Action::Crash { .. }))
