@@ -1,0 +1,92 @@
+//! The verdicts the durable model must give: the table of `durable-actions.md` per
+//! design and scenario, extended to every property.
+
+use super::{property, DESIGNS};
+use crate::{Expectation, Verdict};
+
+fn verdict_rows(
+    scenario: &'static str,
+    property: &'static str,
+    verdicts: [Verdict; 4],
+) -> impl Iterator<Item = Expectation> {
+    DESIGNS
+        .into_iter()
+        .zip(verdicts)
+        .map(move |(design, expected)| Expectation {
+            design: design.name(),
+            scenario,
+            property,
+            expected,
+        })
+}
+
+/// Every expected verdict, design by design in [`DESIGNS`] order.
+pub(super) fn table() -> Vec<Expectation> {
+    use property::*;
+    use Verdict::{Counterexample as Ce, Holds as H, Reached as R};
+    let mut rows = Vec::new();
+    // The table of durable-actions.md, extended to every safety property.
+    let default: [(&str, [Verdict; 4]); 6] = [
+        (CALL_AT_MOST_ONCE, [Ce, H, H, H]),
+        (FINISHED_STAYS_FINISHED, [H, H, H, H]),
+        (SAME_OUTPUT, [H, H, H, H]),
+        // A failed send is what shows the cache's counterexample (scenario below).
+        (CACHE_HOLDS_LOG, [H, H, H, H]),
+        (BOUNDED_TRACKING, [H, H, Ce, H]),
+        (MARKER_IS_SAFE, [Ce, H, H, H]),
+    ];
+    for (p, v) in default {
+        rows.extend(verdict_rows("default", p, v));
+    }
+    for p in REACHABILITY {
+        rows.extend(verdict_rows("default", p, [R, R, R, R]));
+    }
+    let scenarios: [(&str, &str, [Verdict; 4]); 13] = [
+        // The seed's synchronous executor: the bug needs two crashes.
+        ("synchronous-executor", CALL_AT_MOST_ONCE, [Ce, H, H, H]),
+        ("synchronous-executor", MARKER_IS_SAFE, [Ce, H, H, H]),
+        (
+            "synchronous-executor-one-crash",
+            CALL_AT_MOST_ONCE,
+            [H, H, H, H],
+        ),
+        (
+            "synchronous-executor-one-crash",
+            MARKER_IS_SAFE,
+            [Ce, H, H, H],
+        ),
+        // A send failing before its record landed: the old put order caches it.
+        ("failed-send", CALL_AT_MOST_ONCE, [Ce, H, H, H]),
+        ("failed-send", CACHE_HOLDS_LOG, [Ce, Ce, H, H]),
+        ("failed-send", MARKER_IS_SAFE, [Ce, H, H, H]),
+        // A send failing after its record landed defeats the old put order.
+        ("fail-after-landing", CALL_AT_MOST_ONCE, [Ce, Ce, H, H]),
+        ("fail-after-landing", MARKER_IS_SAFE, [Ce, Ce, H, H]),
+        // Asynchronous puts defeat every design.
+        ("asynchronous-puts", CALL_AT_MOST_ONCE, [Ce, Ce, Ce, Ce]),
+        ("asynchronous-puts", MARKER_IS_SAFE, [Ce, Ce, Ce, Ce]),
+        // A restart with no completed checkpoint rebuilds nothing.
+        (
+            "restart-without-checkpoint",
+            CALL_AT_MOST_ONCE,
+            [Ce, Ce, Ce, Ce],
+        ),
+        (
+            "restart-without-checkpoint",
+            MARKER_IS_SAFE,
+            [Ce, Ce, Ce, Ce],
+        ),
+    ];
+    for (scenario, p, v) in scenarios {
+        rows.extend(verdict_rows(scenario, p, v));
+    }
+    // Two checkpoints pending at once, a later one's completion subsuming an older
+    // one: every verdict of the default table.
+    for (p, v) in default {
+        rows.extend(verdict_rows("concurrent-checkpoints", p, v));
+    }
+    for p in REACHABILITY {
+        rows.extend(verdict_rows("concurrent-checkpoints", p, [R, R, R, R]));
+    }
+    rows
+}

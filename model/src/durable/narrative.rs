@@ -1,0 +1,394 @@
+//! The durable model in the domain's words: a phrase per action, a sentence per step,
+//! the state as a reader wants it (empty and out-of-bounds slots left out), and the
+//! named shapes of counterexamples.
+
+use super::{property, Action, ActionState, Checkpoint, Durable, Phase, Put, State, StateKey};
+
+impl Action {
+    /// A short phrase for the action in the domain's words, for lists of enabled actions
+    /// (the Explorer's); [`Spec::describe_step`] says what a step does in its state.
+    pub fn phrase(&self) -> String {
+        match *self {
+            Action::DeliverInput(k) => format!("source delivers key {k}'s next input"),
+            Action::StartAction(k) => format!("key {k}: action starts"),
+            Action::ReuseResult(k) => format!("key {k}: call reuses its saved result"),
+            Action::CallSupplier(k) => format!("key {k}: call runs the supplier"),
+            Action::SendPut(k) => format!("key {k}: state with the call result sent to the log"),
+            Action::CompleteAction(k) => format!("key {k}: completed state sent to the log"),
+            Action::LandPut => "in-flight put lands in the log".to_string(),
+            Action::AckPut => "producer learns the put's offset".to_string(),
+            Action::FailPut { landed: false } => "put fails: nothing reached the log".to_string(),
+            Action::FailPut { landed: true } => "put fails after its record landed".to_string(),
+            Action::TriggerCheckpoint => "checkpoint triggered".to_string(),
+            Action::CompleteCheckpoint(id) => format!("checkpoint {id} completes"),
+            Action::Crash { landed: false } => "crash: any in-flight put is lost".to_string(),
+            Action::Crash { landed: true } => "crash: the in-flight put lands first".to_string(),
+            Action::Restore => "restore from the latest checkpoint".to_string(),
+        }
+    }
+}
+
+impl Durable {
+    /// The state in the domain's words: per key its progress and running action, the
+    /// store's cache, the log, the in-flight put, checkpoints, crashes, outputs and the
+    /// supplier's runs; slots beyond the bounds and empty ones are left out.
+    pub(super) fn view(&self, s: &State) -> String {
+        use std::fmt::Write as _;
+        let b = &self.bounds;
+        let mut out = String::new();
+        let saved = |st: ActionState| {
+            if st.completed() {
+                format!("completed with {} call result(s)", st.calls())
+            } else {
+                format!("{} call result(s)", st.calls())
+            }
+        };
+        let name = |k: StateKey| {
+            if b.actions > 1 {
+                format!("key {} input {} action {}", k.key, k.seq, k.action)
+            } else {
+                format!("key {} input {}", k.key, k.seq)
+            }
+        };
+        let mut slots = Vec::new();
+        for key in 0..b.keys {
+            for seq in 0..b.inputs {
+                for action in 0..b.actions {
+                    slots.push(StateKey { key, seq, action });
+                }
+            }
+        }
+        let task = match (s.down, s.failed) {
+            (true, _) => "down (crashed, not restored)",
+            (false, true) => "failing over (a put error reached the action)",
+            (false, false) => "running",
+        };
+        let _ = writeln!(
+            out,
+            "task: {task}; crashes {}, failed sends {}",
+            s.crashes, s.failed_sends
+        );
+        for k in 0..usize::from(b.keys) {
+            let running = match s.phase[k] {
+                Phase::Idle => "idle".to_string(),
+                Phase::AtCall(i) => format!("{}: at call {i}", name(s.head(k))),
+                Phase::HaveResult(i) => {
+                    format!("{}: call {i} returned, put not sent", name(s.head(k)))
+                }
+                Phase::AwaitPut(i) => {
+                    format!("{}: put of call {i}'s result in flight", name(s.head(k)))
+                }
+                Phase::AwaitCompletion => format!("{}: completion put in flight", name(s.head(k))),
+            };
+            let _ = writeln!(
+                out,
+                "key {k}: {} input(s) delivered, {} finished, {} output(s) committed; {running}",
+                s.next_seq[k], s.finished[k], s.committed_outputs[k]
+            );
+        }
+        let cached = slots.iter().filter(|k| s.cached(**k).is_some()).count();
+        let _ = writeln!(out, "store cache: {cached} state(s)");
+        for &k in &slots {
+            if let Some(st) = s.cached(k) {
+                let acked = match s.acked_offset.get(k.slot()) {
+                    None => String::new(),
+                    Some(offset) => format!(", acknowledged at offset {offset}"),
+                };
+                let _ = writeln!(out, "  {}: {}{acked}", name(k), saved(st));
+            }
+        }
+        let ends: Vec<String> = (0..usize::from(b.partitions))
+            .map(|p| format!("partition {p} holds {}", s.log_len[p]))
+            .collect();
+        let _ = writeln!(out, "log: {}", ends.join(", "));
+        for &k in &slots {
+            if let Some((st, offset)) = s.latest_record(k) {
+                let _ = writeln!(
+                    out,
+                    "  {}: latest {} at offset {offset}",
+                    name(k),
+                    saved(st)
+                );
+            }
+        }
+        if let Some(put) = s.put {
+            let r = put.record;
+            let at = match put.offset {
+                None => "not landed yet".to_string(),
+                Some(offset) => format!("landed at offset {offset}"),
+            };
+            let _ = writeln!(
+                out,
+                "in-flight put: {}: {}, {at}",
+                name(r.state_key),
+                saved(r.state)
+            );
+        }
+        let _ = writeln!(out, "checkpoints: {} triggered", s.checkpoints);
+        let show = |c: &Checkpoint| {
+            let keys: Vec<String> = (0..usize::from(b.keys))
+                .map(|k| {
+                    format!(
+                        "key {k} {} delivered/{} finished",
+                        c.next_seq[k], c.finished[k]
+                    )
+                })
+                .collect();
+            let marker: Vec<String> = (0..usize::from(b.partitions))
+                .map(|p| format!("p{p}={}", c.marker[p]))
+                .collect();
+            format!("{}; marker {}", keys.join(", "), marker.join(" "))
+        };
+        for (id, c) in s.pending_checkpoints() {
+            let _ = writeln!(out, "  pending {id}: {}", show(&c));
+        }
+        if let Some(c) = &s.completed {
+            let _ = writeln!(out, "  latest completed: {}", show(c));
+        }
+        let mut runs = Vec::new();
+        for &k in &slots {
+            for call in 0..b.calls {
+                let n = s.runs(k, call);
+                if n > 0 {
+                    runs.push(format!("{} call {call}: {n}", name(k)));
+                }
+            }
+        }
+        if !runs.is_empty() {
+            let _ = writeln!(out, "supplier runs: {}", runs.join("; "));
+        }
+        out
+    }
+
+    pub(super) fn step_sentence(&self, s: &State, action: &Action) -> String {
+        let who = |k: u8| {
+            let sk = s.head(k as usize);
+            if self.bounds.actions > 1 {
+                format!("key {} input {} action {}", sk.key, sk.seq, sk.action)
+            } else {
+                format!("key {} input {}", sk.key, sk.seq)
+            }
+        };
+        let call = |k: u8| match s.phase[k as usize] {
+            Phase::AtCall(i) | Phase::HaveResult(i) => i,
+            _ => 0,
+        };
+        let put = || {
+            let Some(Put { record: r, .. }) = s.put else {
+                unreachable!("a put step with no put in flight");
+            };
+            let what = if r.state.completed() {
+                "completed state".to_string()
+            } else {
+                format!("state with {} call result(s)", r.state.calls())
+            };
+            let sk = r.state_key;
+            (format!("key {} input {}", sk.key, sk.seq), what, sk.key)
+        };
+        match *action {
+            Action::DeliverInput(k) => format!(
+                "the source delivers key {k} input {} (sequence number {})",
+                s.next_seq[k as usize], s.next_seq[k as usize]
+            ),
+            Action::StartAction(k) => match s.cached(s.head(k as usize)) {
+                Some(st) if st.completed() => {
+                    format!("{}: action skipped, its saved state is completed", who(k))
+                }
+                Some(st) => format!(
+                    "{}: action starts with {} saved call result(s)",
+                    who(k),
+                    st.calls()
+                ),
+                None => format!("{}: action starts, nothing saved", who(k)),
+            },
+            Action::ReuseResult(k) => {
+                format!("{}: call {} reuses the saved result", who(k), call(k))
+            }
+            Action::CallSupplier(k) => {
+                let i = call(k);
+                let run = s.runs(s.head(k as usize), i) as u32 + 1;
+                format!("{}: supplier called for call {i} (run #{run})", who(k))
+            }
+            Action::SendPut(k) => {
+                let cached = if self.design.caches_before_ack() {
+                    ", cached at once"
+                } else {
+                    ""
+                };
+                format!(
+                    "{}: put of the state with call {}'s result sent{cached}",
+                    who(k),
+                    call(k)
+                )
+            }
+            Action::CompleteAction(k) => {
+                format!(
+                    "{}: all calls done, put of the completed state sent",
+                    who(k)
+                )
+            }
+            Action::LandPut => {
+                let (whose, what, key) = put();
+                let p = self.partition(key);
+                format!(
+                    "{whose}: {what} lands at partition {p} offset {}, not yet acknowledged",
+                    s.log_len[p]
+                )
+            }
+            Action::AckPut => {
+                let (whose, what, key) = put();
+                let p = self.partition(key);
+                let offset = s.put.and_then(|p| p.offset).unwrap_or(s.log_len[p]);
+                format!("{whose}: {what} lands at partition {p} offset {offset}, acknowledged")
+            }
+            Action::FailPut { landed } => {
+                let (whose, what, _) = put();
+                let when = if landed {
+                    "after its record landed"
+                } else {
+                    "before landing"
+                };
+                let then = if self.design.caches_before_ack() {
+                    "the error is not seen and the action goes on"
+                } else {
+                    "the error reaches the action and the task fails"
+                };
+                format!("{whose}: put of {what} fails {when}; {then}")
+            }
+            Action::TriggerCheckpoint => {
+                let marker: Vec<String> = (0..self.bounds.partitions as usize)
+                    .map(|p| format!("p{p}={}", self.marker(s, p)))
+                    .collect();
+                let queued: Vec<String> = (0..self.bounds.keys as usize)
+                    .filter(|k| s.finished[*k] < s.next_seq[*k])
+                    .map(|k| format!("key {k} input {}", s.finished[k]))
+                    .collect();
+                let queued = if queued.is_empty() {
+                    "nothing queued".to_string()
+                } else {
+                    format!("queued: {}", queued.join(", "))
+                };
+                format!(
+                    "checkpoint {} taken ({queued}; marker {})",
+                    s.checkpoints + 1,
+                    marker.join(" ")
+                )
+            }
+            Action::CompleteCheckpoint(id) => {
+                let subsumed: Vec<String> = s
+                    .pending_checkpoints()
+                    .map(|(older, _)| older)
+                    .filter(|older| *older < id)
+                    .map(|older| older.to_string())
+                    .collect();
+                let subsumed = match subsumed.len() {
+                    0 => String::new(),
+                    1 => format!("; checkpoint {} subsumed", subsumed[0]),
+                    _ => format!("; checkpoints {} subsumed", subsumed.join(", ")),
+                };
+                format!("checkpoint {id} completes; finished states pruned{subsumed}")
+            }
+            Action::Crash { landed } => {
+                let send = match (s.put.is_some_and(|p| p.offset.is_none()), landed) {
+                    (false, _) => "",
+                    (true, true) => "; the in-flight send lands, unacknowledged",
+                    (true, false) => "; the in-flight send is lost",
+                };
+                format!("the task crashes{send}")
+            }
+            Action::Restore => match s.completed {
+                Some(c) => {
+                    let marker: Vec<String> = (0..self.bounds.partitions as usize)
+                        .map(|p| format!("p{p} from offset {}", c.marker[p]))
+                        .collect();
+                    format!(
+                        "restore from the completed checkpoint; replay {}",
+                        marker.join(", ")
+                    )
+                }
+                None => "restart with no completed checkpoint; nothing replayed".to_string(),
+            },
+        }
+    }
+
+    pub(super) fn shape(&self, path: &[(State, Option<Action>)]) -> Option<String> {
+        let last = &path.last()?.0;
+        let crashes = last.crashes;
+        if last.events.repeated_call {
+            let failed_after_landing = path
+                .iter()
+                .any(|(_, a)| *a == Some(Action::FailPut { landed: true }));
+            let snapshot_in_put = path
+                .iter()
+                .any(|(s, a)| *a == Some(Action::TriggerCheckpoint) && s.put.is_some());
+            let restored_nothing = path
+                .iter()
+                .any(|(s, a)| *a == Some(Action::Restore) && s.completed.is_none());
+            let shape = if restored_nothing {
+                "restart without a completed checkpoint".to_string()
+            } else if failed_after_landing {
+                "a record landed but its send failed; the marker skips it".to_string()
+            } else if snapshot_in_put {
+                "snapshot between a record's landing and its acknowledgement".to_string()
+            } else if self.seed_shape(path) {
+                if crashes == 1 {
+                    "seed regression: call saved, checkpoint with the action queued, crash, \
+                     restore, supplier called again"
+                        .to_string()
+                } else {
+                    format!(
+                        "seed's three-attempt regression ({crashes} crashes): call saved, \
+                         checkpoint with the action queued, crash, restore, supplier called again"
+                    )
+                }
+            } else {
+                return None;
+            };
+            return Some(shape);
+        }
+        // Other shapes are named when the last step is the one that broke the property.
+        let prev = &path[path.len().saturating_sub(2)].0;
+        let broke = |name: &str| {
+            let holds = self.properties_named(name);
+            !holds(self, last) && holds(self, prev)
+        };
+        if broke(property::CACHE_HOLDS_LOG) {
+            return Some("failed send cached as saved".to_string());
+        }
+        if broke(property::BOUNDED_TRACKING) {
+            return Some("key tracking kept after its states were pruned".to_string());
+        }
+        if broke(property::MARKER_IS_SAFE) {
+            return Some("marker past an unfinished state's latest record".to_string());
+        }
+        None
+    }
+
+    /// Whether a path ending in a repeated supplier call has the seed's shape: the call's
+    /// result landed, then a checkpoint was taken with its input unfinished, then a crash
+    /// and a restore came before the supplier ran again.
+    pub(super) fn seed_shape(&self, path: &[(State, Option<Action>)]) -> bool {
+        let Some((before, Some(Action::CallSupplier(k)))) = path.iter().rev().nth(1) else {
+            return false;
+        };
+        let sk = before.head(*k as usize);
+        let Phase::AtCall(call) = before.phase[*k as usize] else {
+            return false;
+        };
+        let holds = |s: &State| self.log_holds(s, sk, call);
+        let Some(saved) = path.iter().position(|(s, _)| holds(s)) else {
+            return false;
+        };
+        let Some(checkpoint) = path[saved..].iter().position(|(s, a)| {
+            *a == Some(Action::TriggerCheckpoint) && s.finished[sk.key as usize] <= sk.seq
+        }) else {
+            return false;
+        };
+        let after = &path[saved + checkpoint..];
+        let crash = after
+            .iter()
+            .position(|(_, a)| matches!(a, Some(Action::Crash { .. })));
+        let restore = after.iter().position(|(_, a)| *a == Some(Action::Restore));
+        matches!((crash, restore), (Some(c), Some(r)) if c < r)
+    }
+}

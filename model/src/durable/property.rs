@@ -1,0 +1,101 @@
+//! The durable model's properties: their names, in `properties()` order, and their
+//! predicates (each reads the state and the ghost events of the step that led to it).
+
+use stateright::Property;
+
+use super::{Durable, State, MAX_ACTIONS, MAX_INPUTS};
+
+/// The supplier never runs for a call whose result a landed record holds.
+pub const CALL_AT_MOST_ONCE: &str = "call at most once";
+/// No action of an input a completed checkpoint counts finished runs again.
+pub const FINISHED_STAYS_FINISHED: &str = "finished stays finished";
+/// No output is emitted again for an input whose output is committed.
+pub const SAME_OUTPUT: &str = "same output";
+/// Outside an in-flight put, every cached state is a record in the log.
+pub const CACHE_HOLDS_LOG: &str = "cache only holds what the log holds";
+/// Per-key tracking only for keys with live state or in-flight inputs.
+pub const BOUNDED_TRACKING: &str = "bounded tracking";
+/// Every unfinished state's latest record is at or after the completed marker.
+pub const MARKER_IS_SAFE: &str = "marker is safe";
+/// Sometimes: a durable call reuses a saved result after a restore.
+pub const REUSED_AFTER_RESTORE: &str = "a saved result is reused after restore";
+/// Sometimes: a crash comes while an action runs.
+pub const CRASH_MID_ACTION: &str = "a crash lands mid-action";
+/// Sometimes: a checkpoint captures a queued action.
+pub const CHECKPOINT_WITH_QUEUED: &str = "a checkpoint is taken with an action queued";
+/// Sometimes: output is committed after a restore.
+pub const OUTPUT_AFTER_RESTORE: &str = "an output is committed after a restore";
+
+/// The safety properties.
+pub const SAFETY: [&str; 6] = [
+    CALL_AT_MOST_ONCE,
+    FINISHED_STAYS_FINISHED,
+    SAME_OUTPUT,
+    CACHE_HOLDS_LOG,
+    BOUNDED_TRACKING,
+    MARKER_IS_SAFE,
+];
+/// The reachability properties.
+pub const REACHABILITY: [&str; 4] = [
+    REUSED_AFTER_RESTORE,
+    CRASH_MID_ACTION,
+    CHECKPOINT_WITH_QUEUED,
+    OUTPUT_AFTER_RESTORE,
+];
+
+/// Every property, safety first, in the order of [`SAFETY`] and [`REACHABILITY`].
+pub(super) fn all() -> Vec<Property<Durable>> {
+    vec![
+        Property::always(CALL_AT_MOST_ONCE, |_, s: &State| !s.events.repeated_call),
+        Property::always(FINISHED_STAYS_FINISHED, |_, s: &State| {
+            !s.events.finished_rerun
+        }),
+        Property::always(SAME_OUTPUT, |m: &Durable, s: &State| {
+            !s.events.duplicate_output
+                && (0..m.bounds.keys as usize)
+                    .all(|k| s.committed_outputs[k] == s.completed.map_or(0, |c| c.finished[k]))
+        }),
+        Property::always(CACHE_HOLDS_LOG, |m: &Durable, s: &State| {
+            let in_flight = s.put.map(|p| p.record.state_key);
+            m.slot_range().all(|sk| match s.cached(sk) {
+                None => true,
+                Some(_) if in_flight == Some(sk) => true,
+                Some(st) => s.landed(sk, st),
+            })
+        }),
+        Property::always(BOUNDED_TRACKING, |m: &Durable, s: &State| {
+            (0..m.bounds.keys as usize).all(|k| {
+                let slots = k * MAX_INPUTS * MAX_ACTIONS..(k + 1) * MAX_INPUTS * MAX_ACTIONS;
+                let tracked = s.key_boundary[k] != 0
+                    || slots.clone().any(|slot| s.acked_offset.get(slot).is_some());
+                let live = s.cache.any(slots) || s.next_seq[k] > s.finished[k];
+                !tracked || live
+            })
+        }),
+        Property::always(MARKER_IS_SAFE, |m: &Durable, s: &State| {
+            let Some(c) = s.completed else {
+                return true;
+            };
+            m.slot_range().all(|sk| match s.latest_record(sk) {
+                None => true,
+                Some((_, offset)) => {
+                    sk.seq < c.finished[sk.key as usize] || offset >= c.marker[m.partition(sk.key)]
+                }
+            })
+        }),
+        Property::sometimes(REUSED_AFTER_RESTORE, |_, s: &State| {
+            s.crashes > 0 && s.events.reused
+        }),
+        Property::sometimes(CRASH_MID_ACTION, |_, s: &State| s.events.crash_mid_action),
+        Property::sometimes(CHECKPOINT_WITH_QUEUED, |m: &Durable, s: &State| {
+            s.pending
+                .iter()
+                .chain([&s.completed])
+                .flatten()
+                .any(|c| (0..m.bounds.keys as usize).any(|k| c.finished[k] < c.next_seq[k]))
+        }),
+        Property::sometimes(OUTPUT_AFTER_RESTORE, |_, s: &State| {
+            s.events.output_after_restore
+        }),
+    ]
+}
