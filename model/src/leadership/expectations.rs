@@ -1,0 +1,104 @@
+//! The expected-verdict table of specs/leadership.md, per design and scenario.
+
+use super::{property, Design};
+use crate::{Expectation, Verdict};
+
+/// The expected-verdict table of specs/leadership.md.
+pub(super) fn table() -> Vec<Expectation> {
+    use property::*;
+    use Verdict::*;
+    // Per design: the safety verdicts under ordering A, ordering B and all.
+    type Row = (&'static str, [Verdict; 3]);
+    let safety: [(Design, [Row; 6]); 4] = [
+        (
+            Design::Unpatched,
+            [
+                (NO_REANIMATION, [Counterexample; 3]),
+                (NO_MASKING, [Counterexample; 3]),
+                (SET_ONCE, [Counterexample; 3]),
+                (ONE_LIVE_PROCESS, [Holds; 3]),
+                (FENCED_SESSIONS, [Holds; 3]),
+                (STORES_AGREE, [Holds; 3]),
+            ],
+        ),
+        (
+            Design::ProcessFixOnly,
+            [
+                (NO_REANIMATION, [Counterexample; 3]),
+                (NO_MASKING, [Counterexample; 3]),
+                (SET_ONCE, [Counterexample; 3]),
+                (ONE_LIVE_PROCESS, [Holds; 3]),
+                (FENCED_SESSIONS, [Holds; 3]),
+                (STORES_AGREE, [Holds; 3]),
+            ],
+        ),
+        (
+            Design::RunnerFixOnly,
+            [
+                (NO_REANIMATION, [Holds, Counterexample, Counterexample]),
+                (NO_MASKING, [Holds, Counterexample, Counterexample]),
+                (SET_ONCE, [Holds, Counterexample, Counterexample]),
+                (ONE_LIVE_PROCESS, [Holds; 3]),
+                (FENCED_SESSIONS, [Holds; 3]),
+                (STORES_AGREE, [Holds; 3]),
+            ],
+        ),
+        (
+            Design::Fixed,
+            [
+                (NO_REANIMATION, [Holds; 3]),
+                (NO_MASKING, [Holds; 3]),
+                (SET_ONCE, [Holds; 3]),
+                (ONE_LIVE_PROCESS, [Holds; 3]),
+                (FENCED_SESSIONS, [Holds; 3]),
+                (STORES_AGREE, [Holds; 3]),
+            ],
+        ),
+    ];
+    let scenarios = ["ordering-a", "ordering-b", "all"];
+    let mut table = Vec::new();
+    for (design, rows) in safety {
+        for (property, verdicts) in rows {
+            for (scenario, expected) in scenarios.iter().zip(verdicts) {
+                table.push(Expectation {
+                    design: design.name(),
+                    scenario,
+                    property,
+                    expected,
+                });
+            }
+        }
+        // Reachability: every scenario reaches the steps it allows. Ordering A keeps
+        // the signal out of closes (window B unreachable); ordering B delivers it only
+        // to a closing process (window A unreachable). Under ordering B only the fixed
+        // design lets a job finish: every other design loses the terminal value on the
+        // close the signal must wait for.
+        for (scenario, a, b) in [
+            ("ordering-a", Reached, Unreached),
+            ("ordering-b", Unreached, Reached),
+            ("all", Reached, Reached),
+        ] {
+            let finishes = if scenario == "ordering-b" && design != Design::Fixed {
+                Unreached
+            } else {
+                Reached
+            };
+            for (property, expected) in [
+                (JOB_FINISHES, finishes),
+                (JOB_SUSPENDED, Reached),
+                (WINDOW_A, a),
+                (WINDOW_B, b),
+                (REGRANT, Reached),
+                (FAILOVER_RECOVERS, Reached),
+            ] {
+                table.push(Expectation {
+                    design: design.name(),
+                    scenario,
+                    property,
+                    expected,
+                });
+            }
+        }
+    }
+    table
+}

@@ -1,0 +1,255 @@
+//! The leadership model in the domain's words: a phrase per action, a sentence per
+//! step, and the named shapes (orderings A and B) of counterexamples.
+
+use stateright::Model;
+
+use super::{Action, Leadership, Outcome, ProcessState, RunnerState, State, Status};
+
+impl Action {
+    /// A short phrase for the action in the domain's words, for lists of enabled actions
+    /// (the Explorer's); [`Spec::describe_step`] says what a step does in its state.
+    pub fn phrase(&self) -> String {
+        match *self {
+            Action::GrantLeadership(s) => format!("election grants session {s}"),
+            Action::RevokeLeadership(s) => format!("election revokes session {s}"),
+            Action::RunGrant(s) => format!("runner runs the grant of session {s}"),
+            Action::RunRevoke => "runner runs the revoke".to_string(),
+            Action::DecideTerminal(status) => format!("scheduler decides {}", status.word()),
+            Action::DeliverTerminalSignal(p) => {
+                format!("terminal signal reaches process {p}")
+            }
+            Action::CheckLeadershipInForward(p) => {
+                format!("forward callback of process {p} checks leadership")
+            }
+            Action::TerminateService(p) => format!("JobMaster service of process {p} terminates"),
+            Action::DispatcherFailover => "dispatcher loses leadership".to_string(),
+            Action::CloseRunner => "runner's close completes".to_string(),
+            Action::HandleRunnerResult => "dispatcher handles the runner result".to_string(),
+            Action::RemoveJobGraph => "dispatcher removes the JobGraph".to_string(),
+            Action::MarkResultClean => "dispatcher marks the result entry clean".to_string(),
+            Action::RecoverJob => "next dispatcher leader starts and recovers".to_string(),
+        }
+    }
+}
+
+pub(super) fn process_words(id: u8) -> String {
+    format!("process {id}")
+}
+
+impl Leadership {
+    pub(super) fn step_sentence(&self, before: &State, action: &Action) -> String {
+        let after = self
+            .next_state(before, *action)
+            .expect("next_state always returns a state");
+        match *action {
+            Action::GrantLeadership(session) => {
+                format!(
+                    "the election grants session {session} (dispatcher epoch {})",
+                    before.epoch
+                )
+            }
+            Action::RevokeLeadership(session) => {
+                format!("the election revokes session {session}")
+            }
+            Action::RunGrant(session) => {
+                let head = format!("the runner's chain runs the grant of session {session}");
+                if after.process_count > before.process_count {
+                    let reanimation = if before.decided.is_some() {
+                        " although the job already reached a terminal state"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "{head}: it creates {}{reanimation}",
+                        process_words(after.process_count)
+                    )
+                } else if after.runner_result != before.runner_result {
+                    match before.pending_terminal {
+                        Some(status) if self.design.runner_fix() => format!(
+                            "{head}: it flushes the cached {} result, no new process",
+                            status.word()
+                        ),
+                        _ => format!("{head}: the JobResultStore has an entry, job already done"),
+                    }
+                } else if before.runner != RunnerState::Running {
+                    format!("{head}: the runner no longer runs, nothing happens")
+                } else {
+                    format!("{head}: session {session} is no longer issued, nothing happens")
+                }
+            }
+            Action::RunRevoke => {
+                let head = "the runner's chain runs the revoke";
+                match Self::current_process(before) {
+                    Some(p)
+                        if before.runner == RunnerState::Running
+                            && p.state == ProcessState::Running =>
+                    {
+                        let eager = if Self::process(&after, before.current).result != p.result {
+                            ", its result becomes NotFinished at once"
+                        } else {
+                            ""
+                        };
+                        format!("{head}: it closes {}{eager}", process_words(before.current))
+                    }
+                    _ => format!("{head}: no running process, nothing to close"),
+                }
+            }
+            Action::DecideTerminal(status) => format!(
+                "the scheduler of {} decides {}; its signal is in flight",
+                process_words(before.current),
+                status.word()
+            ),
+            Action::DeliverTerminalSignal(id) => {
+                let status = before.decided.map(Status::word).unwrap_or("terminal");
+                let p = Self::process(before, id);
+                let when = match p.state {
+                    ProcessState::Running => "",
+                    ProcessState::Closing => " while it closes",
+                    ProcessState::Terminated => " after its service terminated",
+                };
+                if p.result == Outcome::Unset {
+                    format!(
+                        "the scheduler's {status} signal reaches {}{when}: its result becomes {status}",
+                        process_words(id)
+                    )
+                } else {
+                    format!(
+                        "the scheduler's {status} signal reaches {}{when}: no effect, its result is already {}",
+                        process_words(id),
+                        p.result.word()
+                    )
+                }
+            }
+            Action::CheckLeadershipInForward(id) => {
+                let p = Self::process(before, id);
+                let head = format!(
+                    "the runner forwards the {} result of {} (session {})",
+                    p.result.word(),
+                    process_words(id),
+                    p.session
+                );
+                if after.runner_result != before.runner_result {
+                    format!(
+                        "{head}: session valid, the runner completes with {}",
+                        after.runner_result.word()
+                    )
+                } else if after.pending_terminal != before.pending_terminal {
+                    format!(
+                        "{head}: the leadership check fails, the result is cached as the current process leader's"
+                    )
+                } else {
+                    format!("{head}: the leadership check fails, the result is dropped")
+                }
+            }
+            Action::TerminateService(id) => {
+                let p = Self::process(&after, id);
+                if Self::process(before, id).result != p.result {
+                    format!(
+                        "the JobMaster service of {} terminates; its result becomes NotFinished",
+                        process_words(id)
+                    )
+                } else {
+                    format!("the JobMaster service of {} terminates", process_words(id))
+                }
+            }
+            Action::DispatcherFailover => {
+                let mut words = format!(
+                    "the dispatcher of epoch {} loses leadership and closes the runner",
+                    before.epoch
+                );
+                if after.runner_result != before.runner_result {
+                    words.push_str(&format!(
+                        "; the runner completes {} at once",
+                        after.runner_result.word()
+                    ));
+                }
+                words
+            }
+            Action::CloseRunner => {
+                if after.runner_result != before.runner_result {
+                    let how = if before.pending_terminal.is_some() {
+                        "flushes the cached"
+                    } else {
+                        "completes with"
+                    };
+                    format!(
+                        "the runner's close completes and {how} {}",
+                        after.runner_result.word()
+                    )
+                } else {
+                    "the runner's close completes".to_string()
+                }
+            }
+            Action::HandleRunnerResult => match before.runner_result {
+                Outcome::Terminal(status) => format!(
+                    "the dispatcher sees {} and writes a dirty JobResultStore entry",
+                    status.word()
+                ),
+                Outcome::Suspended => {
+                    "the dispatcher sees SUSPENDED: local cleanup only, the JobGraph stays"
+                        .to_string()
+                }
+                other => format!("the dispatcher sees {}", other.word()),
+            },
+            Action::RemoveJobGraph => "the dispatcher removes the JobGraph".to_string(),
+            Action::MarkResultClean => {
+                "the dispatcher marks the JobResultStore entry clean".to_string()
+            }
+            Action::RecoverJob => {
+                if after.has_runner {
+                    format!(
+                        "the dispatcher of epoch {} recovers the JobGraph into a new runner",
+                        after.epoch
+                    )
+                } else {
+                    format!(
+                        "the dispatcher of epoch {} starts and finds nothing to recover",
+                        after.epoch
+                    )
+                }
+            }
+        }
+    }
+
+    pub(super) fn shape(&self, path: &[(State, Option<Action>)]) -> Option<String> {
+        // A signal still in flight when its process's service terminates is the residual
+        // window of the fix (only with `late-signal`).
+        let late = path.iter().any(|(before, action)| {
+            before.signal != 0 && *action == Some(Action::TerminateService(before.signal))
+        });
+        if late {
+            return Some("late signal after service termination".to_string());
+        }
+        // Otherwise the shape is fixed by what happens first to the decided signal: a
+        // runner close or a revoke's close while it is in flight, or its delivery to a
+        // running process (then: was its session still issued?).
+        for (before, action) in path {
+            let Some(action) = action else { continue };
+            if before.signal == 0 {
+                continue;
+            }
+            let target = Self::process(before, before.signal);
+            match action {
+                Action::DispatcherFailover
+                    if before.has_runner && before.runner != RunnerState::Stopped =>
+                {
+                    return Some("runner close with signal in flight".to_string());
+                }
+                Action::RunRevoke
+                    if before.current == before.signal && target.state == ProcessState::Running =>
+                {
+                    return Some("ordering B".to_string());
+                }
+                Action::DeliverTerminalSignal(_) if target.state == ProcessState::Running => {
+                    return Some(if before.issued == target.session {
+                        "ordering A1".to_string()
+                    } else {
+                        "ordering A2".to_string()
+                    });
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,109 @@
+//! The leadership model's properties: their names, as `properties()` returns them,
+//! and their predicates.
+
+use stateright::Property;
+
+use super::{JobResultEntry, Leadership, Outcome, ProcessState, RunnerState};
+
+/// No new process once a scheduler decided a globally terminal status.
+pub const NO_REANIMATION: &str = "no reanimation";
+/// A runner result set after a decision is the decided status.
+pub const NO_MASKING: &str = "no masking";
+/// No terminal completion attempt is lost while the runner result is unset.
+pub const SET_ONCE: &str = "set once";
+/// At most one process is not terminated.
+pub const ONE_LIVE_PROCESS: &str = "one live process";
+/// Only the issued session or the current process leader affects the runner.
+pub const FENCED_SESSIONS: &str = "fenced sessions";
+/// The JobGraph store and the JobResultStore agree.
+pub const STORES_AGREE: &str = "stores agree";
+/// The job's JobResultStore entry is clean.
+pub const JOB_FINISHES: &str = "a job finishes";
+/// The dispatcher handled a SUSPENDED result.
+pub const JOB_SUSPENDED: &str = "a job is suspended";
+/// A terminal result waits for its forward check while its session is revoked and
+/// its process still runs.
+pub const WINDOW_A: &str = "a revoke lands inside window A";
+/// A revoke closed a process while the terminal signal to it is in flight.
+pub const WINDOW_B: &str = "a revoke lands inside window B";
+/// One runner creates a second process.
+pub const REGRANT: &str = "a regrant happens";
+/// A dispatcher failover recovers the job into a new runner.
+pub const FAILOVER_RECOVERS: &str = "a dispatcher failover recovers a job";
+
+/// The safety properties, in model order.
+pub const SAFETY: [&str; 6] = [
+    NO_REANIMATION,
+    NO_MASKING,
+    SET_ONCE,
+    ONE_LIVE_PROCESS,
+    FENCED_SESSIONS,
+    STORES_AGREE,
+];
+
+/// The reachability properties, in model order.
+pub const REACHABILITY: [&str; 6] = [
+    JOB_FINISHES,
+    JOB_SUSPENDED,
+    WINDOW_A,
+    WINDOW_B,
+    REGRANT,
+    FAILOVER_RECOVERS,
+];
+
+/// Every property, safety first.
+pub(super) fn all() -> Vec<Property<Leadership>> {
+    vec![
+        Property::<Leadership>::always(NO_REANIMATION, |_, s| {
+            s.decider == 0 || s.process_count == s.decider
+        }),
+        Property::<Leadership>::always(NO_MASKING, |_, s| match s.decided {
+            Some(status) if s.has_runner && s.runner_result.is_set() => {
+                s.runner_result == Outcome::Terminal(status)
+            }
+            _ => true,
+        }),
+        Property::<Leadership>::always(SET_ONCE, |_, s| !s.lost_terminal),
+        Property::<Leadership>::always(ONE_LIVE_PROCESS, |_, s| {
+            s.processes[..s.process_count as usize]
+                .iter()
+                .filter(|p| p.state != ProcessState::Terminated)
+                .count()
+                <= 1
+        }),
+        Property::<Leadership>::always(FENCED_SESSIONS, |_, s| !s.unfenced),
+        Property::<Leadership>::always(STORES_AGREE, |_, s| {
+            let removed_after_entry = s.job_graph || s.job_result != JobResultEntry::Absent;
+            let never_recovered_after_entry =
+                s.job_result == JobResultEntry::Absent || !s.has_runner || s.entry_epoch == s.epoch;
+            removed_after_entry && never_recovered_after_entry
+        }),
+        Property::<Leadership>::sometimes(JOB_FINISHES, |_, s| {
+            s.job_result == JobResultEntry::Clean
+        }),
+        Property::<Leadership>::sometimes(JOB_SUSPENDED, |_, s| {
+            s.result_handled && s.runner_result == Outcome::Suspended
+        }),
+        Property::<Leadership>::sometimes(WINDOW_A, |_, s| {
+            s.has_runner
+                && s.runner == RunnerState::Running
+                && s.processes[..s.process_count as usize].iter().any(|p| {
+                    p.state == ProcessState::Running
+                        && p.forward_pending
+                        && p.result.terminal().is_some()
+                        && p.session != s.issued
+                })
+        }),
+        Property::<Leadership>::sometimes(WINDOW_B, |_, s| {
+            s.signal != 0
+                && s.runner == RunnerState::Running
+                && Leadership::process(s, s.signal).state == ProcessState::Closing
+        }),
+        Property::<Leadership>::sometimes(REGRANT, |_, s| {
+            s.processes[..s.process_count as usize]
+                .windows(2)
+                .any(|w| w[0].epoch == w[1].epoch)
+        }),
+        Property::<Leadership>::sometimes(FAILOVER_RECOVERS, |_, s| s.epoch > 1 && s.has_runner),
+    ]
+}
