@@ -1,0 +1,584 @@
+//! The runtime the model's steps drive: the sans-IO operator plus the environment the
+//! model's choices configure (log partitions, scripted supplier, source, checkpoint
+//! coordinator, sink), and the cross-checks of the operator's own bookkeeping.
+
+use super::*;
+
+/// Names of the runtime's keys and actions for the model's indices.
+#[derive(Debug)]
+pub struct Names {
+    /// Key name per model key; key `k`'s name hashes to partition `k mod partitions`,
+    /// the model's placement.
+    pub keys: Vec<String>,
+    /// Action name per model action index.
+    pub actions: Vec<String>,
+    /// Durable calls per action.
+    pub calls: u8,
+    /// Log partitions.
+    pub partitions: u32,
+    /// Every state key within the bounds, in the order of their views (key, input,
+    /// action), with its view.
+    pub(super) state_keys: Vec<(ImplKey, StateKeyView)>,
+    /// Per key, its partition (`partition_for` of its name, computed once).
+    pub(super) key_partitions: Vec<u32>,
+}
+
+impl Names {
+    pub(super) fn new(bounds: &model::Bounds) -> Names {
+        let partitions = u32::from(bounds.partitions);
+        let keys: Vec<String> = (0..bounds.keys)
+            .map(|k| {
+                let want = u32::from(k % bounds.partitions);
+                (0u32..)
+                    .map(|n| format!("key{k}.{n}"))
+                    .find(|name| partition_for(name, partitions) == want)
+                    .expect("some name hashes to every partition")
+            })
+            .collect();
+        let actions: Vec<String> = (0..bounds.actions).map(|a| format!("action{a}")).collect();
+        let mut state_keys = Vec::new();
+        for (k, key) in keys.iter().enumerate() {
+            for seq in 0..u64::from(bounds.inputs) {
+                for (a, action) in actions.iter().enumerate() {
+                    let sk = ImplKey {
+                        key: key.clone(),
+                        seq,
+                        action: action.clone(),
+                    };
+                    let view = StateKeyView {
+                        key: k as u8,
+                        seq,
+                        action: a as u8,
+                    };
+                    state_keys.push((sk, view));
+                }
+            }
+        }
+        Names {
+            key_partitions: keys.iter().map(|k| partition_for(k, partitions)).collect(),
+            keys,
+            actions,
+            calls: bounds.calls,
+            partitions,
+            state_keys,
+        }
+    }
+
+    pub(super) fn key_index(&self, name: &str) -> Option<u8> {
+        self.keys.iter().position(|k| k == name).map(|i| i as u8)
+    }
+
+    pub(super) fn action_index(&self, name: &str) -> Option<u8> {
+        self.actions.iter().position(|a| a == name).map(|i| i as u8)
+    }
+
+    pub(super) fn defs(&self) -> Vec<ActionDef> {
+        let functions: Vec<String> = (0..self.calls).map(|c| format!("f{c}")).collect();
+        self.actions
+            .iter()
+            .map(|a| ActionDef::new(a.clone(), CallChain::new(functions.clone())))
+            .collect()
+    }
+
+    pub(super) fn state_key(&self, sk: StateKey) -> ImplKey {
+        ImplKey {
+            key: self.keys[sk.key as usize].clone(),
+            seq: u64::from(sk.seq),
+            action: self.actions[sk.action as usize].clone(),
+        }
+    }
+
+    pub(super) fn view_of(&self, sk: &ImplKey) -> Result<StateKeyView, String> {
+        match (self.key_index(&sk.key), self.action_index(&sk.action)) {
+            (Some(key), Some(action)) => Ok(StateKeyView {
+                key,
+                seq: sk.seq,
+                action,
+            }),
+            _ => Err(format!("unknown state key {sk:?}")),
+        }
+    }
+}
+
+/// The scripted external service: deterministic in the call.
+pub(super) fn supplier(function: &str, args: &Datum) -> CallOutcome {
+    CallOutcome::Value(json!(format!("{function}{args}")))
+}
+
+/// A call the operator asked for.
+#[derive(Clone, Debug)]
+pub(super) struct Requested {
+    pub(super) call: CallRef,
+    pub(super) function: String,
+    pub(super) args: Datum,
+}
+
+/// A checkpoint taken and not yet completed.
+#[derive(Clone, Debug)]
+pub(super) struct Pending {
+    pub(super) id: u64,
+    pub(super) checkpoint: Arc<Checkpoint>,
+    /// Uncommitted outputs emitted before the snapshot.
+    pub(super) outputs_before: usize,
+}
+
+/// The put the operator sent and the model has not resolved.
+#[derive(Clone, Debug)]
+pub(super) struct InFlight {
+    /// Model key.
+    pub(super) k: u8,
+    pub(super) put: PutId,
+    pub(super) record: Arc<PutRecord>,
+    /// Whose state it saves.
+    pub(super) state_key: Arc<ImplKey>,
+    /// Where the record landed, once it did.
+    pub(super) landed: Option<Offset>,
+}
+
+/// The log: per partition, its records in offset order. Partitions are shared between
+/// clones of a runtime and copied (their records' handles only) when appended to.
+pub(super) type Partitions = Vec<Arc<Vec<Arc<LogRecord>>>>;
+
+/// The operator and its environment. Cloned at every transition and probe, so what does
+/// not change at every step is shared (`Arc`, copied on write), like the operator's
+/// own maps.
+pub struct Runtime<V: Variant> {
+    pub(super) names: Arc<Names>,
+    /// How the operator schedules a key's work (stepwise here; eager in [`eager`]).
+    pub(super) scheduling: Scheduling,
+    /// The model renumbers offsets by rank: views compare offsets by rank too.
+    pub(super) ranked_offsets: bool,
+    /// The model's design tracks acknowledged offsets: views compare the store's.
+    pub(super) tracks_offsets: bool,
+    pub(super) log: Partitions,
+    pub(super) op: Option<Operator>,
+    /// Per model key, the call the operator asked for and the supplier has not run.
+    pub(super) requested: Arc<BTreeMap<u8, Requested>>,
+    /// Per model key, a call whose supplier ran and whose outcome is held back.
+    pub(super) returned: Arc<BTreeMap<u8, (CallRef, CallOutcome)>>,
+    /// The put in flight.
+    pub(super) in_flight: Option<InFlight>,
+    /// The last put this operator sent: put ids grow, from 0 for each operator.
+    pub(super) last_put: Option<PutId>,
+    /// Supplier runs per durable call (its state key in model indices, its index).
+    pub(super) supplier_calls: Arc<BTreeMap<(StateKeyView, u32), u32>>,
+    /// Outputs emitted since the last commit, as (key, sequence).
+    pub(super) uncommitted: Vec<(u8, u64)>,
+    /// Per model key, committed outputs' sequence numbers in commit order.
+    pub(super) committed: Arc<Vec<Vec<u64>>>,
+    /// Checkpoints taken and not completed, oldest first.
+    pub(super) pending: Vec<Pending>,
+    pub(super) completed: Option<Arc<Checkpoint>>,
+    pub(super) next_checkpoint: u64,
+    /// Prune and rebuild reports that disagree with the model's step.
+    pub(super) reports: Vec<String>,
+    /// The log as the views have read it so far (see [`PartitionMirror`]).
+    pub(super) mirror: RefCell<Vec<Arc<PartitionMirror>>>,
+    pub(super) variant: PhantomData<fn() -> V>,
+}
+
+/// What the runtime's view has read of one log partition: every record below `end`,
+/// decoded and folded into the partition's view. A log only appends, so a view decodes
+/// only the records that landed since the last view of this runtime or of the runtime
+/// it was cloned from; an end offset that moves back is reported and the partition read
+/// anew.
+#[derive(Clone, Debug, Default)]
+pub(super) struct PartitionMirror {
+    pub(super) end: u64,
+    pub(super) latest: BTreeMap<StateKeyView, LatestView>,
+    pub(super) landed: BTreeMap<StateKeyView, Vec<StateView>>,
+    /// Records that could not be decoded, reported with every view.
+    pub(super) problems: Vec<String>,
+}
+
+impl<V: Variant> Clone for Runtime<V> {
+    fn clone(&self) -> Self {
+        Runtime {
+            names: Arc::clone(&self.names),
+            scheduling: self.scheduling,
+            ranked_offsets: self.ranked_offsets,
+            tracks_offsets: self.tracks_offsets,
+            log: self.log.clone(),
+            op: self.op.clone(),
+            requested: Arc::clone(&self.requested),
+            returned: Arc::clone(&self.returned),
+            in_flight: self.in_flight.clone(),
+            last_put: self.last_put,
+            supplier_calls: Arc::clone(&self.supplier_calls),
+            uncommitted: self.uncommitted.clone(),
+            committed: Arc::clone(&self.committed),
+            pending: self.pending.clone(),
+            completed: self.completed.clone(),
+            next_checkpoint: self.next_checkpoint,
+            reports: self.reports.clone(),
+            mirror: self.mirror.clone(),
+            variant: PhantomData,
+        }
+    }
+}
+
+impl<V: Variant> Runtime<V> {
+    pub(super) fn new(
+        names: Names,
+        ranked_offsets: bool,
+        tracks_offsets: bool,
+        scheduling: Scheduling,
+    ) -> Runtime<V> {
+        let mut op =
+            Operator::new(names.defs(), names.partitions).expect("action names are distinct");
+        op.set_scheduling(scheduling);
+        Runtime {
+            scheduling,
+            committed: Arc::new(vec![Vec::new(); names.keys.len()]),
+            log: vec![Arc::default(); names.partitions as usize],
+            names: Arc::new(names),
+            ranked_offsets,
+            tracks_offsets,
+            op: Some(op),
+            requested: Arc::default(),
+            returned: Arc::default(),
+            in_flight: None,
+            last_put: None,
+            supplier_calls: Arc::default(),
+            uncommitted: Vec::new(),
+            pending: Vec::new(),
+            completed: None,
+            next_checkpoint: 1,
+            reports: Vec::new(),
+            mirror: RefCell::new(Vec::new()),
+            variant: PhantomData,
+        }
+    }
+
+    /// The running operator.
+    pub fn operator(&self) -> Option<&Operator> {
+        self.op.as_ref()
+    }
+
+    /// The log's records, per partition.
+    pub fn records(&self) -> Vec<Vec<LogRecord>> {
+        self.log
+            .iter()
+            .map(|p| p.iter().map(|r| (**r).clone()).collect())
+            .collect()
+    }
+
+    pub(super) fn op(&mut self) -> Result<&mut Operator, String> {
+        self.op
+            .as_mut()
+            .ok_or_else(|| "no operator is running (crashed, not restored)".to_string())
+    }
+
+    pub(super) fn ends(&self) -> Vec<Offset> {
+        self.log.iter().map(|p| p.len() as Offset).collect()
+    }
+
+    pub(super) fn handle(&mut self, event: Event) -> Result<(), Rejection> {
+        let effects = self.op()?.handle(event).map_err(Rejection::Runtime)?;
+        Ok(self.apply(effects)?)
+    }
+
+    pub(super) fn apply(&mut self, effects: Vec<Effect>) -> Result<(), String> {
+        let mut appended = false;
+        for effect in effects {
+            match effect {
+                Effect::Call {
+                    call,
+                    function,
+                    args,
+                } => {
+                    let k = self.key_of(&call.key)?;
+                    Arc::make_mut(&mut self.requested).insert(
+                        k,
+                        Requested {
+                            call,
+                            function,
+                            args,
+                        },
+                    );
+                }
+                Effect::Emit { key, seq, .. } => {
+                    let k = self.key_of(&key)?;
+                    self.uncommitted.push((k, seq));
+                }
+                Effect::Append { key, put, record } => {
+                    if self.in_flight.is_some() {
+                        return Err(format!(
+                            "the operator sends put {put:?} of {key:?} while another put is in flight"
+                        ));
+                    }
+                    let k = self.key_of(&key)?;
+                    if self.last_put.is_some_and(|last| put <= last) {
+                        return Err(format!(
+                            "the operator reuses put id {put:?} (the last was {:?})",
+                            self.last_put
+                        ));
+                    }
+                    self.last_put = Some(put);
+                    let (state_key, _) = decode_record(&LogRecord {
+                        partition: record.partition,
+                        offset: 0,
+                        key: record.key.clone(),
+                        value: record.value.clone(),
+                    })
+                    .map_err(|e| format!("the operator's put {put:?} is undecodable: {e}"))?;
+                    if state_key.key != key {
+                        return Err(format!(
+                            "put {put:?} of key {key:?} carries a state of key {:?}",
+                            state_key.key
+                        ));
+                    }
+                    if record.partition != self.names.key_partitions[usize::from(k)] {
+                        return Err(format!(
+                            "put {put:?} of key {key:?} goes to partition {}",
+                            record.partition
+                        ));
+                    }
+                    self.in_flight = Some(InFlight {
+                        k,
+                        put,
+                        record: Arc::new(record),
+                        state_key: Arc::new(state_key),
+                        landed: None,
+                    });
+                    appended = true;
+                }
+                Effect::Flush => {
+                    if !appended {
+                        return Err("the operator flushes with no record sent".into());
+                    }
+                    appended = false;
+                }
+            }
+        }
+        if appended {
+            return Err("the operator sends a record and never flushes it".into());
+        }
+        Ok(())
+    }
+
+    pub(super) fn key_of(&self, name: &str) -> Result<u8, String> {
+        self.names
+            .key_index(name)
+            .ok_or_else(|| format!("the operator names an unknown key {name:?}"))
+    }
+
+    /// The log takes the in-flight put's record, if it has not yet: it lands at the end
+    /// of its partition.
+    pub(super) fn land(&mut self) -> Result<Offset, String> {
+        let put = self
+            .in_flight
+            .as_mut()
+            .ok_or_else(|| "no put in flight".to_string())?;
+        if let Some(offset) = put.landed {
+            return Ok(offset);
+        }
+        let partition = Arc::make_mut(&mut self.log[put.record.partition as usize]);
+        let offset = partition.len() as Offset;
+        partition.push(Arc::new(LogRecord {
+            partition: put.record.partition,
+            offset,
+            key: put.record.key.clone(),
+            value: put.record.value.clone(),
+        }));
+        put.landed = Some(offset);
+        Ok(offset)
+    }
+
+    /// The in-flight put is acknowledged (landing first if it has not).
+    pub(super) fn acknowledge(&mut self) -> Result<(), Rejection> {
+        let offset = self.land()?;
+        let put = self
+            .in_flight
+            .take()
+            .ok_or_else(|| "no put in flight".to_string())?;
+        let key = self.names.keys[usize::from(put.k)].clone();
+        self.handle(Event::PutAcked {
+            key,
+            put: put.put,
+            offset,
+        })
+    }
+
+    /// The in-flight put fails (its record landed first if `landed`): the operator must
+    /// fail.
+    pub(super) fn fail(&mut self, landed: bool) -> Result<(), Rejection> {
+        let at = if landed {
+            self.land()?
+        } else {
+            self.ends()[self
+                .in_flight
+                .as_ref()
+                .ok_or_else(|| "no put in flight".to_string())?
+                .record
+                .partition as usize]
+        };
+        let put = self
+            .in_flight
+            .take()
+            .ok_or_else(|| "no put in flight".to_string())?;
+        let key = self.names.keys[usize::from(put.k)].clone();
+        if V::swallows_failures() {
+            return self.handle(Event::PutAcked {
+                key,
+                put: put.put,
+                offset: at,
+            });
+        }
+        let error = LogError::SendFailed(format!("the model fails put {:?}", put.put));
+        match self.op()?.handle(Event::PutFailed {
+            key,
+            put: put.put,
+            error,
+        }) {
+            // A failed put fails the task: the projection shows it.
+            Err(OperatorError::Store(_)) => Ok(()),
+            Err(e) => Err(Rejection::Runtime(e)),
+            Ok(_) => Err("the operator took a failed put as saved".into()),
+        }
+    }
+
+    /// Records from the completed checkpoint's marker to the log's end whose input the
+    /// model's checkpoint `c` counts finished.
+    pub(super) fn finished_in_replay(&self, c: &model::Checkpoint) -> Result<u64, String> {
+        let marker = &self
+            .completed
+            .as_ref()
+            .ok_or_else(|| "no completed checkpoint".to_string())?
+            .marker
+            .offsets;
+        let mut skipped = 0;
+        for (&from, partition) in marker.iter().zip(&self.log) {
+            for record in partition.iter().skip(from as usize) {
+                let (sk, _) = decode_record(record).map_err(|e| e.to_string())?;
+                let v = self.names.view_of(&sk)?;
+                if v.seq < u64::from(c.finished[v.key as usize]) {
+                    skipped += 1;
+                }
+            }
+        }
+        Ok(skipped)
+    }
+
+    /// The task fails: the coordinator aborts every pending checkpoint, each of which the
+    /// operator must know; every other checkpoint taken (completed, subsumed, or lost
+    /// with an earlier operator) must be unknown to it.
+    pub(super) fn abort_checkpoints(&mut self) {
+        let Some(op) = self.op.as_mut() else { return };
+        for id in 1..self.next_checkpoint {
+            let pending = self.pending.iter().any(|p| p.id == id);
+            if op.checkpoint_aborted(id) != pending {
+                self.reports.push(format!(
+                    "aborting checkpoint {id}: the operator {} it",
+                    if pending { "does not know" } else { "knows" }
+                ));
+            }
+            // An aborted checkpoint is forgotten: aborting it again finds nothing.
+            if op.checkpoint_aborted(id) {
+                self.reports
+                    .push(format!("checkpoint {id} is still known after its abort"));
+            }
+        }
+    }
+
+    pub(super) fn crash(&mut self) {
+        self.op = None;
+        if !self.requested.is_empty() {
+            self.requested = Arc::default();
+        }
+        if !self.returned.is_empty() {
+            self.returned = Arc::default();
+        }
+        self.in_flight = None;
+        self.last_put = None;
+        self.pending.clear();
+        self.uncommitted.clear();
+    }
+
+    /// Restores; the rebuild's report when there was a checkpoint to restore from.
+    pub(super) fn restore(&mut self) -> Result<Option<RebuildReport>, Rejection> {
+        if self.op.is_some() {
+            return Err("restore while the operator runs".into());
+        }
+        let defs = self.names.defs();
+        let (mut op, report) = match &self.completed {
+            Some(cp) => {
+                let mut restoring = Operator::restore(defs, cp)?;
+                for (p, partition) in self.log.iter().enumerate() {
+                    let from = restoring.marker().get(p).copied().unwrap_or(0);
+                    for record in partition.iter().skip(from as usize) {
+                        restoring.feed(record)?;
+                    }
+                }
+                let (op, r) = restoring.finish(&self.ends())?;
+                (op, Some(r))
+            }
+            None => (Operator::new(defs, self.names.partitions)?, None),
+        };
+        op.set_scheduling(self.scheduling);
+        self.op = Some(op);
+        Ok(report)
+    }
+}
+
+/// The operator's lists (keys in progress, outstanding calls, puts in flight) agree with
+/// its per-key activity, which the view reads; a disagreement is a problem.
+pub(super) fn cross_check_lists(op: &Operator, names: &Names, problems: &mut Vec<String>) {
+    let mut in_progress: Vec<String> = names
+        .keys
+        .iter()
+        .filter(|k| op.activity(k).in_progress)
+        .cloned()
+        .collect();
+    in_progress.sort();
+    if op.keys_in_progress() != in_progress {
+        problems.push(format!(
+            "keys_in_progress {:?}, activity says {in_progress:?}",
+            op.keys_in_progress()
+        ));
+    }
+    let calls = op.outstanding_calls();
+    let awaiting = names
+        .keys
+        .iter()
+        .filter(|k| op.activity(k).awaiting.is_some())
+        .count();
+    if calls.len() != awaiting
+        || calls
+            .iter()
+            .any(|c| op.activity(&c.key).awaiting != Some(c.index))
+    {
+        problems.push(format!(
+            "outstanding_calls {calls:?} disagree with the keys' activity"
+        ));
+    }
+    let puts = op.puts_in_flight();
+    let saving = names
+        .keys
+        .iter()
+        .filter(|k| op.activity(k).saving.is_some())
+        .count();
+    if puts.len() != saving || puts.iter().any(|(k, p)| op.activity(k).saving != Some(*p)) {
+        problems.push(format!(
+            "puts_in_flight {puts:?} disagree with the keys' activity"
+        ));
+    }
+}
+
+/// The store's whole-cache accessors agree with its count and with each other.
+pub(super) fn cross_check_cache(op: &Operator, reports: &mut Vec<String>) {
+    let store = op.store();
+    let cache = store.cache();
+    let offsets = store.latest_offsets();
+    if cache.len() != store.cached_len()
+        || offsets.len() != cache.len()
+        || !cache.keys().eq(offsets.keys())
+    {
+        reports.push(format!(
+            "the store's cache ({} states), tracked offsets ({}) and count ({}) disagree",
+            cache.len(),
+            offsets.len(),
+            store.cached_len()
+        ));
+    }
+}
