@@ -49,22 +49,7 @@ fn scenario<M>(name: &str) -> Result<&'static [(&'static str, &'static str)], Us
 where
     M: Spec,
 {
-    if name == "default" {
-        return Ok(&[]);
-    }
-    M::scenarios()
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, preset)| *preset)
-        .ok_or_else(|| {
-            let mut known: Vec<&str> = vec!["default"];
-            known.extend(M::scenarios().iter().map(|(n, _)| *n));
-            UsageError(format!(
-                "unknown scenario `{name}` for model {} (scenarios: {})",
-                M::NAME,
-                known.join(", ")
-            ))
-        })
+    M::preset(name).map_err(|e| UsageError(e.0))
 }
 
 pub(crate) fn build<M>(args: &mut Args) -> Result<M, UsageError>
@@ -435,7 +420,7 @@ where
 {
     println!("{}: {}", M::NAME, M::SUMMARY);
     println!("  designs: {}", M::designs().join(", "));
-    let mut scenarios = vec!["default".to_string()];
+    let mut scenarios = vec![steadfast_model::DEFAULT_SCENARIO.to_string()];
     scenarios.extend(M::scenarios().iter().map(|(n, preset)| {
         let sets: Vec<String> = preset.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("{n} ({})", sets.join(" "))

@@ -399,15 +399,7 @@ impl Durable {
     /// The model for a design under a named scenario (`default` or one of
     /// [`Spec::scenarios`]).
     pub fn scenario(design: Design, scenario: &str) -> Result<Durable, SettingsError> {
-        let overrides: &[(&str, &str)] = if scenario == "default" {
-            &[]
-        } else {
-            SCENARIOS
-                .iter()
-                .find(|(name, _)| *name == scenario)
-                .map(|(_, o)| *o)
-                .ok_or_else(|| SettingsError(format!("unknown scenario `{scenario}`")))?
-        };
+        let overrides = Durable::preset(scenario)?;
         Durable::build(design.name(), &Settings::parse(PARAMS, overrides)?)
     }
 

@@ -267,22 +267,7 @@ impl Leadership {
         scenario: &str,
         overrides: &[(&str, &str)],
     ) -> Result<Leadership, SettingsError> {
-        let preset = SCENARIOS
-            .iter()
-            .find(|(name, _)| *name == scenario)
-            .map(|(_, preset)| *preset)
-            .or(if scenario == "default" {
-                Some(&[][..])
-            } else {
-                None
-            })
-            .ok_or_else(|| {
-                let known: Vec<_> = SCENARIOS.iter().map(|(n, _)| *n).collect();
-                SettingsError(format!(
-                    "unknown scenario `{scenario}` (known: default, {})",
-                    known.join(", ")
-                ))
-            })?;
+        let preset = Leadership::preset(scenario)?;
         let mut all: Vec<(&str, &str)> = preset.to_vec();
         all.extend_from_slice(overrides);
         Self::build(design, &Settings::parse(PARAMS, &all)?)

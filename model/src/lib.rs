@@ -75,6 +75,10 @@ pub struct Expectation {
     pub expected: Verdict,
 }
 
+/// The scenario with no overrides, available in every model besides its
+/// [`Spec::scenarios`].
+pub const DEFAULT_SCENARIO: &str = "default";
+
 /// What the checker CLI, the verdict tables and the conformance layer need of a model.
 ///
 /// A `Spec` value is a fully configured model: one design, one set of settings, and
@@ -115,6 +119,32 @@ pub trait Spec:
         &[]
     }
 
+    /// The overrides of the scenario called `name`: none for [`DEFAULT_SCENARIO`], the
+    /// preset of one of [`Spec::scenarios`], or an error naming the known scenarios.
+    fn preset(name: &str) -> Result<&'static [(&'static str, &'static str)], SettingsError> {
+        if name == DEFAULT_SCENARIO {
+            return Ok(&[]);
+        }
+        Self::scenarios()
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, preset)| *preset)
+            .ok_or_else(|| {
+                SettingsError(format!(
+                    "unknown scenario `{name}` for model {} (scenarios: {})",
+                    Self::NAME,
+                    Self::scenario_names().join(", ")
+                ))
+            })
+    }
+
+    /// Every scenario's name, [`DEFAULT_SCENARIO`] first.
+    fn scenario_names() -> Vec<&'static str> {
+        let mut names = vec![DEFAULT_SCENARIO];
+        names.extend(Self::scenarios().iter().map(|(n, _)| *n));
+        names
+    }
+
     /// Builds the model for a design (by name) and validated settings. Unknown design
     /// names and inconsistent settings are errors naming the problem.
     fn build(design: &str, settings: &Settings) -> Result<Self, SettingsError>;
@@ -151,5 +181,51 @@ pub trait Spec:
     /// turns it on and [`check::try_check`] refuses it for BFS or when this is `None`.
     fn representative(&self) -> Option<Representative<Self::State>> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every expected verdict names a design and a scenario the model has, so the
+    /// tables cannot drift from the design enums and the scenario presets.
+    fn names_are_known<M: Spec>() {
+        let (designs, scenarios) = (M::designs(), M::scenario_names());
+        for e in M::expectations() {
+            assert!(
+                designs.contains(&e.design),
+                "{}: design {}",
+                M::NAME,
+                e.design
+            );
+            assert!(
+                scenarios.contains(&e.scenario),
+                "{}: scenario {}",
+                M::NAME,
+                e.scenario
+            );
+            M::preset(e.scenario).expect("a known scenario has a preset");
+        }
+    }
+
+    #[test]
+    fn expectations_name_known_designs_and_scenarios() {
+        names_are_known::<leadership::Leadership>();
+        names_are_known::<durable::Durable>();
+        assert_eq!(
+            leadership::Leadership::designs(),
+            leadership::Design::ALL.map(leadership::Design::name)
+        );
+        assert_eq!(
+            durable::Durable::designs(),
+            durable::DESIGNS.map(durable::Design::name)
+        );
+        let e = leadership::Leadership::preset("ordering-c").unwrap_err();
+        assert_eq!(
+            e.0,
+            "unknown scenario `ordering-c` for model leadership \
+             (scenarios: default, ordering-a, ordering-b, all)"
+        );
     }
 }

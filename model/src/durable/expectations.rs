@@ -2,7 +2,7 @@
 //! design and scenario, extended to every property.
 
 use super::{property, DESIGNS};
-use crate::{Expectation, Verdict};
+use crate::{Expectation, Verdict, DEFAULT_SCENARIO};
 
 fn verdict_rows(
     scenario: &'static str,
@@ -36,10 +36,10 @@ pub(super) fn table() -> Vec<Expectation> {
         (MARKER_IS_SAFE, [Ce, H, H, H]),
     ];
     for (p, v) in default {
-        rows.extend(verdict_rows("default", p, v));
+        rows.extend(verdict_rows(DEFAULT_SCENARIO, p, v));
     }
     for p in REACHABILITY {
-        rows.extend(verdict_rows("default", p, [R, R, R, R]));
+        rows.extend(verdict_rows(DEFAULT_SCENARIO, p, [R, R, R, R]));
     }
     let scenarios: [(&str, &str, [Verdict; 4]); 13] = [
         // The seed's synchronous executor: the bug needs two crashes.

@@ -55,7 +55,11 @@ pub(super) fn table() -> Vec<Expectation> {
             ],
         ),
     ];
-    let scenarios = ["ordering-a", "ordering-b", "all"];
+    // The scenarios' names, from the one table that defines them.
+    let &[(ordering_a, _), (ordering_b, _), (all, _)] = super::SCENARIOS else {
+        unreachable!("the leadership model has three scenarios");
+    };
+    let scenarios = [ordering_a, ordering_b, all];
     let mut table = Vec::new();
     for (design, rows) in safety {
         for (property, verdicts) in rows {
@@ -74,11 +78,11 @@ pub(super) fn table() -> Vec<Expectation> {
         // design lets a job finish: every other design loses the terminal value on the
         // close the signal must wait for.
         for (scenario, a, b) in [
-            ("ordering-a", Reached, Unreached),
-            ("ordering-b", Unreached, Reached),
-            ("all", Reached, Reached),
+            (ordering_a, Reached, Unreached),
+            (ordering_b, Unreached, Reached),
+            (all, Reached, Reached),
         ] {
-            let finishes = if scenario == "ordering-b" && design != Design::Fixed {
+            let finishes = if scenario == ordering_b && design != Design::Fixed {
                 Unreached
             } else {
                 Reached
