@@ -252,6 +252,24 @@ pub struct Records {
     pub landed: StateSet,
 }
 
+/// The present entries of a per-state-key container, named by state key, in slot order.
+fn present<T>(get: impl Fn(usize) -> Option<T>) -> impl Iterator<Item = (StateKey, T)> {
+    (0..MAX_SLOTS).filter_map(move |slot| Some((StateKey::of_slot(slot), get(slot)?)))
+}
+
+/// `Debug` of a per-state-key container: its present entries, as a map by state key.
+macro_rules! debug_entries {
+    ($($container:ty),*) => {$(
+        impl std::fmt::Debug for $container {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_map().entries(self.entries()).finish()
+            }
+        }
+    )*};
+}
+
+debug_entries!(Log, Cache, AckedOffsets);
+
 /// The log as the model sees it: per state key, what its records show once one landed.
 ///
 /// Kept field by field (one array per field, absent entries zero) so the fingerprint
@@ -291,13 +309,7 @@ impl Log {
 
     /// Every state key with a landed record, in slot order.
     pub fn entries(&self) -> impl Iterator<Item = (StateKey, Records)> + '_ {
-        (0..MAX_SLOTS).filter_map(|slot| Some((StateKey::of_slot(slot), self.get(slot)?)))
-    }
-}
-
-impl std::fmt::Debug for Log {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map().entries(self.entries()).finish()
+        present(|slot| self.get(slot))
     }
 }
 
@@ -346,13 +358,7 @@ impl Cache {
 
     /// Every cached state key and its state, in slot order.
     pub fn entries(&self) -> impl Iterator<Item = (StateKey, ActionState)> + '_ {
-        (0..MAX_SLOTS).filter_map(|slot| Some((StateKey::of_slot(slot), self.get(slot)?)))
-    }
-}
-
-impl std::fmt::Debug for Cache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map().entries(self.entries()).finish()
+        present(|slot| self.get(slot))
     }
 }
 
@@ -396,13 +402,7 @@ impl AckedOffsets {
 
     /// Every tracked state key and its offset, in slot order.
     pub fn entries(&self) -> impl Iterator<Item = (StateKey, u8)> + '_ {
-        (0..MAX_SLOTS).filter_map(|slot| Some((StateKey::of_slot(slot), self.get(slot)?)))
-    }
-}
-
-impl std::fmt::Debug for AckedOffsets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map().entries(self.entries()).finish()
+        present(|slot| self.get(slot))
     }
 }
 
