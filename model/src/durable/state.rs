@@ -770,9 +770,10 @@ const NH_KEYS: [u64; 22] = [
 impl std::hash::Hash for State {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         // Every field but the `supplier_runs` ghost, as bytes (the per-state-key arrays
-        // as they are held; one byte per phase, put field and counter), laid out as 22 words, compressed NH-style (sum
-        // of products of key-offset word pairs, 128 bits) and handed to the hasher as two
-        // words: far fewer hasher rounds than the fields one by one.
+        // as they are held; one byte per phase, put field and counter), laid out as 22
+        // words, compressed NH-style (sum of products of key-offset word pairs, 128
+        // bits) and handed to the hasher as two words: far fewer hasher rounds than the
+        // fields one by one.
         let acked = self.acked_offset.0;
         let offset = self.log.offset;
         let landed = self.log.landed;
