@@ -483,7 +483,7 @@ impl Durable {
         debug_assert!(put.offset.is_none(), "a put lands once");
         put.offset = Some(offset);
         let slot = record.state_key.slot();
-        let mut landed = next.log.get(slot).map_or(StateSet::default(), |r| r.landed);
+        let mut landed = next.landed_states(record.state_key);
         landed.insert(record.state);
         next.log.set(
             slot,
