@@ -19,10 +19,11 @@
 //!   with exactly [`Effect::Append`] of the model's record (state key, saved results)
 //!   and [`Effect::Flush`]; the put is then in flight;
 //! - `CompleteAction(k)`: [`Event::Continue`]; the same check, for the completed state;
-//! - `LandPut`: the log takes the in-flight record (asynchronous puts only);
-//! - `AckPut`: the log takes the record if it has not yet, then [`Event::PutAcked`] with
-//!   its offset;
-//! - `FailPut { landed }`: the log takes the record if `landed`, then
+//! - `LandPut(k)`: the log takes key `k`'s in-flight record (asynchronous or concurrent
+//!   puts only);
+//! - `AckPut(k)`: the log takes the record if it has not yet, then [`Event::PutAcked`]
+//!   with its offset;
+//! - `FailPut { key, landed }`: the log takes the record if `landed`, then
 //!   [`Event::PutFailed`]; the operator must fail;
 //! - `TriggerCheckpoint`: [`Operator::snapshot`] with the next checkpoint id (ids count
 //!   from 1, as the model's do) and the log's end offsets; `CompleteCheckpoint(id)`:
@@ -143,14 +144,16 @@ impl<V: Variant> Conformant<V> {
     /// The model's projection of `s`, written over `out` (see [`resize`], [`refill`]).
     fn view_model(m: &Durable, s: &model::State, out: &mut View) {
         let b = m.bounds;
-        let in_flight = s.put.map(|p| p.record.state_key);
         out.up = !s.down;
         out.failed = s.failed;
         resize(&mut out.keys, if s.down { 0 } else { b.keys as usize });
         for (k, view) in out.keys.iter_mut().enumerate() {
             let phase = s.phase[k];
-            // The put that failed ended its action.
-            let ended = s.failed && matches!(phase, Phase::AwaitPut(_) | Phase::AwaitCompletion);
+            // The put that failed ended its action (other keys' puts may still be in
+            // flight, their actions waiting).
+            let ended = s.failed
+                && s.puts[k].is_none()
+                && matches!(phase, Phase::AwaitPut(_) | Phase::AwaitCompletion);
             // The runtime reuses every matching saved result when the action
             // starts: at call i it already waits for the first unsaved call.
             let awaiting = match phase {
@@ -179,7 +182,7 @@ impl<V: Variant> Conformant<V> {
         refill(
             &mut out.cache,
             Self::state_keys(m)
-                .filter(|sk| Some(*sk) != in_flight)
+                .filter(|sk| !s.put_in_flight(*sk))
                 .filter_map(|sk| {
                     s.cached(sk).map(|st| CachedView {
                         state_key: sk_view(sk),
@@ -193,7 +196,7 @@ impl<V: Variant> Conformant<V> {
         out.tracked_keys = (0..b.keys)
             .filter(|&k| {
                 Self::state_keys(m)
-                    .any(|sk| sk.key == k && Some(sk) != in_flight && s.cached(sk).is_some())
+                    .any(|sk| sk.key == k && !s.put_in_flight(sk) && s.cached(sk).is_some())
             })
             .count() as u64;
         resize(&mut out.log, b.partitions as usize);
@@ -292,7 +295,7 @@ impl<V: Variant> Conformant<V> {
                     view.ready = activity.ready;
                 }
                 cross_check_lists(op, names, problems);
-                let in_flight = rt.in_flight.as_ref().map(|put| &*put.state_key);
+                let in_flight = |sk: &ImplKey| rt.puts_in_flight().any(|put| *put.state_key == *sk);
                 let store = op.store();
                 // Each cached state has its tracked offset, in its key's partition.
                 let offset_of = |sk: &ImplKey, problems: &mut Vec<String>| {
@@ -318,7 +321,7 @@ impl<V: Variant> Conformant<V> {
                     if store.offset_of(sk) != Some((partition, offset)) {
                         problems.push(format!("cache: offset_of {sk:?} disagrees with entry_of"));
                     }
-                    if Some(sk) == in_flight {
+                    if in_flight(sk) {
                         continue;
                     }
                     if partition != names.key_partitions[usize::from(v.key)] {
@@ -333,7 +336,7 @@ impl<V: Variant> Conformant<V> {
                 if found != store.cached_len() {
                     cache.clear();
                     for (sk, st) in store.cache() {
-                        if Some(&sk) == in_flight {
+                        if in_flight(&sk) {
                             continue;
                         }
                         let Some(offset) = offset_of(&sk, problems) else {
@@ -422,19 +425,22 @@ impl<V: Variant> Conformant<V> {
         out.cache_size = rt.op.as_ref().map_or(0, |op| {
             let store = op.store();
             let open = rt
-                .in_flight
-                .as_ref()
-                .filter(|put| store.get(&put.state_key).is_some());
-            (store.cached_len() - usize::from(open.is_some())) as u64
+                .puts_in_flight()
+                .filter(|put| store.get(&put.state_key).is_some())
+                .count();
+            (store.cached_len() - open) as u64
         });
         out.tracked_keys = rt.op.as_ref().map_or(0, |op| {
             let store = op.store();
-            // The in-flight put's key is left out when that state is its only one.
-            let alone = rt.in_flight.as_ref().is_some_and(|put| {
-                let open = &put.state_key;
-                store.get(open).is_some() && store.cached_count_of(&open.key) == 1
-            });
-            store.tracked_keys().saturating_sub(usize::from(alone)) as u64
+            // A key with a put in flight is left out when that state is its only one.
+            let alone = rt
+                .puts_in_flight()
+                .filter(|put| {
+                    let open = &put.state_key;
+                    store.get(open).is_some() && store.cached_count_of(&open.key) == 1
+                })
+                .count();
+            store.tracked_keys().saturating_sub(alone) as u64
         });
         resize(&mut out.pending, rt.pending.len());
         for (view, p) in out.pending.iter_mut().zip(&rt.pending) {
@@ -525,10 +531,10 @@ impl<V: Variant> Conformant<V> {
                 rt.handle(Event::Continue { key: name(k) })?;
                 Self::check_put(rt, s, k, 0, true)
             }
-            Action::AckPut if s.put.is_none() => Self::stale_outcome(m, rt, s),
-            Action::AckPut => rt.acknowledge(),
-            Action::FailPut { landed } => rt.fail(landed),
-            Action::LandPut => rt.land().map(|_| ()).map_err(Rejection::from),
+            Action::AckPut(k) if s.puts[k as usize].is_none() => Self::stale_outcome(rt, s, k),
+            Action::AckPut(k) => rt.acknowledge(k),
+            Action::FailPut { key, landed } => rt.fail(key, landed),
+            Action::LandPut(k) => rt.land(k).map(|_| ()).map_err(Rejection::from),
             Action::TriggerCheckpoint => {
                 let id = rt.next_checkpoint;
                 let ends = rt.ends();
@@ -599,8 +605,11 @@ impl<V: Variant> Conformant<V> {
                 Ok(())
             }
             Action::Crash { landed } => {
-                if landed && rt.in_flight.is_some() {
-                    rt.land()?;
+                if landed {
+                    // Sequential puts: the one in flight.
+                    if let Some(k) = s.puts_in_flight().find(|p| p.offset.is_none()) {
+                        rt.land(k.record.state_key.key)?;
+                    }
                 }
                 rt.abort_checkpoints();
                 rt.crash();
@@ -653,10 +662,8 @@ impl<V: Variant> Conformant<V> {
         calls: u8,
         completed: bool,
     ) -> Result<(), Rejection> {
-        let put = rt
-            .in_flight
+        let put = rt.in_flight[usize::from(k)]
             .as_ref()
-            .filter(|put| put.k == k)
             .ok_or_else(|| format!("the operator sent no put for key {k}"))?;
         let want = rt.names.state_key(s.head(k as usize));
         if *put.state_key != want {
@@ -688,11 +695,11 @@ impl<V: Variant> Conformant<V> {
         Ok(())
     }
 
-    /// `AckPut` with no put in flight: the outcome of the call before key `k`'s current
-    /// one arrives again. The operator must refuse it.
-    fn stale_outcome(_m: &Durable, rt: &mut Runtime<V>, s: &model::State) -> Result<(), Rejection> {
-        let (k, i) = Self::stale_call(s)
-            .ok_or_else(|| "no put in flight and no earlier call to repeat".to_string())?;
+    /// `AckPut(k)` with no put of key `k` in flight: the outcome of the call before key
+    /// `k`'s current one arrives again. The operator must refuse it.
+    fn stale_outcome(rt: &mut Runtime<V>, s: &model::State, k: u8) -> Result<(), Rejection> {
+        let i = Self::stale_call(s, k)
+            .ok_or_else(|| format!("no put of key {k} in flight and no earlier call to repeat"))?;
         let sk = rt.names.state_key(s.head(k as usize));
         let call = CallRef {
             key: sk.key,
@@ -705,11 +712,12 @@ impl<V: Variant> Conformant<V> {
         rt.handle(Event::CallReturned { call, outcome })
     }
 
-    fn stale_call(s: &model::State) -> Option<(u8, u8)> {
-        (0..model::MAX_KEYS).find_map(|k| match s.phase[k] {
-            Phase::AtCall(i) if i >= 1 => Some((k as u8, i - 1)),
+    /// The call before key `k`'s current one, if it is at a call after its first.
+    fn stale_call(s: &model::State, k: u8) -> Option<u8> {
+        match s.phase[k as usize] {
+            Phase::AtCall(i) if i >= 1 => Some(i - 1),
             _ => None,
-        })
+        }
     }
 
     fn forbidden(m: &Durable, s: &model::State) -> Vec<Action> {
@@ -746,13 +754,16 @@ impl<V: Variant> Conformant<V> {
                 probes.push(Action::StartAction(k));
             }
         }
-        if s.put.is_none() && Self::stale_call(s).is_some() {
-            probes.push(Action::AckPut);
+        // The first key (in key order) at a later call with no put of its own in flight.
+        if let Some(k) =
+            (0..b.keys).find(|&k| s.puts[k as usize].is_none() && Self::stale_call(s, k).is_some())
+        {
+            probes.push(Action::AckPut(k));
         }
         // A snapshot while a put is in flight, where nothing else holds it back: the
         // model's synchronous puts never take it, and the operator must refuse it.
         let quiet = b.mid_action_checkpoints || !running;
-        if s.put.is_some()
+        if s.any_put()
             && b.synchronous_puts
             && quiet
             && s.checkpoints < b.checkpoints

@@ -103,6 +103,61 @@ fn every_transition_with_a_send_failing_after_landing() {
     full_coverage("fixed, fail-after-landing", &m, &with_fail_put());
 }
 
+/// Every key's put in flight at once (the driver's group commit): the puts land and are
+/// answered in any order, a crash keeps the landed ones, a failure leaves the others
+/// landing; the operator's answers and refusals (no snapshot while any is in flight)
+/// agree with the model at every step.
+#[test]
+fn every_transition_with_concurrent_puts() {
+    let m = model(
+        "fixed",
+        &[
+            ("concurrent-puts", "true"),
+            ("send-failures", "1"),
+            ("fail-after-landing", "true"),
+        ],
+    );
+    let mut kinds = with_fail_put();
+    kinds.push("LandPut");
+    kinds.sort();
+    let c = full_coverage("fixed, concurrent puts", &m, &kinds);
+    assert_eq!((c.unique_states, c.transitions), (133_413, 292_990));
+    assert!(c.probes > 0);
+    // Along one path: both keys' puts sent, key 1's landing and answered first; the
+    // operator has both in flight at once and agrees with the model at every step.
+    use Action::*;
+    let steps = [
+        DeliverInput(0),
+        DeliverInput(1),
+        StartAction(0),
+        StartAction(1),
+        CallSupplier(0),
+        CallSupplier(1),
+        SendPut(0),
+        SendPut(1),
+        LandPut(1),
+        LandPut(0),
+        AckPut(1),
+        AckPut(0),
+    ];
+    let mut state = m.init_states().remove(0);
+    let mut rt = DurableBinding::start(&m, &state);
+    for (i, a) in steps.iter().enumerate() {
+        DurableBinding::step(&m, &mut rt, &state, a).unwrap_or_else(|e| panic!("{a:?}: {e}"));
+        state = m.next_state(&state, *a).expect("enabled");
+        assert_eq!(
+            DurableBinding::model_view(&m, &state),
+            DurableBinding::runtime_view(&rt),
+            "after {a:?}"
+        );
+        let in_flight = rt.operator().expect("running").puts_in_flight().len();
+        assert_eq!(in_flight, state.puts_in_flight().count(), "after {a:?}");
+        if i == 8 {
+            assert_eq!(in_flight, 2);
+        }
+    }
+}
+
 #[test]
 fn every_transition_with_two_crashes() {
     full_coverage(
@@ -349,7 +404,7 @@ fn end_offset_marker_diverges_at_the_first_checkpoint_after_a_save() {
             "StartAction(0)",
             "CallSupplier(0)",
             "SendPut(0)",
-            "AckPut",
+            "AckPut(0)",
             "TriggerCheckpoint"
         ]
     );
@@ -390,7 +445,7 @@ fn cache_before_ack_diverges_at_the_first_failed_send() {
             "StartAction(0)",
             "CallSupplier(0)",
             "SendPut(0)",
-            "FailPut { landed: false }"
+            "FailPut { key: 0, landed: false }"
         ]
     );
     assert_eq!(d.step, 5);
@@ -440,7 +495,7 @@ fn unpatched_counterexample_departs_where_the_fix_acts() {
             Action::StartAction(0),
             Action::CallSupplier(0),
             Action::SendPut(0),
-            Action::AckPut,
+            Action::AckPut(0),
             Action::TriggerCheckpoint,
             Action::CompleteCheckpoint(1),
             Action::Crash { landed: false },
@@ -503,7 +558,7 @@ fn eager_run_steps(m: &EagerDurable) -> (BTreeMap<String, usize>, usize) {
         for (e, next) in m.events(&s) {
             for a in &e.steps {
                 let kind = match a {
-                    Action::FailPut { landed } | Action::Crash { landed } => {
+                    Action::FailPut { landed, .. } | Action::Crash { landed } => {
                         format!("{} landed={landed}", DurableBinding::kind(a))
                     }
                     _ => DurableBinding::kind(a),
@@ -569,7 +624,7 @@ fn eager_events_out_of_the_first_states() {
     // (checkpoint 1 completed first makes crashes possible).
     assert_eq!(
         last,
-        ["CallSupplier(0) [SendPut(0), AckPut, CompleteAction(0), AckPut]"]
+        ["CallSupplier(0) [SendPut(0), AckPut(0), CompleteAction(0), AckPut(0)]"]
     );
     let trigger = m
         .model
@@ -588,9 +643,9 @@ fn eager_events_out_of_the_first_states() {
         [
             "CallSupplier(0) [SendPut(0), Crash { landed: false }]",
             "CallSupplier(0) [SendPut(0), Crash { landed: true }]",
-            "CallSupplier(0) [SendPut(0), AckPut, CompleteAction(0), Crash { landed: false }]",
-            "CallSupplier(0) [SendPut(0), AckPut, CompleteAction(0), Crash { landed: true }]",
-            "CallSupplier(0) [SendPut(0), AckPut, CompleteAction(0), AckPut]",
+            "CallSupplier(0) [SendPut(0), AckPut(0), CompleteAction(0), Crash { landed: false }]",
+            "CallSupplier(0) [SendPut(0), AckPut(0), CompleteAction(0), Crash { landed: true }]",
+            "CallSupplier(0) [SendPut(0), AckPut(0), CompleteAction(0), AckPut(0)]",
         ]
     );
 }
@@ -773,8 +828,8 @@ fn eager_one_step_per_event_diverges_when_an_action_should_complete() {
         d.trace,
         [
             "DeliverInput(0) [StartAction(0)]",
-            "CallSupplier(0) [SendPut(0), AckPut]",
-            "CallSupplier(0) [SendPut(0), AckPut, CompleteAction(0), AckPut]",
+            "CallSupplier(0) [SendPut(0), AckPut(0)]",
+            "CallSupplier(0) [SendPut(0), AckPut(0), CompleteAction(0), AckPut(0)]",
         ]
     );
     let Problem::Projection(fields) = &d.problem else {
@@ -839,7 +894,7 @@ fn asynchronous_puts_counterexample_is_refused_at_its_snapshot() {
     let states = path.into_vec();
     let snapshot_in_flight = states
         .iter()
-        .position(|(s, a)| *a == Some(Action::TriggerCheckpoint) && s.put.is_some())
+        .position(|(s, a)| *a == Some(Action::TriggerCheckpoint) && s.any_put())
         .expect("the counterexample snapshots while a put is in flight");
     let mut rt = DurableBinding::start(&m, &states[0].0);
     for (i, (state, action)) in states.iter().enumerate() {
@@ -899,8 +954,8 @@ fn a_snapshot_while_a_put_is_in_flight_is_refused() {
     );
     assert_eq!(DurableBinding::runtime_view(&probe), before);
     // Acknowledged, the put no longer holds the snapshot back.
-    let after_ack = m.next_state(at, Action::AckPut).unwrap();
-    DurableBinding::step(&m, &mut rt, at, &Action::AckPut).unwrap();
+    let after_ack = m.next_state(at, Action::AckPut(0)).unwrap();
+    DurableBinding::step(&m, &mut rt, at, &Action::AckPut(0)).unwrap();
     DurableBinding::step(&m, &mut rt, &after_ack, &Action::TriggerCheckpoint).unwrap();
 }
 

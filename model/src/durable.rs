@@ -25,6 +25,9 @@
 //!   (patched designs) and, in one intermediate design, a per-key boundary map;
 //! - the *log* holds records (whole action states) per partition; puts are sent one at a
 //!   time (they are sequential within a subtask), land, and are acknowledged or fail.
+//!   With `concurrent-puts`, every key may have a put of its own in flight (the
+//!   runtime's group commit: the puts of several keys share one flush); they land in
+//!   any order and are answered in any order.
 //!   Replay is last-writer-wins per state key, so the model keeps of each state key's
 //!   records what a replay or a property can observe: the latest one and its offset, and
 //!   the set of states that ever landed for it;
@@ -162,14 +165,20 @@ pub enum Action {
     SendPut(u8),
     /// All calls done: the state marked completed is sent to the log.
     CompleteAction(u8),
-    /// The in-flight put's record lands in its partition, its acknowledgement not yet
-    /// back (only with asynchronous puts; synchronous puts land and are acknowledged in
-    /// one step, since nothing that reads the log can come in between).
-    LandPut,
-    /// The producer learns the landed record's offset (landing it first if needed).
-    AckPut,
-    /// The producer sees the send fail; `landed`: the record reached the log anyway.
+    /// The key's in-flight put's record lands in its partition, its acknowledgement not
+    /// yet back. Only with asynchronous puts, or with concurrent puts (where the order
+    /// in which several puts land, and which land before a crash, matter); otherwise a
+    /// put lands and is acknowledged in one step, since nothing that reads the log can
+    /// come in between.
+    LandPut(u8),
+    /// The producer learns the offset of the key's landed record (landing it first if
+    /// needed).
+    AckPut(u8),
+    /// The producer sees the key's send fail; `landed`: the record reached the log
+    /// anyway.
     FailPut {
+        /// The key whose put fails.
+        key: u8,
         /// Whether the record landed before the failure.
         landed: bool,
     },
@@ -180,7 +189,9 @@ pub enum Action {
     /// dropped and never completes.
     CompleteCheckpoint(u8),
     /// The task fails; everything not checkpointed is lost. An in-flight send that had
-    /// not landed lands (`landed`) or is lost: both are explored.
+    /// not landed lands (`landed`) or is lost: both are explored. With concurrent puts,
+    /// the sends that land first do so by [`Action::LandPut`] steps, and a crash loses
+    /// the rest (`landed` is false).
     Crash {
         /// Whether the in-flight send lands (false when no send is in flight).
         landed: bool,
@@ -215,6 +226,8 @@ pub struct Bounds {
     pub fail_after_landing: bool,
     /// No snapshot between a record's send and its acknowledgement.
     pub synchronous_puts: bool,
+    /// Every key may have a put in flight at once; otherwise puts are sequential.
+    pub concurrent_puts: bool,
     /// Checkpoints (and other keys' steps) may come between an action's calls
     /// (continuation executor); otherwise an action runs alone, start to completion.
     pub mid_action_checkpoints: bool,
@@ -318,6 +331,11 @@ const PARAMS: &[Param] = &[
         kind: ParamKind::Bool { default: true },
     },
     Param {
+        name: "concurrent-puts",
+        help: "puts of different keys may be in flight at once (group commit)",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
         name: "mid-action-checkpoints",
         help: "checkpoints may come between an action's calls (continuation executor)",
         kind: ParamKind::Bool { default: true },
@@ -359,6 +377,19 @@ const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
     (
         "asynchronous-puts",
         &[("synchronous-puts", "false"), ("inputs", "1")],
+    ),
+    (
+        "concurrent-puts",
+        &[("concurrent-puts", "true"), ("inputs", "1")],
+    ),
+    (
+        "concurrent-puts-fail-after-landing",
+        &[
+            ("concurrent-puts", "true"),
+            ("send-failures", "1"),
+            ("fail-after-landing", "true"),
+            ("inputs", "1"),
+        ],
     ),
     (
         "restart-without-checkpoint",
@@ -472,10 +503,10 @@ impl Durable {
         }
     }
 
-    /// The in-flight put's record lands at the end of its partition.
-    fn land(&self, next: &mut State) {
-        let Some(put) = next.put.as_mut() else {
-            unreachable!("land without a put in flight");
+    /// Key `k`'s in-flight put's record lands at the end of its partition.
+    fn land(&self, next: &mut State, k: usize) {
+        let Some(put) = next.puts[k].as_mut() else {
+            unreachable!("land without a put of key {k} in flight");
         };
         let record = put.record;
         let p = self.partition(record.state_key.key);
@@ -514,11 +545,11 @@ impl Durable {
                     note(o);
                 }
             }
-            let put_here = s
-                .put
-                .filter(|put| self.partition(put.record.state_key.key) == p);
-            if let Some(o) = put_here.and_then(|put| put.offset) {
-                note(o);
+            for put in s.puts.iter().flatten() {
+                if let (Some(o), true) = (put.offset, self.partition(put.record.state_key.key) == p)
+                {
+                    note(o);
+                }
             }
             for c in s.pending.iter().chain([&s.completed]).flatten() {
                 note(c.marker[p]);
@@ -545,8 +576,8 @@ impl Durable {
                 }
                 s.acked_offset.set(slot, s.acked_offset.get(slot).map(rank));
             }
-            if put_here.is_some() {
-                if let Some(put) = s.put.as_mut() {
+            for put in s.puts.iter_mut().flatten() {
+                if self.partition(put.record.state_key.key) == p {
                     put.offset = put.offset.map(rank);
                 }
             }
@@ -591,7 +622,7 @@ impl Model for Durable {
             | Action::SendPut(k)
             | Action::CompleteAction(k) => Some(1 + usize::from(k)),
             Action::CallSupplier(_) => Some(1 + keys),
-            Action::LandPut | Action::AckPut | Action::FailPut { .. } => Some(2 + keys),
+            Action::LandPut(_) | Action::AckPut(_) | Action::FailPut { .. } => Some(2 + keys),
             Action::TriggerCheckpoint | Action::CompleteCheckpoint(_) => Some(3 + keys),
             Action::Crash { .. } | Action::Restore => None,
         };
@@ -612,11 +643,19 @@ impl Model for Durable {
             return;
         }
         if s.failed {
+            // Other keys' concurrent puts may still land before the task is gone.
+            if b.concurrent_puts {
+                for put in s.puts_in_flight().filter(|p| p.offset.is_none()) {
+                    actions.push(Action::LandPut(put.record.state_key.key));
+                }
+            }
             if self.can_crash(s) {
                 actions.push(Action::Crash { landed: false });
             }
             return;
         }
+        // Sequential puts may send only when no put is in flight.
+        let may_send = b.concurrent_puts || !s.any_put();
         // The synchronous executor runs one action start to completion with nothing
         // else on the mailbox in between; the continuation executor interleaves.
         let exclusive = !b.mid_action_checkpoints && self.any_running(s);
@@ -640,39 +679,50 @@ impl Model for Durable {
                     }
                 }
                 Phase::AtCall(_) => {
-                    if s.put.is_none() {
+                    if may_send {
                         actions.push(Action::CompleteAction(k));
                     }
                 }
                 Phase::HaveResult(_) => {
-                    if s.put.is_none() {
+                    if may_send {
                         actions.push(Action::SendPut(k));
                     }
                 }
                 Phase::AwaitPut(_) | Phase::AwaitCompletion => {}
             }
         }
-        if let Some(put) = s.put {
+        // A landing is a step of its own where something can observe it between the
+        // send and the answer: a snapshot (asynchronous puts), or another put landing
+        // or a crash (concurrent puts).
+        let lands_apart = !b.synchronous_puts || b.concurrent_puts;
+        let may_fail = s.failed_sends < b.send_failures;
+        for put in s.puts_in_flight() {
+            let k = put.record.state_key.key;
             let landed = put.offset.is_some();
-            if !landed && !b.synchronous_puts {
-                actions.push(Action::LandPut);
+            if !landed && lands_apart {
+                actions.push(Action::LandPut(k));
             }
-            if landed || b.synchronous_puts {
-                actions.push(Action::AckPut);
+            if landed || !lands_apart {
+                actions.push(Action::AckPut(k));
             }
-            let may_fail = s.failed_sends < b.send_failures;
             if !landed && may_fail {
-                actions.push(Action::FailPut { landed: false });
+                actions.push(Action::FailPut {
+                    key: k,
+                    landed: false,
+                });
             }
-            if may_fail && b.fail_after_landing && (landed || b.synchronous_puts) {
-                actions.push(Action::FailPut { landed: true });
+            if may_fail && b.fail_after_landing && (landed || !lands_apart) {
+                actions.push(Action::FailPut {
+                    key: k,
+                    landed: true,
+                });
             }
         }
         let quiet = b.mid_action_checkpoints || !self.any_running(s);
         let pending = s.pending_count();
         if pending < b.concurrent_checkpoints as usize
             && s.checkpoints < b.checkpoints
-            && (s.put.is_none() || !b.synchronous_puts)
+            && (!s.any_put() || !b.synchronous_puts)
             && quiet
         {
             actions.push(Action::TriggerCheckpoint);
@@ -684,7 +734,8 @@ impl Model for Durable {
         }
         if self.can_crash(s) {
             actions.push(Action::Crash { landed: false });
-            if s.put.is_some_and(|put| put.offset.is_none()) {
+            // Concurrent puts land before a crash by their own steps.
+            if !b.concurrent_puts && s.puts_in_flight().any(|put| put.offset.is_none()) {
                 actions.push(Action::Crash { landed: true });
             }
         }
@@ -736,8 +787,12 @@ impl Model for Durable {
                     Phase::HaveResult(i) => (ActionState::with_calls(i + 1), Phase::AwaitPut(i)),
                     _ => (ActionState::COMPLETED, Phase::AwaitCompletion),
                 };
-                debug_assert!(s.put.is_none(), "puts are sequential");
-                next.put = Some(Put {
+                debug_assert!(
+                    self.bounds.concurrent_puts || !s.any_put(),
+                    "puts are sequential"
+                );
+                debug_assert!(s.puts[ku].is_none(), "a key has one put in flight");
+                next.puts[ku] = Some(Put {
                     record: Record {
                         state_key: sk,
                         state,
@@ -749,14 +804,14 @@ impl Model for Durable {
                 }
                 next.phase[ku] = phase;
             }
-            Action::LandPut => self.land(&mut next),
-            Action::AckPut => {
-                let put = s.put?;
+            Action::LandPut(k) => self.land(&mut next, k as usize),
+            Action::AckPut(k) => {
+                let k = k as usize;
+                let put = s.puts[k]?;
                 if put.offset.is_none() {
-                    self.land(&mut next);
+                    self.land(&mut next, k);
                 }
-                let offset = next.put.and_then(|p| p.offset);
-                let k = put.record.state_key.key as usize;
+                let offset = next.puts[k].and_then(|p| p.offset);
                 let slot = put.record.state_key.slot();
                 if !self.design.caches_before_ack() {
                     next.cache.set(slot, Some(put.record.state));
@@ -764,17 +819,17 @@ impl Model for Durable {
                 if self.design.rewinds_marker() {
                     next.acked_offset.set(slot, offset);
                 }
-                next.put = None;
+                next.puts[k] = None;
                 self.after_put(&mut next, k);
             }
-            Action::FailPut { landed } => {
-                let put = s.put?;
+            Action::FailPut { key, landed } => {
+                let k = key as usize;
+                let put = s.puts[k]?;
                 next.failed_sends += 1;
                 if landed && put.offset.is_none() {
-                    self.land(&mut next);
+                    self.land(&mut next, k);
                 }
-                let k = put.record.state_key.key as usize;
-                next.put = None;
+                next.puts[k] = None;
                 if self.design.caches_before_ack() {
                     // Old order: flush does not surface the send's error; the action goes
                     // on with the state cached as if saved.
@@ -828,7 +883,14 @@ impl Model for Durable {
                     next.events.crash_mid_action = true;
                 }
                 if landed {
-                    self.land(&mut next);
+                    // Sequential puts: the one in flight.
+                    let k = s
+                        .puts_in_flight()
+                        .find(|p| p.offset.is_none())?
+                        .record
+                        .state_key
+                        .key;
+                    self.land(&mut next, k as usize);
                 }
                 // Everything volatile goes; the log, the completed checkpoint, committed
                 // output and ghost counters stay. An unlanded send is lost.
@@ -936,6 +998,7 @@ impl Spec for Durable {
             send_failures: int("send-failures"),
             fail_after_landing: settings.flag("fail-after-landing"),
             synchronous_puts: settings.flag("synchronous-puts"),
+            concurrent_puts: settings.flag("concurrent-puts"),
             mid_action_checkpoints: settings.flag("mid-action-checkpoints"),
             restart_without_checkpoint: settings.flag("restart-without-checkpoint"),
             compact_offsets: settings.flag("compact-offsets"),

@@ -123,7 +123,7 @@ fn seed_actions() -> Vec<Action> {
         StartAction(0),
         CallSupplier(0),
         SendPut(0),
-        AckPut,
+        AckPut(0),
         TriggerCheckpoint,
         CompleteCheckpoint(1),
         Crash { landed: false },
@@ -183,7 +183,7 @@ fn drive_key0(model: &Durable, mut state: State) -> State {
                         | Action::CallSupplier(0)
                         | Action::SendPut(0)
                         | Action::CompleteAction(0)
-                        | Action::AckPut
+                        | Action::AckPut(0)
                 )
             })
             .expect("key 0 can always make progress here");
@@ -360,7 +360,7 @@ fn actions_and_states_cross_the_serde_boundary() {
         value["supplier_runs"],
         serde_json::json!([{ "state_key": key0, "call": 0, "runs": 1 }])
     );
-    assert_eq!(value["put"], serde_json::Value::Null);
+    assert_eq!(value["puts"], serde_json::json!([]));
     // The log, the cache and the acknowledged offsets list only the state keys they
     // hold.
     let state = serde_json::json!({ "calls": 1, "completed": false });
@@ -440,7 +440,7 @@ fn two_pending() -> Vec<Action> {
         StartAction(0),
         CallSupplier(0),
         SendPut(0),
-        AckPut,
+        AckPut(0),
         TriggerCheckpoint,
     ]
 }
@@ -611,4 +611,90 @@ fn lane_picture_of_the_repeated_call_has_one_row_per_step_and_marks_the_violatio
         across >= 2,
         "the crash and the restore cross every lane: {across}"
     );
+}
+
+#[test]
+fn concurrent_puts_keep_every_verdict_with_pinned_counts() {
+    // The `concurrent-puts` scenario (one input per key): the default table's verdicts
+    // (checked with the other scenarios), at these counts.
+    let pinned = [60_460, 37_900, 38_018, 37_900];
+    for (design, count) in DESIGNS.into_iter().zip(pinned) {
+        let model = Durable::scenario(design, "concurrent-puts").unwrap();
+        assert!(model.bounds.concurrent_puts);
+        let (unique, _) = verdicts_of(&model);
+        assert_eq!(unique, count, "{}", design.name());
+    }
+    // `fixed` at the default bounds with every key's put in flight at once: every
+    // safety property holds, every reachability property is reached.
+    let settings = Settings::parse(Durable::params(), &[("concurrent-puts", "true")]).unwrap();
+    let model = Durable::build("fixed", &settings).unwrap();
+    let (unique, verdicts) = verdicts_of(&model);
+    assert_eq!(unique, 3_076_012);
+    for p in property::SAFETY {
+        assert_eq!(verdicts[p], Verdict::Holds, "{p}");
+    }
+    for p in property::REACHABILITY {
+        assert_eq!(verdicts[p], Verdict::Reached, "{p}");
+    }
+}
+
+#[test]
+fn concurrent_puts_land_and_are_answered_in_any_order() {
+    use Action::*;
+    let model = Durable::scenario(Design::Fixed, "concurrent-puts").unwrap();
+    let sequential = Durable::scenario(Design::Fixed, "asynchronous-puts").unwrap();
+    let init = model.init_states().remove(0);
+    let both_sent = [
+        DeliverInput(0),
+        DeliverInput(1),
+        StartAction(0),
+        StartAction(1),
+        CallSupplier(0),
+        CallSupplier(1),
+        SendPut(0),
+        SendPut(1),
+    ];
+    let path = Path::from_actions(&model, init.clone(), &both_sent).unwrap();
+    let state = path.last_state();
+    assert_eq!(state.puts_in_flight().count(), 2);
+    // Sequential puts send key 1's only once key 0's is answered.
+    assert!(Path::from_actions(&sequential, init.clone(), &both_sent).is_none());
+    let actions = enabled(&model, state);
+    for k in 0..2 {
+        assert!(actions.contains(&LandPut(k)), "{actions:?}");
+        assert!(!actions.contains(&AckPut(k)), "lands first: {actions:?}");
+    }
+    // No snapshot with a put in flight; no crash that lands a put by itself.
+    assert!(!actions.contains(&TriggerCheckpoint));
+    assert!(!actions.contains(&Crash { landed: true }));
+    // Key 1's lands first and is answered first: at offset 0, before key 0's at 1.
+    let mut steps = both_sent.to_vec();
+    steps.extend([LandPut(1), LandPut(0), AckPut(1)]);
+    let path = Path::from_actions(&model, init.clone(), &steps).unwrap();
+    let state = path.last_state();
+    let key = |k| StateKey {
+        key: k,
+        seq: 0,
+        action: 0,
+    };
+    assert_eq!(state.latest_record(key(1)).map(|(_, o)| o), Some(0));
+    assert_eq!(state.latest_record(key(0)).map(|(_, o)| o), Some(1));
+    assert!(state.cached(key(1)).is_some() && state.cached(key(0)).is_none());
+    assert_eq!(state.puts_in_flight().count(), 1);
+    // After a completed checkpoint, a crash with only key 1's put landed keeps key 1's
+    // record and loses key 0's send; the restore replays key 1's.
+    let mut crashed = vec![
+        DeliverInput(0),
+        DeliverInput(1),
+        TriggerCheckpoint,
+        CompleteCheckpoint(1),
+    ];
+    crashed.extend_from_slice(&both_sent[2..]);
+    crashed.extend([LandPut(1), Crash { landed: false }, Restore]);
+    let path = Path::from_actions(&model, init, &crashed).unwrap();
+    let state = path.last_state();
+    assert_eq!(state.latest_record(key(1)).map(|(_, o)| o), Some(0));
+    assert_eq!(state.latest_record(key(0)), None);
+    assert!(state.cached(key(1)).is_some() && state.cached(key(0)).is_none());
+    assert!(!state.any_put());
 }

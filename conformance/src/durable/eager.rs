@@ -101,13 +101,13 @@ impl EagerDurable {
     }
 
     /// A step of key `k` the eager operator takes on its own within a run.
-    fn internal(s: &model::State, k: u8, a: &Action) -> bool {
+    fn internal(k: u8, a: &Action) -> bool {
         match *a {
             Action::StartAction(j)
             | Action::ReuseResult(j)
             | Action::SendPut(j)
             | Action::CompleteAction(j) => j == k,
-            Action::AckPut => s.put_key() == Some(k),
+            Action::AckPut(j) => j == k,
             _ => false,
         }
     }
@@ -130,7 +130,7 @@ impl EagerDurable {
     pub fn quiescent(&self, s: &model::State) -> bool {
         let mut enabled = Vec::new();
         self.model.actions(s, &mut enabled);
-        !(0..self.model.bounds.keys).any(|k| enabled.iter().any(|a| Self::internal(s, k, a)))
+        !(0..self.model.bounds.keys).any(|k| enabled.iter().any(|a| Self::internal(k, a)))
     }
 
     /// Every eager event out of `s` with the state it ends in: each external step the
@@ -165,7 +165,7 @@ impl EagerDurable {
             loop {
                 enabled.clear();
                 self.model.actions(&s, &mut enabled);
-                if s.put_key() == Some(k) {
+                if s.puts[k as usize].is_some() {
                     for f in enabled
                         .iter()
                         .filter(|a| matches!(a, Action::FailPut { .. } | Action::Crash { .. }))
@@ -177,7 +177,7 @@ impl EagerDurable {
                         }
                     }
                 }
-                let mut own = enabled.iter().filter(|a| Self::internal(&s, k, a));
+                let mut own = enabled.iter().filter(|a| Self::internal(k, a));
                 let Some(&a) = own.next() else { break };
                 // Per key the model enables at most one internal step: the run is a path.
                 assert!(
@@ -253,7 +253,15 @@ impl Spec for EagerDurable {
     }
 
     fn build(design: &str, settings: &Settings) -> Result<Self, SettingsError> {
-        Durable::build(design, settings).map(EagerDurable::new)
+        let model = Durable::build(design, settings)?;
+        if model.bounds.concurrent_puts {
+            return Err(SettingsError(
+                "durable-eager runs one key's work to its end with each put answered in turn, \
+                 so it has no concurrent puts (the stepwise `durable` binding checks them)"
+                    .to_string(),
+            ));
+        }
+        Ok(EagerDurable::new(model))
     }
 
     fn focus(&self, property: Option<&str>) -> Result<Self, SettingsError> {
@@ -351,16 +359,21 @@ impl<D: Deliver> EagerConformant<D> {
         let effects = D::deliver(rt.op()?, event).map_err(Rejection::Runtime)?;
         rt.apply(effects)?;
         let mut made = 0;
-        while let Some(put) = rt.in_flight.clone() {
+        // Puts are sequential here (`build` refuses concurrent ones): at most one is in
+        // flight.
+        loop {
+            let Some(put) = rt.puts_in_flight().next().cloned() else {
+                break;
+            };
             made += 1;
             match fault {
-                Some(Action::FailPut { landed }) if made == puts => {
-                    rt.fail(landed)?;
+                Some(Action::FailPut { key, landed }) if made == puts => {
+                    rt.fail(key, landed)?;
                     break;
                 }
                 Some(Action::Crash { landed }) if made == puts => {
                     if landed {
-                        rt.land()?;
+                        rt.land(put.k)?;
                     }
                     rt.abort_checkpoints();
                     rt.crash();
@@ -368,8 +381,8 @@ impl<D: Deliver> EagerConformant<D> {
                 }
                 _ => {}
             }
-            let offset = rt.land()?;
-            rt.in_flight = None;
+            let offset = rt.land(put.k)?;
+            rt.in_flight[usize::from(put.k)] = None;
             let ack = Event::PutAcked {
                 key: rt.names.keys[usize::from(put.k)].clone(),
                 put: put.put,

@@ -122,7 +122,7 @@ pub(super) struct Pending {
     pub(super) outputs_before: usize,
 }
 
-/// The put the operator sent and the model has not resolved.
+/// A put the operator sent and the model has not resolved.
 #[derive(Clone, Debug)]
 pub(super) struct InFlight {
     /// Model key.
@@ -156,8 +156,8 @@ pub struct Runtime<V: Variant> {
     pub(super) requested: Arc<BTreeMap<u8, Requested>>,
     /// Per model key, a call whose supplier ran and whose outcome is held back.
     pub(super) returned: Arc<BTreeMap<u8, (CallRef, CallOutcome)>>,
-    /// The put in flight.
-    pub(super) in_flight: Option<InFlight>,
+    /// Per model key, its put in flight.
+    pub(super) in_flight: [Option<InFlight>; model::MAX_KEYS],
     /// The last put this operator sent: put ids grow, from 0 for each operator.
     pub(super) last_put: Option<PutId>,
     /// Supplier runs per durable call (its state key in model indices, its index).
@@ -237,7 +237,7 @@ impl<V: Variant> Runtime<V> {
             op: Some(op),
             requested: Arc::default(),
             returned: Arc::default(),
-            in_flight: None,
+            in_flight: Default::default(),
             last_put: None,
             supplier_calls: Arc::default(),
             uncommitted: Vec::new(),
@@ -302,12 +302,12 @@ impl<V: Variant> Runtime<V> {
                     self.uncommitted.push((k, seq));
                 }
                 Effect::Append { key, put, record } => {
-                    if self.in_flight.is_some() {
+                    let k = self.key_of(&key)?;
+                    if self.in_flight[usize::from(k)].is_some() {
                         return Err(format!(
-                            "the operator sends put {put:?} of {key:?} while another put is in flight"
+                            "the operator sends put {put:?} of {key:?} while the key's put is in flight"
                         ));
                     }
-                    let k = self.key_of(&key)?;
                     if self.last_put.is_some_and(|last| put <= last) {
                         return Err(format!(
                             "the operator reuses put id {put:?} (the last was {:?})",
@@ -334,7 +334,7 @@ impl<V: Variant> Runtime<V> {
                             record.partition
                         ));
                     }
-                    self.in_flight = Some(InFlight {
+                    self.in_flight[usize::from(k)] = Some(InFlight {
                         k,
                         put,
                         record: Arc::new(record),
@@ -363,13 +363,17 @@ impl<V: Variant> Runtime<V> {
             .ok_or_else(|| format!("the operator names an unknown key {name:?}"))
     }
 
-    /// The log takes the in-flight put's record, if it has not yet: it lands at the end
-    /// of its partition.
-    pub(super) fn land(&mut self) -> Result<Offset, String> {
-        let put = self
-            .in_flight
+    /// The puts in flight, in key order.
+    pub(super) fn puts_in_flight(&self) -> impl Iterator<Item = &InFlight> {
+        self.in_flight.iter().flatten()
+    }
+
+    /// The log takes key `k`'s in-flight put's record, if it has not yet: it lands at
+    /// the end of its partition.
+    pub(super) fn land(&mut self, k: u8) -> Result<Offset, String> {
+        let put = self.in_flight[usize::from(k)]
             .as_mut()
-            .ok_or_else(|| "no put in flight".to_string())?;
+            .ok_or_else(|| format!("no put of key {k} in flight"))?;
         if let Some(offset) = put.landed {
             return Ok(offset);
         }
@@ -385,13 +389,12 @@ impl<V: Variant> Runtime<V> {
         Ok(offset)
     }
 
-    /// The in-flight put is acknowledged (landing first if it has not).
-    pub(super) fn acknowledge(&mut self) -> Result<(), Rejection> {
-        let offset = self.land()?;
-        let put = self
-            .in_flight
+    /// Key `k`'s in-flight put is acknowledged (landing first if it has not).
+    pub(super) fn acknowledge(&mut self, k: u8) -> Result<(), Rejection> {
+        let offset = self.land(k)?;
+        let put = self.in_flight[usize::from(k)]
             .take()
-            .ok_or_else(|| "no put in flight".to_string())?;
+            .ok_or_else(|| format!("no put of key {k} in flight"))?;
         let key = self.names.keys[usize::from(put.k)].clone();
         self.handle(Event::PutAcked {
             key,
@@ -400,23 +403,19 @@ impl<V: Variant> Runtime<V> {
         })
     }
 
-    /// The in-flight put fails (its record landed first if `landed`): the operator must
-    /// fail.
-    pub(super) fn fail(&mut self, landed: bool) -> Result<(), Rejection> {
+    /// Key `k`'s in-flight put fails (its record landed first if `landed`): the
+    /// operator must fail.
+    pub(super) fn fail(&mut self, k: u8, landed: bool) -> Result<(), Rejection> {
+        let missing = || format!("no put of key {k} in flight");
         let at = if landed {
-            self.land()?
+            self.land(k)?
         } else {
-            self.ends()[self
-                .in_flight
+            let put = self.in_flight[usize::from(k)]
                 .as_ref()
-                .ok_or_else(|| "no put in flight".to_string())?
-                .record
-                .partition as usize]
+                .ok_or_else(missing)?;
+            self.ends()[put.record.partition as usize]
         };
-        let put = self
-            .in_flight
-            .take()
-            .ok_or_else(|| "no put in flight".to_string())?;
+        let put = self.in_flight[usize::from(k)].take().ok_or_else(missing)?;
         let key = self.names.keys[usize::from(put.k)].clone();
         if V::swallows_failures() {
             return self.handle(Event::PutAcked {
@@ -489,7 +488,7 @@ impl<V: Variant> Runtime<V> {
         if !self.returned.is_empty() {
             self.returned = Arc::default();
         }
-        self.in_flight = None;
+        self.in_flight = Default::default();
         self.last_put = None;
         self.pending.clear();
         self.uncommitted.clear();

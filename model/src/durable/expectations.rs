@@ -88,5 +88,27 @@ pub(super) fn table() -> Vec<Expectation> {
     for p in REACHABILITY {
         rows.extend(verdict_rows("concurrent-checkpoints", p, [R, R, R, R]));
     }
+    // Puts of different keys in flight at once (the runtime's group commit), landing
+    // and answered in any order: every verdict of the default table; with a send that
+    // may fail after landing, those of the sequential scenario.
+    for (p, v) in default {
+        rows.extend(verdict_rows("concurrent-puts", p, v));
+    }
+    let concurrent_failing: [(&str, [Verdict; 4]); 6] = [
+        (CALL_AT_MOST_ONCE, [Ce, Ce, H, H]),
+        (FINISHED_STAYS_FINISHED, [H, H, H, H]),
+        (SAME_OUTPUT, [H, H, H, H]),
+        (CACHE_HOLDS_LOG, [Ce, Ce, H, H]),
+        (BOUNDED_TRACKING, [H, H, Ce, H]),
+        (MARKER_IS_SAFE, [Ce, Ce, H, H]),
+    ];
+    for (p, v) in concurrent_failing {
+        rows.extend(verdict_rows("concurrent-puts-fail-after-landing", p, v));
+    }
+    for scenario in ["concurrent-puts", "concurrent-puts-fail-after-landing"] {
+        for p in REACHABILITY {
+            rows.extend(verdict_rows(scenario, p, [R, R, R, R]));
+        }
+    }
     rows
 }

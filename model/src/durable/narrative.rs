@@ -15,10 +15,14 @@ impl Action {
             Action::CallSupplier(k) => format!("key {k}: call runs the supplier"),
             Action::SendPut(k) => format!("key {k}: state with the call result sent to the log"),
             Action::CompleteAction(k) => format!("key {k}: completed state sent to the log"),
-            Action::LandPut => "in-flight put lands in the log".to_string(),
-            Action::AckPut => "producer learns the put's offset".to_string(),
-            Action::FailPut { landed: false } => "put fails: nothing reached the log".to_string(),
-            Action::FailPut { landed: true } => "put fails after its record landed".to_string(),
+            Action::LandPut(k) => format!("key {k}: in-flight put lands in the log"),
+            Action::AckPut(k) => format!("key {k}: producer learns the put's offset"),
+            Action::FailPut { key, landed: false } => {
+                format!("key {key}: put fails, nothing reached the log")
+            }
+            Action::FailPut { key, landed: true } => {
+                format!("key {key}: put fails after its record landed")
+            }
             Action::TriggerCheckpoint => "checkpoint triggered".to_string(),
             Action::CompleteCheckpoint(id) => format!("checkpoint {id} completes"),
             Action::Crash { landed: false } => "crash: any in-flight put is lost".to_string(),
@@ -111,7 +115,7 @@ impl Durable {
                 );
             }
         }
-        if let Some(put) = s.put {
+        for put in s.puts_in_flight() {
             let r = put.record;
             let at = match put.offset {
                 None => "not landed yet".to_string(),
@@ -173,9 +177,9 @@ impl Durable {
             Phase::AtCall(i) | Phase::HaveResult(i) => i,
             _ => 0,
         };
-        let put = || {
-            let Some(Put { record: r, .. }) = s.put else {
-                unreachable!("a put step with no put in flight");
+        let put = |k: u8| {
+            let Some(Put { record: r, .. }) = s.puts[k as usize] else {
+                unreachable!("a put step of key {k} with no put in flight");
             };
             let what = if r.state.completed() {
                 "completed state".to_string()
@@ -227,22 +231,24 @@ impl Durable {
                     who(k)
                 )
             }
-            Action::LandPut => {
-                let (whose, what, key) = put();
+            Action::LandPut(k) => {
+                let (whose, what, key) = put(k);
                 let p = self.partition(key);
                 format!(
                     "{whose}: {what} lands at partition {p} offset {}, not yet acknowledged",
                     s.log_len[p]
                 )
             }
-            Action::AckPut => {
-                let (whose, what, key) = put();
+            Action::AckPut(k) => {
+                let (whose, what, key) = put(k);
                 let p = self.partition(key);
-                let offset = s.put.and_then(|p| p.offset).unwrap_or(s.log_len[p]);
+                let offset = s.puts[k as usize]
+                    .and_then(|p| p.offset)
+                    .unwrap_or(s.log_len[p]);
                 format!("{whose}: {what} lands at partition {p} offset {offset}, acknowledged")
             }
-            Action::FailPut { landed } => {
-                let (whose, what, _) = put();
+            Action::FailPut { key, landed } => {
+                let (whose, what, _) = put(key);
                 let when = if landed {
                     "after its record landed"
                 } else {
@@ -289,10 +295,12 @@ impl Durable {
                 format!("checkpoint {id} completes; finished states pruned{subsumed}")
             }
             Action::Crash { landed } => {
-                let send = match (s.put.is_some_and(|p| p.offset.is_none()), landed) {
-                    (false, _) => "",
-                    (true, true) => "; the in-flight send lands, unacknowledged",
-                    (true, false) => "; the in-flight send is lost",
+                let unlanded = s.puts_in_flight().filter(|p| p.offset.is_none()).count();
+                let send = match (unlanded, landed) {
+                    (0, _) => "",
+                    (_, true) => "; the in-flight send lands, unacknowledged",
+                    (1, false) => "; the in-flight send is lost",
+                    (_, false) => "; the in-flight sends are lost",
                 };
                 format!("the task crashes{send}")
             }
@@ -317,10 +325,10 @@ impl Durable {
         if last.events.repeated_call {
             let failed_after_landing = path
                 .iter()
-                .any(|(_, a)| *a == Some(Action::FailPut { landed: true }));
+                .any(|(_, a)| matches!(a, Some(Action::FailPut { landed: true, .. })));
             let snapshot_in_put = path
                 .iter()
-                .any(|(s, a)| *a == Some(Action::TriggerCheckpoint) && s.put.is_some());
+                .any(|(s, a)| *a == Some(Action::TriggerCheckpoint) && s.any_put());
             let restored_nothing = path
                 .iter()
                 .any(|(s, a)| *a == Some(Action::Restore) && s.completed.is_none());

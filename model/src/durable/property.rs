@@ -56,10 +56,9 @@ pub(super) fn all() -> Vec<Property<Durable>> {
                     .all(|k| s.committed_outputs[k] == s.completed.map_or(0, |c| c.finished[k]))
         }),
         Property::always(CACHE_HOLDS_LOG, |m: &Durable, s: &State| {
-            let in_flight = s.put.map(|p| p.record.state_key);
             m.slot_range().all(|sk| match s.cached(sk) {
                 None => true,
-                Some(_) if in_flight == Some(sk) => true,
+                Some(_) if s.put_in_flight(sk) => true,
                 Some(st) => s.landed(sk, st),
             })
         }),

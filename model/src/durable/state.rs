@@ -177,7 +177,8 @@ impl Phase {
     }
 }
 
-/// The put in flight: puts are sequential within a subtask, so there is at most one.
+/// A put in flight of one key. Puts are sequential within a subtask (at most one in
+/// flight) unless `concurrent-puts` lets every key have one of its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Put {
     /// The record sent; its state key names the key whose action waits.
@@ -543,6 +544,11 @@ impl Serialize for Runs {
     }
 }
 
+/// The puts in flight as a list, in key order (keys with none left out).
+fn present_puts<S: Serializer>(puts: &[Option<Put>; MAX_KEYS], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(puts.iter().flatten())
+}
+
 /// The pending checkpoints as a list, oldest first (the empty slots left out).
 fn present_checkpoints<S: Serializer>(
     pending: &[Option<Checkpoint>; MAX_CONCURRENT],
@@ -572,8 +578,10 @@ pub struct State {
     pub failed: bool,
     /// Crashed and not yet restored.
     pub down: bool,
-    /// The put in flight, if any.
-    pub put: Option<Put>,
+    /// Per key, its put in flight (its record's state key is of that key). At most one
+    /// key has one unless `concurrent-puts`.
+    #[serde(serialize_with = "present_puts")]
+    pub puts: [Option<Put>; MAX_KEYS],
     /// Store cache per state key.
     pub cache: Cache,
     /// Store: per state key, the latest acknowledged offset (patched designs only).
@@ -617,7 +625,7 @@ impl State {
             phase: [Phase::Idle; MAX_KEYS],
             failed: false,
             down: false,
-            put: None,
+            puts: [None; MAX_KEYS],
             cache: Cache::EMPTY,
             acked_offset: AckedOffsets::NONE,
             key_boundary: [0; MAX_KEYS],
@@ -661,9 +669,19 @@ impl State {
         self.supplier_runs.get(key, call)
     }
 
-    /// The key whose put is in flight.
-    pub fn put_key(&self) -> Option<u8> {
-        self.put.map(|p| p.record.state_key.key)
+    /// The puts in flight, in key order.
+    pub fn puts_in_flight(&self) -> impl Iterator<Item = Put> + '_ {
+        self.puts.iter().flatten().copied()
+    }
+
+    /// Whether any put is in flight.
+    pub fn any_put(&self) -> bool {
+        self.puts.iter().any(Option::is_some)
+    }
+
+    /// Whether a state key's put is in flight.
+    pub fn put_in_flight(&self, key: StateKey) -> bool {
+        self.puts[key.key as usize].is_some_and(|p| p.record.state_key == key)
     }
 
     /// Checkpoints pending.
@@ -787,25 +805,24 @@ impl std::hash::Hash for State {
             | (self.log_len[0] as u64) << 16
             | (self.log_len[1] as u64) << 24
             | (self.failed as u64) << 32
-            | (self.down as u64) << 40;
+            | (self.down as u64) << 40
+            | (self.failed_sends as u64) << 48
+            | (self.events.code() as u64) << 56;
         let keys1 = le3(self.next_seq) | le3(self.finished) << 24;
         let keys2 = le3(self.next_action) | le3(self.phase.map(Phase::code)) << 24;
         let keys3 = le3(self.committed_outputs) | le3(self.key_boundary) << 24;
-        let (put_key, put_record, put_offset) = match self.put {
-            Some(p) => (
-                p.record.state_key.key,
-                (p.record.state_key.slot() as u8) << 3 | p.record.state.index(),
-                p.offset.unwrap_or(NO_OFFSET),
-            ),
-            None => (0xFF, 0xFF, NO_OFFSET),
-        };
-        let misc = put_key as u64
-            | (put_record as u64) << 8
-            | (put_offset as u64) << 16
-            | (self.checkpoints as u64) << 24
-            | (self.crashes as u64) << 32
-            | (self.failed_sends as u64) << 40
-            | (self.events.code() as u64) << 48;
+        // Per key, its put's record (slot and state; the slot names the key) and offset.
+        let puts = self.puts.iter().enumerate().fold(0, |word, (k, put)| {
+            let (record, offset) = match put {
+                Some(p) => (
+                    (p.record.state_key.slot() as u8) << 3 | p.record.state.index(),
+                    p.offset.unwrap_or(NO_OFFSET),
+                ),
+                None => (0xFF, NO_OFFSET),
+            };
+            word | (record as u64 | (offset as u64) << 8) << (16 * k)
+        });
+        let misc = puts | (self.checkpoints as u64) << 48 | (self.crashes as u64) << 56;
         let (p0, p1) = checkpoint_words(&self.pending[0]);
         let (r0, r1) = checkpoint_words(&self.pending[1]);
         let (t0, t1) = checkpoint_words(&self.pending[2]);
@@ -962,24 +979,25 @@ mod tests {
         });
         with(&|s| s.phase[2] = Phase::AtCall(0));
         with(&|s| s.phase[2] = Phase::AwaitCompletion);
-        with(&|s| {
-            s.put = Some(Put {
+        let put = |slot, offset| {
+            Some(Put {
                 record: Record {
-                    state_key: StateKey::of_slot(0),
+                    state_key: StateKey::of_slot(slot),
                     state: st,
                 },
-                offset: None,
+                offset,
             })
-        });
+        };
+        let last = MAX_SLOTS - 1;
+        let last_key = StateKey::of_slot(last).key as usize;
+        with(&|s| s.puts[0] = put(0, None));
+        with(&|s| s.puts[0] = put(0, Some(0)));
+        with(&|s| s.puts[last_key] = put(last, None));
         with(&|s| {
-            s.put = Some(Put {
-                record: Record {
-                    state_key: StateKey::of_slot(0),
-                    state: st,
-                },
-                offset: Some(0),
-            })
+            s.puts[0] = put(0, Some(0));
+            s.puts[last_key] = put(last, Some(0));
         });
+        with(&|s| s.failed_sends = 1);
         with(&|s| s.events.duplicate_output = true);
         with(&|s| {
             s.pending[2] = Some(Checkpoint {

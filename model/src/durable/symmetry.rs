@@ -14,7 +14,7 @@ pub type Renaming = [u8; MAX_KEYS];
 
 const SLOTS_PER_KEY: usize = MAX_INPUTS * MAX_ACTIONS;
 const SIGNATURE: usize =
-    7 + 3 * (MAX_CONCURRENT + 1) + 3 + 9 * SLOTS_PER_KEY + SLOTS_PER_KEY * MAX_CALLS;
+    7 + 3 * (MAX_CONCURRENT + 1) + 4 + 9 * SLOTS_PER_KEY + SLOTS_PER_KEY * MAX_CALLS;
 
 /// A phase as bytes that order like the phase's parts.
 fn phase_bytes(p: Phase) -> [u8; 2] {
@@ -62,13 +62,14 @@ fn signature(s: &State, k: usize) -> [u8; SIGNATURE] {
             put(b);
         }
     }
-    // The in-flight put names its key; of its state key only the key-relative part.
-    let mine = s.put.filter(|p| p.record.state_key.key as usize == k);
+    // The key's in-flight put; of its state key only the key-relative part.
+    let mine = s.puts[k];
     let relative = mine.map_or(0, |p| {
         1 + p.record.state_key.slot() as u8 % SLOTS_PER_KEY as u8
     });
     let [_, calls, completed] = state_bytes(mine.map(|p| p.record.state));
-    for b in [relative, calls, completed] {
+    let landed = mine.and_then(|p| p.offset).map_or(0, |o| o + 1);
+    for b in [relative, calls, completed, landed] {
         put(b);
     }
     let first = k * SLOTS_PER_KEY;
@@ -123,9 +124,11 @@ pub fn rename(s: &State, to: &Renaming) -> State {
             }
         }
     }
-    if let Some(put) = t.put.as_mut() {
-        let sk = &mut put.record.state_key;
-        sk.key = to[sk.key as usize];
+    for (k, &n) in to.iter().enumerate() {
+        t.puts[n as usize] = s.puts[k].map(|mut put| {
+            put.record.state_key.key = n;
+            put
+        });
     }
     t
 }
@@ -230,12 +233,14 @@ mod tests {
     #[test]
     fn renamings_commute_with_the_model_and_the_representative_is_canonical() {
         // Failed sends (before and after landing) with two keys; three keys without; two
-        // keys with two checkpoints pending at once.
-        for (keys, partitions, failures, checkpoints, concurrent) in [
-            ("3", "1", "0", "1", "1"),
-            ("3", "2", "0", "1", "1"),
-            ("2", "1", "1", "1", "1"),
-            ("2", "1", "0", "2", "2"),
+        // keys with two checkpoints pending at once; every key's put in flight at once.
+        for (keys, partitions, failures, checkpoints, concurrent, puts) in [
+            ("3", "1", "0", "1", "1", "false"),
+            ("3", "2", "0", "1", "1", "false"),
+            ("2", "1", "1", "1", "1", "false"),
+            ("2", "1", "0", "2", "2", "false"),
+            ("3", "1", "0", "1", "1", "true"),
+            ("2", "1", "1", "1", "1", "true"),
         ] {
             for design in DESIGNS {
                 let m = model(
@@ -249,8 +254,13 @@ mod tests {
                         ("concurrent-checkpoints", concurrent),
                         ("send-failures", failures),
                         ("fail-after-landing", "true"),
+                        ("concurrent-puts", puts),
                     ],
                 );
+                if puts == "true" {
+                    // The puts are renamed: some reachable state has several.
+                    assert!(reachable(&m).iter().any(|s| s.puts_in_flight().count() > 1));
+                }
                 if concurrent == "2" {
                     // The pending slots are renamed: some reachable state has two.
                     assert!(reachable(&m).iter().any(|s| s.pending_count() == 2));
@@ -325,8 +335,12 @@ mod tests {
 
     #[test]
     fn symmetric_dfs_keeps_every_verdict_with_fewer_states() {
-        let cases: [Case; 4] = [
+        let cases: [Case; 5] = [
             (&[("inputs", "1")], PIN_ONE_INPUT),
+            (
+                &[("inputs", "1"), ("concurrent-puts", "true")],
+                PIN_CONCURRENT_PUTS,
+            ),
             (
                 &[
                     ("inputs", "1"),
@@ -391,6 +405,13 @@ mod tests {
         (23_501, 11_784),
     ];
     /// The `concurrent-checkpoints` scenario: two pending at once, three in all.
+    /// The `concurrent-puts` scenario: every key's put in flight at once.
+    const PIN_CONCURRENT_PUTS: [(usize, usize); 4] = [
+        (60_460, 30_272),
+        (37_900, 18_992),
+        (38_018, 19_051),
+        (37_900, 18_992),
+    ];
     const PIN_CONCURRENT: [(usize, usize); 4] = [
         (158_031, 79_086),
         (74_985, 37_563),
