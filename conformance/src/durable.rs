@@ -59,8 +59,8 @@ use stateright::Model;
 use steadfast::durable::store::{decode_record, RebuildReport};
 use steadfast::durable::{
     partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Datum, Effect, Event,
-    LogError, LogRecord, Offset, Operator, OperatorError, PutId, PutRecord, Scheduling,
-    StateKey as ImplKey,
+    KeyActivity, KeyState, LogError, LogRecord, Offset, Operator, OperatorError, PendingInput,
+    PutId, PutRecord, QueuedAction, Scheduling, StateKey as ImplKey,
 };
 use steadfast_model::durable::{self as model, Action, ActionState, Durable, Phase, StateKey};
 
@@ -284,6 +284,7 @@ impl<V: Variant> Conformant<V> {
                     ));
                 }
                 resize(&mut out.keys, names.keys.len());
+                let mut activities = [KeyActivity::default(); model::MAX_KEYS];
                 for (k, view) in out.keys.iter_mut().enumerate() {
                     let ks = op.keys().get(&names.keys[k]);
                     (view.next_seq, view.finished, view.next_action) = impl_key_progress(names, ks);
@@ -293,8 +294,9 @@ impl<V: Variant> Conformant<V> {
                     view.awaiting = activity.awaiting.map(u64::from);
                     view.saving = activity.saving.is_some();
                     view.ready = activity.ready;
+                    activities[k] = activity;
                 }
-                cross_check_lists(op, names, problems);
+                cross_check_lists(op, names, &activities[..names.keys.len()], problems);
                 let in_flight = |sk: &ImplKey| rt.puts_in_flight().any(|put| *put.state_key == *sk);
                 let store = op.store();
                 // Each cached state has its tracked offset, in its key's partition.

@@ -500,9 +500,10 @@ impl<V: Variant> Runtime<V> {
             return Err("restore while the operator runs".into());
         }
         let defs = self.names.defs();
-        let (mut op, report) = match &self.completed {
+        let (mut op, report) = match self.completed.clone() {
             Some(cp) => {
-                let mut restoring = Operator::restore(defs, cp)?;
+                self.refuses_corruptions_of(&cp);
+                let mut restoring = Operator::restore(defs, &cp)?;
                 for (p, partition) in self.log.iter().enumerate() {
                     let from = restoring.marker().get(p).copied().unwrap_or(0);
                     for record in partition.iter().skip(from as usize) {
@@ -520,44 +521,136 @@ impl<V: Variant> Runtime<V> {
     }
 }
 
+/// Checkpoints no operator could have written, each made from `cp` by breaking one rule
+/// of a checkpoint's keyed state, named by what it breaks.
+pub(super) fn corruptions_of(cp: &Checkpoint, actions: &[String]) -> Vec<(String, Checkpoint)> {
+    let mut out = Vec::new();
+    let mut no_partition = cp.clone();
+    no_partition.marker.offsets.clear();
+    out.push(("a marker naming no partition".to_string(), no_partition));
+    for (key, ks) in &cp.keys {
+        let mut with = |what: &str, f: &dyn Fn(&mut KeyState)| {
+            let mut bad = cp.clone();
+            f(bad.keys.get_mut(key).expect("the key is in it"));
+            out.push((format!("{key}: {what}"), bad));
+        };
+        let current = ks.last_completed.map_or(0, |d| d + 1);
+        with("the next sequence number at the counter's end", &|ks| {
+            ks.next_seq = u64::MAX
+        });
+        with(
+            "the last completed input at the next sequence number",
+            &|ks| ks.last_completed = Some(ks.next_seq),
+        );
+        with(
+            "the next sequence number past the inputs accounted for",
+            &|ks| ks.next_seq += 1,
+        );
+        let first = actions.first().cloned().unwrap_or_default();
+        with("more actions queued than configured", &|ks| {
+            while ks.queue.len() <= actions.len() {
+                ks.queue.push_back(QueuedAction {
+                    seq: current,
+                    action: first.clone(),
+                    input: Datum::Null,
+                });
+            }
+        });
+        with("a pending input out of sequence", &|ks| {
+            let last = ks.pending_inputs.back().map(|p| p.seq);
+            let expected = last.map_or(current + u64::from(!ks.queue.is_empty()), |l| l + 1);
+            ks.pending_inputs.push_back(PendingInput {
+                seq: expected + 1,
+                input: Datum::Null,
+            });
+            ks.next_seq = expected + 2;
+        });
+        if ks.queue.is_empty() {
+            continue;
+        }
+        with("a queued action of another input", &|ks| {
+            ks.queue[0].seq += 1
+        });
+        with("a queued action that is not configured", &|ks| {
+            ks.queue[0].action = "unconfigured".into()
+        });
+        if actions.len() > 1 {
+            with("a queued action out of the configured order", &|ks| {
+                let at = actions.len() - ks.queue.len();
+                ks.queue[0].action = actions[(at + 1) % actions.len()].clone();
+            });
+        }
+    }
+    out
+}
+
+impl<V: Variant> Runtime<V> {
+    /// Every corruption of `cp` ([`corruptions_of`]) is refused by a restore, as are
+    /// action definitions naming one action twice; a restore that takes one is reported.
+    pub(super) fn refuses_corruptions_of(&mut self, cp: &Checkpoint) {
+        for (what, bad) in corruptions_of(cp, &self.names.actions) {
+            match Operator::restore(self.names.defs(), &bad) {
+                Err(OperatorError::InvalidCheckpoint(_)) => {}
+                Err(e) => self.reports.push(format!(
+                    "restoring a checkpoint with {what} fails with {e:?}, not as an invalid checkpoint"
+                )),
+                Ok(_) => self
+                    .reports
+                    .push(format!("a restore takes a checkpoint with {what}")),
+            }
+        }
+        let mut twice = self.names.defs();
+        twice.extend(self.names.defs().into_iter().take(1));
+        if !matches!(
+            Operator::restore(twice, cp),
+            Err(OperatorError::DuplicateAction(_))
+        ) {
+            self.reports
+                .push("a restore takes action definitions naming one action twice".into());
+        }
+    }
+}
+
 /// The operator's lists (keys in progress, outstanding calls, puts in flight) agree with
-/// its per-key activity, which the view reads; a disagreement is a problem.
-pub(super) fn cross_check_lists(op: &Operator, names: &Names, problems: &mut Vec<String>) {
-    let mut in_progress: Vec<String> = names
-        .keys
-        .iter()
-        .filter(|k| op.activity(k).in_progress)
-        .cloned()
-        .collect();
-    in_progress.sort();
-    if op.keys_in_progress() != in_progress {
+/// its per-key activity (`activities`, by model key, as the view read it); a
+/// disagreement is a problem. Compared entry by entry, without building the lists the
+/// activities imply.
+pub(super) fn cross_check_lists(
+    op: &Operator,
+    names: &Names,
+    activities: &[KeyActivity],
+    problems: &mut Vec<String>,
+) {
+    let of = |key: &str| names.key_index(key).map(|k| activities[usize::from(k)]);
+    let count = |f: fn(&KeyActivity) -> bool| activities.iter().filter(|a| f(a)).count();
+    let in_progress = op.keys_in_progress();
+    if in_progress.len() != count(|a| a.in_progress)
+        || in_progress.windows(2).any(|w| w[0] >= w[1])
+        || in_progress
+            .iter()
+            .any(|k| !of(k).is_some_and(|a| a.in_progress))
+    {
         problems.push(format!(
-            "keys_in_progress {:?}, activity says {in_progress:?}",
-            op.keys_in_progress()
+            "keys_in_progress {in_progress:?} disagree with the keys' activity"
         ));
     }
     let calls = op.outstanding_calls();
-    let awaiting = names
-        .keys
-        .iter()
-        .filter(|k| op.activity(k).awaiting.is_some())
-        .count();
-    if calls.len() != awaiting
+    if calls.len() != count(|a| a.awaiting.is_some())
         || calls
             .iter()
-            .any(|c| op.activity(&c.key).awaiting != Some(c.index))
+            .any(|c| of(&c.key).map(|a| a.awaiting) != Some(Some(c.index)))
     {
         problems.push(format!(
             "outstanding_calls {calls:?} disagree with the keys' activity"
         ));
     }
     let puts = op.puts_in_flight();
-    let saving = names
-        .keys
-        .iter()
-        .filter(|k| op.activity(k).saving.is_some())
-        .count();
-    if puts.len() != saving || puts.iter().any(|(k, p)| op.activity(k).saving != Some(*p)) {
+    if puts.len() != count(|a| a.saving.is_some())
+        || puts.windows(2).any(|w| w[0].0 >= w[1].0)
+        || puts
+            .iter()
+            .any(|(k, p)| of(k).map(|a| a.saving) != Some(Some(*p)))
+    {
         problems.push(format!(
             "puts_in_flight {puts:?} disagree with the keys' activity"
         ));
