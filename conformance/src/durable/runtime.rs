@@ -586,8 +586,9 @@ pub(super) fn corruptions_of(cp: &Checkpoint, actions: &[String]) -> Vec<(String
 
 impl<V: Variant> Runtime<V> {
     /// Every corruption of `cp` ([`corruptions_of`]) is refused by a restore, as are
-    /// action definitions naming one action twice; a restore that takes one is reported.
-    pub(super) fn refuses_corruptions_of(&mut self, cp: &Checkpoint) {
+    /// action definitions naming one action twice, and a key restored at the sequence
+    /// counter's last usable number refuses its next input; anything else is reported.
+    pub(super) fn refuses_corruptions_of(&mut self, cp: &Arc<Checkpoint>) {
         for (what, bad) in corruptions_of(cp, &self.names.actions) {
             match Operator::restore(self.names.defs(), &bad) {
                 Err(OperatorError::InvalidCheckpoint(_)) => {}
@@ -598,6 +599,34 @@ impl<V: Variant> Runtime<V> {
                     .reports
                     .push(format!("a restore takes a checkpoint with {what}")),
             }
+        }
+        // A key at the counter's last usable sequence number restores, and its next
+        // input is refused rather than wrapping the counter.
+        let mut last = (**cp).clone();
+        let key = self.names.keys[0].clone();
+        last.keys.insert(
+            key.clone(),
+            KeyState {
+                next_seq: u64::MAX - 1,
+                last_completed: Some(u64::MAX - 2),
+                ..KeyState::default()
+            },
+        );
+        last.marker.offsets = self.ends();
+        let input = Event::Input {
+            key: key.clone(),
+            value: Datum::Null,
+        };
+        match Operator::restore(self.names.defs(), &last).and_then(|r| r.finish(&self.ends())) {
+            Ok((mut op, _)) => match op.handle(input) {
+                Err(OperatorError::SequenceExhausted(k)) if k == key => {}
+                other => self.reports.push(format!(
+                    "an input at the sequence counter's end gives {other:?}, not SequenceExhausted"
+                )),
+            },
+            Err(e) => self.reports.push(format!(
+                "a checkpoint at the sequence counter's last number is refused: {e}"
+            )),
         }
         let mut twice = self.names.defs();
         twice.extend(self.names.defs().into_iter().take(1));
