@@ -59,8 +59,8 @@ use stateright::Model;
 use steadfast::durable::store::{decode_record, RebuildReport};
 use steadfast::durable::{
     partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Datum, Effect, Event,
-    KeyActivity, KeyState, LogError, LogRecord, Offset, Operator, OperatorError, PendingInput,
-    PutId, PutRecord, QueuedAction, Scheduling, StateKey as ImplKey,
+    KeyActivity, KeyState, Limits, LogError, LogRecord, Offset, Operator, OperatorError,
+    PendingInput, PutId, PutRecord, QueuedAction, Scheduling, StateKey as ImplKey,
 };
 use steadfast_model::durable::{self as model, Action, ActionState, Durable, Phase, StateKey};
 
@@ -270,6 +270,9 @@ impl<V: Variant> Conformant<V> {
                 out.cache.clear();
             }
             Some(op) => {
+                if op.limits() != names.limits {
+                    problems.push(format!("the operator's limits are {:?}", op.limits()));
+                }
                 if op.scheduling() != rt.scheduling {
                     problems.push(format!(
                         "the operator runs {:?} scheduling",
@@ -770,6 +773,15 @@ impl<V: Variant> Conformant<V> {
             && quiet
             && s.checkpoints < b.checkpoints
             && s.pending_count() < b.concurrent_checkpoints as usize
+        {
+            probes.push(Action::TriggerCheckpoint);
+        }
+        // A snapshot beyond `concurrent-checkpoints` pending, where nothing else holds it
+        // back: the operator's limit (set to that bound) must refuse it.
+        if s.pending_count() == b.concurrent_checkpoints as usize
+            && (!s.any_put() || !b.synchronous_puts)
+            && quiet
+            && s.checkpoints < b.checkpoints
         {
             probes.push(Action::TriggerCheckpoint);
         }

@@ -21,6 +21,10 @@ pub struct Names {
     pub(super) state_keys: Vec<(ImplKey, StateKeyView)>,
     /// Per key, its partition (`partition_for` of its name, computed once).
     pub(super) key_partitions: Vec<u32>,
+    /// The operator's queue bounds for the model's bounds: as many pending checkpoints
+    /// as `concurrent-checkpoints` (Flink's coordinator never has more), as many
+    /// pending inputs per key as it has inputs.
+    pub(super) limits: Limits,
 }
 
 impl Names {
@@ -55,6 +59,10 @@ impl Names {
             }
         }
         Names {
+            limits: Limits {
+                pending_inputs_per_key: usize::from(bounds.inputs),
+                pending_checkpoints: usize::from(bounds.concurrent_checkpoints),
+            },
             key_partitions: keys.iter().map(|k| partition_for(k, partitions)).collect(),
             keys,
             actions,
@@ -227,6 +235,7 @@ impl<V: Variant> Runtime<V> {
         let mut op =
             Operator::new(names.defs(), names.partitions).expect("action names are distinct");
         op.set_scheduling(scheduling);
+        op.set_limits(names.limits);
         Runtime {
             scheduling,
             committed: Arc::new(vec![Vec::new(); names.keys.len()]),
@@ -516,69 +525,107 @@ impl<V: Variant> Runtime<V> {
             None => (Operator::new(defs, self.names.partitions)?, None),
         };
         op.set_scheduling(self.scheduling);
+        op.set_limits(self.names.limits);
         self.op = Some(op);
         Ok(report)
     }
 }
 
-/// Checkpoints no operator could have written, each made from `cp` by breaking one rule
-/// of a checkpoint's keyed state, named by what it breaks.
-pub(super) fn corruptions_of(cp: &Checkpoint, actions: &[String]) -> Vec<(String, Checkpoint)> {
+/// A checkpoint no operator could have written, made from a real one by breaking one
+/// rule of its keyed state.
+pub(super) struct Corruption {
+    /// What it breaks.
+    pub(super) what: String,
+    /// Words the refusal's reason must hold: it names the problem.
+    pub(super) named: &'static str,
+    pub(super) checkpoint: Checkpoint,
+}
+
+/// The corruptions of `cp`, one per rule a checkpoint's keyed state obeys.
+pub(super) fn corruptions_of(cp: &Checkpoint, actions: &[String]) -> Vec<Corruption> {
     let mut out = Vec::new();
     let mut no_partition = cp.clone();
     no_partition.marker.offsets.clear();
-    out.push(("a marker naming no partition".to_string(), no_partition));
+    out.push(Corruption {
+        what: "a marker naming no partition".to_string(),
+        named: "names no partition",
+        checkpoint: no_partition,
+    });
     for (key, ks) in &cp.keys {
-        let mut with = |what: &str, f: &dyn Fn(&mut KeyState)| {
+        let mut with = |what: &str, named, f: &dyn Fn(&mut KeyState)| {
             let mut bad = cp.clone();
             f(bad.keys.get_mut(key).expect("the key is in it"));
-            out.push((format!("{key}: {what}"), bad));
+            out.push(Corruption {
+                what: format!("{key}: {what}"),
+                named,
+                checkpoint: bad,
+            });
         };
         let current = ks.last_completed.map_or(0, |d| d + 1);
-        with("the next sequence number at the counter's end", &|ks| {
-            ks.next_seq = u64::MAX
-        });
+        with(
+            "the next sequence number at the counter's end",
+            "counter's end",
+            &|ks| ks.next_seq = u64::MAX,
+        );
         with(
             "the last completed input at the next sequence number",
+            "is not below the next",
             &|ks| ks.last_completed = Some(ks.next_seq),
         );
         with(
             "the next sequence number past the inputs accounted for",
+            "are accounted for",
             &|ks| ks.next_seq += 1,
         );
         let first = actions.first().cloned().unwrap_or_default();
-        with("more actions queued than configured", &|ks| {
-            while ks.queue.len() <= actions.len() {
-                ks.queue.push_back(QueuedAction {
-                    seq: current,
-                    action: first.clone(),
+        with(
+            "more actions queued than configured",
+            "actions queued",
+            &|ks| {
+                while ks.queue.len() <= actions.len() {
+                    ks.queue.push_back(QueuedAction {
+                        seq: current,
+                        action: first.clone(),
+                        input: Datum::Null,
+                    });
+                }
+            },
+        );
+        with(
+            "a pending input out of sequence",
+            "pending input has sequence",
+            &|ks| {
+                let last = ks.pending_inputs.back().map(|p| p.seq);
+                let expected = last.map_or(current + u64::from(!ks.queue.is_empty()), |l| l + 1);
+                ks.pending_inputs.push_back(PendingInput {
+                    seq: expected + 1,
                     input: Datum::Null,
                 });
-            }
-        });
-        with("a pending input out of sequence", &|ks| {
-            let last = ks.pending_inputs.back().map(|p| p.seq);
-            let expected = last.map_or(current + u64::from(!ks.queue.is_empty()), |l| l + 1);
-            ks.pending_inputs.push_back(PendingInput {
-                seq: expected + 1,
-                input: Datum::Null,
-            });
-            ks.next_seq = expected + 2;
-        });
+                ks.next_seq = expected + 2;
+            },
+        );
         if ks.queue.is_empty() {
             continue;
         }
-        with("a queued action of another input", &|ks| {
-            ks.queue[0].seq += 1
-        });
-        with("a queued action that is not configured", &|ks| {
-            ks.queue[0].action = "unconfigured".into()
-        });
+        with(
+            "a queued action of another input",
+            "while the current input is",
+            &|ks| ks.queue[0].seq += 1,
+        );
+        with(
+            "a queued action that is not configured",
+            "unknown action",
+            &|ks| ks.queue[0].action = "unconfigured".into(),
+        );
         if actions.len() > 1 {
-            with("a queued action out of the configured order", &|ks| {
-                let at = actions.len() - ks.queue.len();
-                ks.queue[0].action = actions[(at + 1) % actions.len()].clone();
-            });
+            with(
+                "a queued action out of the configured order",
+                "out of the configured order",
+                &|ks| {
+                    let at = actions.len() - ks.queue.len();
+                    ks.queue[0].action = actions[(at + 1) % actions.len()].clone();
+                },
+            );
         }
     }
     out
@@ -589,11 +636,14 @@ impl<V: Variant> Runtime<V> {
     /// action definitions naming one action twice, and a key restored at the sequence
     /// counter's last usable number refuses its next input; anything else is reported.
     pub(super) fn refuses_corruptions_of(&mut self, cp: &Arc<Checkpoint>) {
-        for (what, bad) in corruptions_of(cp, &self.names.actions) {
-            match Operator::restore(self.names.defs(), &bad) {
-                Err(OperatorError::InvalidCheckpoint(_)) => {}
+        for c in corruptions_of(cp, &self.names.actions) {
+            let what = &c.what;
+            match Operator::restore(self.names.defs(), &c.checkpoint) {
+                Err(OperatorError::InvalidCheckpoint(why)) if why.contains(c.named) => {}
                 Err(e) => self.reports.push(format!(
-                    "restoring a checkpoint with {what} fails with {e:?}, not as an invalid checkpoint"
+                    "restoring a checkpoint with {what} fails with {e:?}, not as an invalid \
+                     checkpoint whose reason says `{}`",
+                    c.named
                 )),
                 Ok(_) => self
                     .reports
