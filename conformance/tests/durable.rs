@@ -983,3 +983,10 @@ fn cover_reports_progress_level_by_level() {
     assert!(last.unique_states <= c.unique_states && last.transitions <= c.transitions);
     assert_eq!(c.unique_states, 36_609);
 }
+
+#[test]
+fn the_eager_binding_refuses_concurrent_puts_by_name() {
+    let settings = Settings::parse(Durable::params(), &[("concurrent-puts", "true")]).unwrap();
+    let e = EagerDurable::build("fixed", &settings).unwrap_err();
+    assert!(e.0.contains("no concurrent puts"), "{e}");
+}
