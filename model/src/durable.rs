@@ -804,7 +804,13 @@ impl Model for Durable {
                 }
                 next.phase[ku] = phase;
             }
-            Action::LandPut(k) => self.land(&mut next, k as usize),
+            Action::LandPut(k) => {
+                // Not enabled unless the key's put is in flight and has not landed.
+                if s.puts.get(k as usize).copied().flatten()?.offset.is_some() {
+                    return None;
+                }
+                self.land(&mut next, k as usize)
+            }
             Action::AckPut(k) => {
                 let k = k as usize;
                 let put = s.puts[k]?;
