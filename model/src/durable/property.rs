@@ -65,8 +65,7 @@ pub(super) fn all() -> Vec<Property<Durable>> {
         Property::always(BOUNDED_TRACKING, |m: &Durable, s: &State| {
             (0..m.bounds.keys as usize).all(|k| {
                 let slots = k * MAX_INPUTS * MAX_ACTIONS..(k + 1) * MAX_INPUTS * MAX_ACTIONS;
-                let tracked = s.key_boundary[k] != 0
-                    || slots.clone().any(|slot| s.acked_offset.get(slot).is_some());
+                let tracked = s.key_boundary[k] != 0 || s.acked_offset.any(slots.clone());
                 let live = s.cache.any(slots) || s.next_seq[k] > s.finished[k];
                 !tracked || live
             })

@@ -401,6 +401,11 @@ impl AckedOffsets {
         self.0[slot] = offset.map_or(0, |o| o + 1);
     }
 
+    /// Whether any state key in `slots` has a tracked offset.
+    pub fn any(&self, slots: std::ops::Range<usize>) -> bool {
+        self.0[slots].iter().any(|&b| b != 0)
+    }
+
     /// Every tracked state key and its offset, in slot order.
     pub fn entries(&self) -> impl Iterator<Item = (StateKey, u8)> + '_ {
         present(|slot| self.get(slot))
