@@ -612,8 +612,8 @@ impl<V: Variant> Conformant<V> {
             Action::Crash { landed } => {
                 if landed {
                     // Sequential puts: the one in flight.
-                    if let Some(k) = s.puts_in_flight().find(|p| p.offset.is_none()) {
-                        rt.land(k.record.state_key.key)?;
+                    if let Some(put) = s.puts_in_flight().find(|p| p.offset.is_none()) {
+                        rt.land(put.record.state_key.key)?;
                     }
                 }
                 rt.abort_checkpoints();
