@@ -376,7 +376,15 @@ fn scaling<M: Spec>(limit: f64, cap: Duration) -> Result<(), UsageError> {
 
 /// `bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]`
 pub fn bench(rest: &[String]) -> Result<ExitCode, UsageError> {
-    let mut args = Args::parse(rest, &["scaling"])?;
+    let mut args = Args::parse(rest, &["scaling", "validation"])?;
+    if args.switch("validation") {
+        if args.switches.len() > 1 || !args.options.is_empty() || !args.positional.is_empty() {
+            return Err(UsageError(
+                "`bench --validation` takes no other arguments".into(),
+            ));
+        }
+        return crate::simulate::bench_validation();
+    }
     args.no_more_positionals(1)?;
     let limit = args.take_number("limit", 60, 1, 3600)?;
     // A run that the limit would end anyway is stopped at four times the limit, so one

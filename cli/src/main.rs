@@ -20,6 +20,7 @@ mod explore;
 mod models;
 mod render;
 mod report;
+mod simulate;
 
 use std::process::ExitCode;
 
@@ -48,6 +49,10 @@ usage:
   steadfast replay FILE             replay one trace file against the runtime
   steadfast departs MODEL [--property P]
                                     where the runtime leaves an unpatched counterexample
+  steadfast simulate leadership --out DIR [--runs N] [--seed S] [--jobs J] [--bug NAME]
+                                    concurrent, seeded, faulty runs of the machines,
+                                    one NDJSON production log each
+  steadfast validate LOG...         check each production log against the model
   steadfast bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]
                                     checking speed per design; symmetry reduction
                                     factor; growth per bound (a run longer than the
@@ -164,10 +169,32 @@ usage: steadfast replay FILE
 usage: steadfast departs MODEL [--property P] [--SETTING VALUE]...
   where the runtime leaves the unpatched design's shortest counterexample"
         }
+        "simulate" => {
+            "\
+usage: steadfast simulate leadership --out DIR [--runs N] [--seed S] [--jobs J] [--grants G]
+                          [--failovers F] [--max-delay-ms D] [--late-signal]
+                          [--bug eager-not-finished|revoke-clears-leader]... [--json]
+  runs the production leadership machines on an async runtime with seeded faults
+  (delays, reordering, grant/revoke storms, dispatcher failovers) and writes one
+  NDJSON log per run, DIR/leadership-SEED.ndjson; run i uses seed S+i, so one run
+  replays with --runs 1 --seed S+i; --bug puts a seed bug back into the machines"
+        }
+        "validate" => {
+            "\
+usage: steadfast validate LOG... [--late-signal true|false] [--json]
+  checks each log against the leadership model (design fixed, every interleaving):
+  valid, or the first event no model path explains, with the model states possible
+  just before it; a valid log whose every explanation breaks a safety property of
+  the model is reported with the property; --late-signal overrides the run header's
+  setting
+  exit status: 0 all valid and safe, 1 one is invalid or unsafe, 2 one is unreadable"
+        }
         "bench" => {
             "\
 usage: steadfast bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]
-  checking speed per design, symmetry reduction factor, growth per bound"
+       steadfast bench --validation
+  checking speed per design, symmetry reduction factor, growth per bound; with
+  --validation, the async driver's and the trace validator's throughput"
         }
         _ => return None,
     })
@@ -194,6 +221,8 @@ fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
         "traces" => conform::traces(rest),
         "replay" => conform::replay(rest),
         "departs" => conform::departs(rest),
+        "simulate" => simulate::simulate(rest),
+        "validate" => simulate::validate(rest),
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)

@@ -27,6 +27,7 @@ pub mod durable;
 pub mod itf;
 pub mod leadership;
 pub mod trace;
+pub mod validate;
 pub mod walk;
 
 /// How one model is bound to its runtime.

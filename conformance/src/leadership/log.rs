@@ -7,7 +7,7 @@ use super::*;
 
 /// One structured event of the leadership runtime, with the fields conformance reads
 /// (strings are empty and numbers `None` when the event lacks the field).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct LogRecord {
     /// `runner`, `process`, `dispatcher` or `election`.
     pub component: Cow<'static, str>,
@@ -47,7 +47,7 @@ pub(super) const REJECTED: &str = "rejected";
 /// vocabulary: expected records name runner outcomes by [`RunnerOutcome`], and a test
 /// checks that every one of them is borrowed here. A `match`, so that the compiler tells
 /// the words apart by length before it compares bytes.
-pub(super) fn word(text: &str) -> Cow<'static, str> {
+pub(crate) fn word(text: &str) -> Cow<'static, str> {
     macro_rules! words {
         ($($w:literal),* $(,)?) => {
             match text {

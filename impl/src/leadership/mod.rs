@@ -20,6 +20,7 @@
 //! one applies) and `outcome`.
 #![deny(missing_docs)]
 
+mod defect;
 mod dispatcher;
 mod driver;
 mod error;
@@ -29,6 +30,8 @@ mod runner;
 mod store;
 mod types;
 
+#[cfg(feature = "defects")]
+pub use defect::Defect;
 pub use dispatcher::{Dispatcher, DispatcherEffect, DispatcherEvent, RecoveredJob};
 pub use driver::{Driver, DriverEffect, Environment, Query};
 pub use error::LeadershipError;

@@ -6,6 +6,7 @@
 //! has terminated, and only if nothing completed the result first. A terminal signal
 //! from the scheduler that is still in flight when close starts therefore wins.
 
+use super::defect::Defects;
 use super::error::LeadershipError;
 use super::types::{JobStatus, ProcessResult, ProcessState, Session};
 use serde::{Deserialize, Serialize};
@@ -49,20 +50,41 @@ pub enum ProcessEffect {
 /// assert_eq!(p.state(), ProcessState::Terminated);
 /// assert_eq!(p.result(), Some(ProcessResult::Terminal(JobStatus::Failed)));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Process {
     session: Session,
     state: ProcessState,
     result: Option<ProcessResult>,
+    defects: Defects,
+}
+
+/// As derived, without the seed-bug switches unless one is on: reports and conformance
+/// diffs show machines as the fixed design has them.
+impl std::fmt::Debug for Process {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Process");
+        d.field("session", &self.session)
+            .field("state", &self.state)
+            .field("result", &self.result);
+        if self.defects != Defects::default() {
+            d.field("defects", &self.defects);
+        }
+        d.finish()
+    }
 }
 
 impl Process {
     /// A running process created for leader session `session`.
     pub fn new(session: Session) -> Self {
+        Process::with(session, Defects::default())
+    }
+
+    pub(crate) fn with(session: Session, defects: Defects) -> Self {
         Process {
             session,
             state: ProcessState::Running,
             result: None,
+            defects,
         }
     }
 
@@ -120,6 +142,12 @@ impl Process {
             ProcessEvent::Close => match self.state {
                 ProcessState::Running => {
                     self.state = ProcessState::Closing;
+                    if self.defects.eager_not_finished && self.result.is_none() {
+                        // The seed bug: NotFinished before the service drained.
+                        self.result = Some(ProcessResult::NotFinished);
+                        let done = ProcessEffect::ResultCompleted(ProcessResult::NotFinished);
+                        return Ok((vec![ProcessEffect::CloseService, done], "closing"));
+                    }
                     // Fix part 1: the result is left open while the service drains.
                     Ok((vec![ProcessEffect::CloseService], "closing"))
                 }

@@ -19,6 +19,7 @@
 //! ([`Event::ForwardCallback`]) because the delay between a process result completing
 //! and the callback's leadership check is exactly the window of ordering A.
 
+use super::defect::Defects;
 use super::error::LeadershipError;
 use super::process::{Process, ProcessEffect, ProcessEvent};
 use super::projection::{ProcessProjection, RunnerProjection};
@@ -320,7 +321,7 @@ pub struct Handled {
 /// assert_eq!(fx, vec![Effect::CompleteResult { value: RunnerResult::Terminal(JobStatus::Finished) }]);
 /// assert_eq!(r.state(), RunnerState::JobCompleted);
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Runner {
     job: JobId,
     state: RunnerState,
@@ -334,9 +335,33 @@ pub struct Runner {
     chain: VecDeque<ChainOp>,
     in_flight: Option<InFlight>,
     terminated: bool,
+    defects: Defects,
 }
 
 type Applied = Result<(Vec<Effect>, RunnerOutcome), LeadershipError>;
+
+/// As derived, without the seed-bug switches unless one is on (see `Process`'s).
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Runner");
+        d.field("job", &self.job)
+            .field("state", &self.state)
+            .field("result", &self.result)
+            .field("pending_terminal", &self.pending_terminal)
+            .field("current_process_leader", &self.current_process_leader)
+            .field("slots", &self.slots)
+            .field("current", &self.current)
+            .field("granted", &self.granted)
+            .field("last_granted", &self.last_granted)
+            .field("chain", &self.chain)
+            .field("in_flight", &self.in_flight)
+            .field("terminated", &self.terminated);
+        if self.defects != Defects::default() {
+            d.field("defects", &self.defects);
+        }
+        d.finish()
+    }
+}
 
 impl Runner {
     /// A running runner for `job` with no leadership yet.
@@ -354,7 +379,24 @@ impl Runner {
             chain: VecDeque::new(),
             in_flight: None,
             terminated: false,
+            defects: Defects::default(),
         }
+    }
+
+    /// A runner for `job` whose code carries the given seed bugs of FLINK-39704
+    /// (feature `defects`, for the simulation's validation to catch them).
+    #[cfg(feature = "defects")]
+    pub fn with_defects(job: JobId, defects: &[super::defect::Defect]) -> Self {
+        Runner {
+            defects: Defects::of(defects),
+            ..Runner::new(job)
+        }
+    }
+
+    /// Whether the runner's operation chain is empty and nothing on it waits: a grant
+    /// or revoke delivered now runs at once instead of waiting behind other work.
+    pub fn is_idle(&self) -> bool {
+        self.in_flight.is_none() && self.chain.is_empty()
     }
 
     /// The job this runner runs.
@@ -666,7 +708,7 @@ impl Runner {
 
     fn start_process(&mut self, session: Session, effects: &mut Vec<Effect>) {
         self.slots.push(Slot {
-            process: Process::new(session),
+            process: Process::with(session, self.defects),
             forward: Forward::Waiting,
         });
         self.current = Some(self.slots.len() - 1);
@@ -723,6 +765,9 @@ impl Runner {
                     return;
                 }
                 // current_process_leader is deliberately kept (fix part 2).
+                if self.defects.revoke_clears_leader {
+                    self.current_process_leader = None;
+                }
                 self.stop_current(false, effects);
             }
             ChainOp::Close => {
@@ -744,14 +789,16 @@ impl Runner {
         }
         if self.slots[index].process.state() == ProcessState::Running {
             // A running process accepts Close, so this cannot fail.
-            if self.slots[index]
-                .process
-                .handle(ProcessEvent::Close)
-                .is_ok()
-            {
-                effects.push(Effect::CloseProcess {
-                    session: self.slots[index].process.session(),
-                });
+            if let Ok(closed) = self.slots[index].process.handle(ProcessEvent::Close) {
+                let session = self.slots[index].process.session();
+                effects.push(Effect::CloseProcess { session });
+                // Only an eager NotFinished (a seed bug) completes the result at close.
+                for effect in closed {
+                    if let ProcessEffect::ResultCompleted(value) = effect {
+                        self.slots[index].forward = Forward::Scheduled(value);
+                        effects.push(Effect::ForwardScheduled { session });
+                    }
+                }
             }
         }
         self.in_flight = Some(InFlight::Stopping { index, then_close });

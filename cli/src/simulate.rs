@@ -1,0 +1,384 @@
+//! `simulate` (concurrent, seeded, faulty runs of the production machines, one NDJSON
+//! log each) and `validate` (each log checked against the model).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use steadfast_conformance::validate::{self, Options, Validation, Verdict};
+use steadfast_sim::leadership::{self as sim, Config, DEFECTS, MAX_FAILOVERS, MAX_GRANTS_PER_JOB};
+
+use crate::args::{one_line, Args, UsageError};
+
+/// Most runs one command writes.
+const MAX_RUNS: usize = 100_000;
+
+/// The file of run `seed` in `dir`.
+pub fn log_path(dir: &Path, seed: u64) -> PathBuf {
+    dir.join(format!("leadership-{seed}.ndjson"))
+}
+
+/// `simulate MODEL --runs N --seed S --out DIR [--bug NAME] [--jobs J] [--grants G]
+/// [--failovers F] [--late-signal] [--max-delay-ms D]`.
+pub fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
+    let mut args = Args::parse(rest, &["late-signal", "json"])?;
+    args.no_more_positionals(1)?;
+    let model = args
+        .positional
+        .first()
+        .ok_or_else(|| UsageError("`simulate` needs a model: leadership".into()))?;
+    match model.as_str() {
+        "leadership" => {}
+        "durable" => {
+            return Err(UsageError(
+                "`simulate durable` is not available: only the leadership machines have an async driver so far".into(),
+            ))
+        }
+        other => {
+            return Err(UsageError(format!(
+                "unknown model `{other}` for simulate (known: leadership)"
+            )))
+        }
+    }
+    let runs = args.take_number("runs", 1, 1, MAX_RUNS)?;
+    let seed = match args.take("seed") {
+        None => 0,
+        Some(text) if text.bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() => {
+            text.parse::<u64>().map_err(|_| {
+                UsageError(format!(
+                    "`--seed` must be a number below 2^64, got `{text}`"
+                ))
+            })?
+        }
+        Some(text) => {
+            return Err(UsageError(format!(
+                "`--seed` must be a number below 2^64, got `{text}`"
+            )))
+        }
+    };
+    if seed.checked_add(runs as u64 - 1).is_none() {
+        return Err(UsageError(format!(
+            "`--seed {seed}` with `--runs {runs}` runs past the largest seed"
+        )));
+    }
+    let out = args
+        .take("out")
+        .ok_or_else(|| UsageError("`simulate` needs `--out DIR` for the logs".into()))?;
+    let defaults = Config::default();
+    let jobs = args.take_number("jobs", defaults.jobs as usize, 1, sim::MAX_JOBS as usize)?;
+    let grants = args.take_number(
+        "grants",
+        defaults.grants as usize,
+        1,
+        MAX_GRANTS_PER_JOB as usize,
+    )?;
+    let failovers = args.take_number(
+        "failovers",
+        defaults.failovers as usize,
+        0,
+        MAX_FAILOVERS as usize,
+    )?;
+    let max_delay_ms = args.take_number(
+        "max-delay-ms",
+        defaults.max_delay_ms as usize,
+        1,
+        sim::MAX_DELAY_MS as usize,
+    )?;
+    let mut defects = Vec::new();
+    while let Some(name) = args.take("bug") {
+        let defect = sim::defect_named(&name).ok_or_else(|| {
+            let known: Vec<&str> = DEFECTS.iter().map(|d| sim::defect_name(*d)).collect();
+            UsageError(format!(
+                "unknown bug `{name}` for leadership (known: {})",
+                known.join(", ")
+            ))
+        })?;
+        defects.push(defect);
+    }
+    let late_signal = args.switch("late-signal");
+    let json = args.switch("json");
+    args.switches.retain(|s| s != "late-signal" && s != "json");
+    args.no_options("simulate")?;
+    let dir = Path::new(&out);
+    std::fs::create_dir_all(dir).map_err(|e| UsageError(format!("cannot create `{out}`: {e}")))?;
+    let started = Instant::now();
+    let mut totals = sim::Summary::default();
+    for i in 0..runs as u64 {
+        let config = Config {
+            jobs: jobs as u32,
+            seed: seed + i,
+            grants: grants as u8,
+            failovers: failovers as u8,
+            late_signal,
+            max_delay_ms: max_delay_ms as u64,
+            defects: defects.clone(),
+        };
+        let path = log_path(dir, seed + i);
+        match sim::run(&config, &path) {
+            Ok(s) => {
+                totals.events += s.events;
+                totals.steps += s.steps;
+                totals.refusals += s.refusals;
+                totals.jobs_done += s.jobs_done;
+                totals.runners_started += s.runners_started;
+                totals.virtual_ms += s.virtual_ms;
+                if json {
+                    let line = serde_json::json!({
+                        "log": path.display().to_string(),
+                        "config": config,
+                        "summary": s,
+                    });
+                    println!("{line}");
+                }
+            }
+            Err(e) => {
+                eprintln!(
+                    "steadfast: simulate: run with seed {}: {}",
+                    seed + i,
+                    one_line(&e.to_string())
+                );
+                return Ok(ExitCode::from(3));
+            }
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    if !json {
+        let last = seed + runs as u64 - 1;
+        println!(
+            "wrote {runs} leadership log{} (seeds {seed}..={last}) to {}: {} events, {} steps, {} of {} jobs done, {} refusals, {:.2} s ({:.0} events/s)",
+            if runs == 1 { "" } else { "s" },
+            dir.display(),
+            totals.events,
+            totals.steps,
+            totals.jobs_done,
+            runs * jobs,
+            totals.refusals,
+            secs,
+            totals.events as f64 / secs.max(1e-9)
+        );
+        if !defects.is_empty() {
+            let names: Vec<&str> = defects.iter().map(|d| sim::defect_name(*d)).collect();
+            println!("the machines carried the seed bug {}", names.join(" and "));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `validate LOG... [--late-signal true|false] [--json]`.
+pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
+    let mut args = Args::parse(rest, &["json"])?;
+    let late_signal = match args.take("late-signal").as_deref() {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(other) => {
+            return Err(UsageError(format!(
+                "`--late-signal` must be true or false, got `{other}`"
+            )))
+        }
+    };
+    let json = args.switch("json");
+    args.switches.retain(|s| s != "json");
+    args.no_options("validate")?;
+    if args.positional.is_empty() {
+        return Err(UsageError("`validate` needs at least one log file".into()));
+    }
+    let options = Options { late_signal };
+    let mut worst = 0u8;
+    let started = Instant::now();
+    let mut events = 0u64;
+    let (mut valid, mut invalid, mut unreadable) = (0usize, 0usize, 0usize);
+    for file in &args.positional {
+        let result = std::fs::File::open(file)
+            .map_err(|e| validate::LogError {
+                line: 0,
+                why: format!("cannot open: {e}"),
+            })
+            .and_then(|f| validate::validate_leadership(f, options));
+        match result {
+            Ok(v) => {
+                events += v.events;
+                if !v.violations.is_empty() {
+                    worst = worst.max(1);
+                }
+                if v.is_valid() {
+                    valid += 1;
+                } else {
+                    invalid += 1;
+                    worst = worst.max(1);
+                }
+                if json {
+                    println!("{}", validation_json(file, &v));
+                } else {
+                    print_validation(file, &v);
+                }
+            }
+            Err(e) => {
+                unreadable += 1;
+                worst = 2;
+                let line = format!("{file}: unreadable: {e}");
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::json!({ "log": file, "unreadable": e.to_string() })
+                    );
+                } else {
+                    println!("{}", one_line(&line));
+                }
+            }
+        }
+    }
+    if !json && args.positional.len() > 1 {
+        let secs = started.elapsed().as_secs_f64();
+        println!(
+            "{valid} valid, {invalid} invalid, {unreadable} unreadable; {events} events in {secs:.2} s ({:.0} events/s)",
+            events as f64 / secs.max(1e-9)
+        );
+    }
+    Ok(ExitCode::from(worst))
+}
+
+fn print_validation(file: &str, v: &Validation) {
+    print_verdict(file, v);
+    for x in &v.violations {
+        println!(
+            "  the model's \"{}\" fails for job {} on every path explaining it, in the step at line {}: {}",
+            x.property,
+            x.job,
+            x.line,
+            one_line(&x.event)
+        );
+    }
+}
+
+fn print_verdict(file: &str, v: &Validation) {
+    match &v.verdict {
+        Verdict::Valid => println!(
+            "{file}: valid: {} events, {} jobs, at most {} model places possible at once",
+            v.events, v.jobs, v.widest
+        ),
+        Verdict::Unexplained {
+            line,
+            job,
+            event,
+            possible,
+            states,
+            expected,
+        } => {
+            println!(
+                "{file}: invalid at line {line} (job {job}): {}",
+                one_line(event)
+            );
+            println!(
+                "  no model step explains it; {possible} model state(s) were possible just before it"
+            );
+            println!("  the model allowed next: {}", expected.join(" | "));
+            for s in states {
+                println!("  state: {s}");
+            }
+        }
+        Verdict::Truncated { job, missing } => println!(
+            "{file}: invalid: the log ends inside a step of job {job}; next would be: {missing}"
+        ),
+    }
+}
+
+fn validation_json(file: &str, v: &Validation) -> serde_json::Value {
+    let verdict = match &v.verdict {
+        Verdict::Valid => serde_json::json!("valid"),
+        Verdict::Unexplained {
+            line,
+            job,
+            event,
+            possible,
+            states,
+            expected,
+        } => serde_json::json!({
+            "unexplained": {
+                "line": line, "job": job, "event": event, "possible": possible,
+                "states": states.iter().map(|s| serde_json::from_str::<serde_json::Value>(s).unwrap_or_default()).collect::<Vec<_>>(),
+                "expected": expected,
+            }
+        }),
+        Verdict::Truncated { job, missing } => {
+            serde_json::json!({ "truncated": { "job": job, "missing": missing } })
+        }
+    };
+    let violations: Vec<serde_json::Value> = v
+        .violations
+        .iter()
+        .map(|x| serde_json::json!({"property": x.property, "job": x.job, "line": x.line, "event": x.event}))
+        .collect();
+    serde_json::json!({
+        "log": file, "events": v.events, "jobs": v.jobs, "widest": v.widest,
+        "late_signal": v.late_signal, "verdict": verdict, "violations": violations,
+    })
+}
+
+/// `bench --validation`: the async driver's throughput and the validator's, on runs of
+/// 4 and of 100 jobs, each measured on one core (the driver is single-threaded, and so
+/// is the validator).
+pub fn bench_validation() -> Result<ExitCode, UsageError> {
+    let dir =
+        std::env::temp_dir().join(format!("steadfast-bench-validation-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| UsageError(format!("cannot create `{}`: {e}", dir.display())))?;
+    let mut rows = vec![[
+        "jobs",
+        "runs",
+        "events",
+        "simulate s",
+        "driver events/s",
+        "runs/min",
+        "validate s",
+        "validated events/s",
+        "all valid",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for (jobs, runs) in [(4u32, 400u64), (100, 20)] {
+        let started = Instant::now();
+        let mut events = 0u64;
+        let mut paths = Vec::new();
+        for seed in 0..runs {
+            let config = Config {
+                jobs,
+                seed,
+                ..Config::default()
+            };
+            let path = dir.join(format!("j{jobs}-{seed}.ndjson"));
+            let s = sim::run(&config, &path).map_err(|e| UsageError(e.to_string()))?;
+            events += s.events;
+            paths.push(path);
+        }
+        let simulate_s = started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        let mut valid = 0u64;
+        for path in &paths {
+            let file = std::fs::File::open(path)
+                .map_err(|e| UsageError(format!("cannot open {}: {e}", path.display())))?;
+            let v = validate::validate_leadership(file, Options::default())
+                .map_err(|e| UsageError(e.to_string()))?;
+            valid += u64::from(v.is_valid());
+        }
+        let validate_s = started.elapsed().as_secs_f64();
+        for path in &paths {
+            let _ = std::fs::remove_file(path);
+        }
+        rows.push(vec![
+            jobs.to_string(),
+            runs.to_string(),
+            events.to_string(),
+            format!("{simulate_s:.2}"),
+            format!("{:.0}", events as f64 / simulate_s),
+            format!("{:.0}", runs as f64 * 60.0 / simulate_s),
+            format!("{validate_s:.2}"),
+            format!("{:.0}", events as f64 / validate_s),
+            format!("{}", valid == runs),
+        ]);
+    }
+    let _ = std::fs::remove_dir(&dir);
+    println!("simulation and trace validation, leadership (default faults, one core each)\n");
+    print!("{}", crate::render::table(&rows));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,154 @@
+//! `simulate` and `validate` as a user runs them: logs written, every one valid for the
+//! fixed machines, a seed bug's log rejected with its event named, exit statuses, and
+//! one-line errors for bad input.
+
+use std::process::{Command, Output};
+
+fn steadfast(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).trim().to_string()
+}
+
+#[test]
+fn simulated_logs_validate_and_a_seed_bug_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fixed");
+    let out = out.to_str().unwrap();
+    let sim = steadfast(&[
+        "simulate",
+        "leadership",
+        "--runs",
+        "30",
+        "--seed",
+        "100",
+        "--out",
+        out,
+    ]);
+    assert_eq!(sim.status.code(), Some(0), "{}", text(&sim.stderr));
+    assert!(
+        text(&sim.stdout).starts_with("wrote 30 leadership logs (seeds 100..=129)"),
+        "{}",
+        text(&sim.stdout)
+    );
+    let mut logs: Vec<String> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path().to_str().unwrap().to_string())
+        .collect();
+    logs.sort();
+    assert_eq!(logs.len(), 30);
+    assert!(logs.iter().any(|l| l.ends_with("leadership-129.ndjson")));
+    let mut args = vec!["validate"];
+    args.extend(logs.iter().map(String::as_str));
+    let v = steadfast(&args);
+    assert_eq!(v.status.code(), Some(0), "{}", text(&v.stdout));
+    assert!(
+        text(&v.stdout).contains("30 valid, 0 invalid, 0 unreadable"),
+        "{}",
+        text(&v.stdout)
+    );
+
+    let bug = dir.path().join("bug");
+    let bug = bug.to_str().unwrap();
+    let sim = steadfast(&[
+        "simulate",
+        "leadership",
+        "--runs",
+        "1",
+        "--out",
+        bug,
+        "--bug",
+        "revoke-clears-leader",
+    ]);
+    assert_eq!(sim.status.code(), Some(0), "{}", text(&sim.stderr));
+    let log = format!("{bug}/leadership-0.ndjson");
+    let v = steadfast(&["validate", &log]);
+    assert_eq!(v.status.code(), Some(1));
+    let report = text(&v.stdout);
+    assert!(
+        report.contains("invalid at line 53 (job 4): runner forward_callback job=4 session=1 -> checking_leadership"),
+        "{report}"
+    );
+    assert!(report.contains("cached_checking_leadership"), "{report}");
+
+    let v = steadfast(&["validate", "--json", &log]);
+    let json: serde_json::Value = serde_json::from_str(&text(&v.stdout)).unwrap();
+    assert_eq!(json["verdict"]["unexplained"]["line"], 53);
+    assert_eq!(json["verdict"]["unexplained"]["job"], 4);
+}
+
+#[test]
+fn bad_input_exits_with_one_line_naming_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["simulate"], 2, "steadfast: `simulate` needs a model: leadership"),
+        (
+            &["simulate", "durable", "--out", d],
+            2,
+            "steadfast: `simulate durable` is not available: only the leadership machines have an async driver so far",
+        ),
+        (&["simulate", "leadership"], 2, "steadfast: `simulate` needs `--out DIR` for the logs"),
+        (
+            &["simulate", "leadership", "--out", d, "--bug", "typo"],
+            2,
+            "steadfast: unknown bug `typo` for leadership (known: eager-not-finished, revoke-clears-leader)",
+        ),
+        (
+            &["simulate", "leadership", "--out", d, "--grants", "5"],
+            2,
+            "steadfast: `--grants` must be a number within 1..=4, got `5`",
+        ),
+        (
+            &["simulate", "leadership", "--out", d, "--seed", "18446744073709551615", "--runs", "2"],
+            2,
+            "steadfast: `--seed 18446744073709551615` with `--runs 2` runs past the largest seed",
+        ),
+        (&["validate"], 2, "steadfast: `validate` needs at least one log file"),
+        (
+            &["validate", "--late-signal", "maybe", "x"],
+            2,
+            "steadfast: `--late-signal` must be true or false, got `maybe`",
+        ),
+    ];
+    for (args, code, want) in cases {
+        let o = steadfast(args);
+        assert_eq!(
+            o.status.code(),
+            Some(*code),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+        assert_eq!(text(&o.stderr), *want, "{args:?}");
+    }
+    // A missing file and a file that is not a log: each named on one line, status 2.
+    let garbage = dir.path().join("garbage.ndjson");
+    std::fs::write(&garbage, b"\xff\xfe not a log\n").unwrap();
+    let missing = dir.path().join("missing.ndjson");
+    let o = steadfast(&[
+        "validate",
+        garbage.to_str().unwrap(),
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[0].ends_with("garbage.ndjson: unreadable: line 1: not UTF-8 (byte 0)"),
+        "{out}"
+    );
+    assert!(
+        lines[1].contains("missing.ndjson: unreadable: cannot open:"),
+        "{out}"
+    );
+    assert!(
+        lines[2].starts_with("0 valid, 0 invalid, 2 unreadable"),
+        "{out}"
+    );
+}

@@ -1,0 +1,615 @@
+//! Trace validation: is a production log a behaviour of the model?
+//!
+//! A log is the NDJSON file a run of the machines writes (`steadfast-sim`'s `log`), one
+//! `tracing` event per line. The validator reads it as a stream and searches, breadth
+//! first, for a path of the model that explains it, in the manner of TLA+ trace
+//! validation (Cirstea, Kuppe, Loillier and Merz, "Validating Traces of Distributed
+//! Programs Against TLA+ Specifications", 2024): it keeps the set of model states
+//! consistent with the events read so far, and for each next event takes every model
+//! step whose structured events ([`crate::leadership::expected_log`], the same mapping
+//! conformance checks the runtime's log against) begin with it, after any number of the
+//! model's unobservable steps (a scheduler's decision, a signal to a process whose
+//! runner is gone). A step that emits several events leaves the set part-way through
+//! it; the step's remaining events must come next. The log is valid when the set never
+//! runs empty and ends with every step complete. A valid log may still be a bad
+//! behaviour: a safety property of the model that fails in every state of a job's set
+//! is reported as a [`Violation`] (the model's verdicts say where the fixed design can
+//! fail: with late signals, its residual window).
+//!
+//! **Jobs.** The leadership model has one job; a run has many. Each job's events
+//! (runner, process and election events name the job, a process through its `job`
+//! span) together with the dispatcher's events that concern every job (leadership
+//! gained and lost, the recovery read) form the job's projection, and each projection
+//! is validated against the one-job model on its own. This checks every job's history,
+//! not the joint history of all of them: an error that only shows as an impossible
+//! combination of two jobs' states is not caught.
+//!
+//! Memory is bounded by the jobs and the sets, not by the log: lines are read one at a
+//! time, at most [`MAX_LINE_BYTES`] each.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::io::{BufRead, Read};
+use std::rc::Rc;
+
+use serde::Deserialize;
+use stateright::Model;
+use steadfast_model::leadership::{Action, Leadership, State};
+
+use crate::leadership::{expected_log, settle, start_log, LogRecord};
+
+/// Longest line the validator reads.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Most jobs one log may name.
+pub const MAX_JOBS: u64 = 100_000;
+
+/// Most dispatcher-wide events before a job's first own event (they are replayed to a
+/// job that appears late).
+const MAX_SHARED_PREFIX: usize = 64;
+
+/// Most model states the report lists.
+const REPORTED_STATES: usize = 3;
+
+/// Most memoised expansions before the memo is cleared.
+const MEMO_LIMIT: usize = 200_000;
+
+/// Why a log could not be read (as opposed to a log that the model does not explain).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogError {
+    /// The line (1-based), 0 for the file as a whole.
+    pub line: u64,
+    /// What is wrong.
+    pub why: String,
+}
+
+impl fmt::Display for LogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}", self.why)
+        } else {
+            write!(f, "line {}: {}", self.line, self.why)
+        }
+    }
+}
+
+impl std::error::Error for LogError {}
+
+/// The settings a log is validated under.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The model's `late-signal`; `None` takes it from the log's run header (off when
+    /// the log has none).
+    pub late_signal: Option<bool>,
+}
+
+/// The verdict on one log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// A model path explains every job's events.
+    Valid,
+    /// No model path explains this event.
+    Unexplained {
+        /// Its line (1-based).
+        line: u64,
+        /// The job whose projection it breaks.
+        job: u64,
+        /// The event, as the log has it.
+        event: String,
+        /// How many model states were possible just before it.
+        possible: usize,
+        /// Some of them, as JSON, for the report.
+        states: Vec<String>,
+        /// What those states expected next, at most a few.
+        expected: Vec<String>,
+    },
+    /// The log ends inside a model step of this job: events are missing.
+    Truncated {
+        /// The job.
+        job: u64,
+        /// The first event that is missing, for one possible path.
+        missing: String,
+    },
+}
+
+/// A safety property of the model that fails on every model path explaining a job's
+/// events: the log is a behaviour of the model, and a bad one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// The property's name.
+    pub property: &'static str,
+    /// The job.
+    pub job: u64,
+    /// The line of the event after which it fails on every path.
+    pub line: u64,
+    /// That event.
+    pub event: String,
+}
+
+/// What validating one log found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Validation {
+    /// Lines read.
+    pub lines: u64,
+    /// Machine events checked (the run header and blank lines are not).
+    pub events: u64,
+    /// Jobs the log names.
+    pub jobs: usize,
+    /// The most model states possible at once for one job.
+    pub widest: usize,
+    /// The model's `late-signal` the log was checked under.
+    pub late_signal: bool,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Safety properties the explained behaviour breaks, first failure per job and
+    /// property, in log order.
+    pub violations: Vec<Violation>,
+}
+
+impl Validation {
+    /// Whether the model explains the log.
+    pub fn is_valid(&self) -> bool {
+        self.verdict == Verdict::Valid
+    }
+}
+
+/// One line of the log, as the JSON formatter writes it.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(borrow)]
+    fields: Fields<'a>,
+    #[serde(default)]
+    span: Option<SpanFields>,
+}
+
+#[derive(Deserialize)]
+struct Fields<'a> {
+    #[serde(borrow, default)]
+    component: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    event: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    outcome: Option<Cow<'a, str>>,
+    #[serde(default)]
+    session: Option<u64>,
+    #[serde(default)]
+    job: Option<u64>,
+    #[serde(default)]
+    epoch: Option<u64>,
+    #[serde(default)]
+    late_signal: Option<bool>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct SpanFields {
+    #[serde(default)]
+    job: Option<u64>,
+}
+
+/// A place in the model: a state, and the events still owed by the step under way.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Entry {
+    state: State,
+    rest: Rc<[LogRecord]>,
+    at: usize,
+}
+
+impl Entry {
+    fn owed(&self) -> &[LogRecord] {
+        &self.rest[self.at..]
+    }
+}
+
+/// The steps out of a settled state, each as its first event, the state it leads to and
+/// its events; the model's unobservable steps are taken first.
+type Expansion = Rc<Vec<(LogRecord, State, Rc<[LogRecord]>)>>;
+
+struct Search {
+    model: Leadership,
+    safety: Vec<stateright::Property<Leadership>>,
+    memo: HashMap<State, Expansion>,
+    actions: Vec<Action>,
+}
+
+impl Search {
+    fn new(late_signal: bool) -> Search {
+        let late = if late_signal { "true" } else { "false" };
+        let model = Leadership::scenario(
+            "fixed",
+            "all",
+            &[("grants", "4"), ("epochs", "3"), ("late-signal", late)],
+        )
+        .expect("the validator's settings are valid");
+        let safety = model
+            .properties()
+            .into_iter()
+            .filter(|p| p.expectation == stateright::Expectation::Always)
+            .collect();
+        Search {
+            model,
+            safety,
+            memo: HashMap::new(),
+            actions: Vec::new(),
+        }
+    }
+
+    fn start(&self) -> Entry {
+        let init = self.model.init_states()[0];
+        Entry {
+            state: settle(&self.model, &init),
+            rest: start_log(&init).into(),
+            at: 0,
+        }
+    }
+
+    /// Every observable step out of `state`, after any unobservable ones.
+    fn expand(&mut self, state: &State) -> Expansion {
+        if let Some(e) = self.memo.get(state) {
+            return e.clone();
+        }
+        if self.memo.len() >= MEMO_LIMIT {
+            self.memo.clear();
+        }
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        let mut todo = vec![*state];
+        seen.insert(*state);
+        while let Some(s) = todo.pop() {
+            self.actions.clear();
+            self.model.actions(&s, &mut self.actions);
+            for action in std::mem::take(&mut self.actions) {
+                let Some(next) = self.model.next_state(&s, action) else {
+                    continue;
+                };
+                let next = settle(&self.model, &next);
+                let events = expected_log(&self.model, &s, &action, false);
+                match events.first() {
+                    None => {
+                        if seen.insert(next) {
+                            todo.push(next);
+                        }
+                    }
+                    Some(first) => out.push((first.clone(), next, Rc::from(events))),
+                }
+            }
+        }
+        let out = Rc::new(out);
+        self.memo.insert(*state, out.clone());
+        out
+    }
+}
+
+/// One job's projection being checked.
+struct Tracker {
+    frontier: Vec<Entry>,
+    /// The safety properties (by index) found failing on every path already.
+    violated: u64,
+}
+
+impl Tracker {
+    /// Takes `record`; false when no possible place explains it (the frontier is then
+    /// left as it was, for the report).
+    fn take(&mut self, search: &mut Search, record: &LogRecord) -> bool {
+        let mut next: Vec<Entry> = Vec::new();
+        let mut seen: HashSet<Entry> = HashSet::new();
+        for entry in &self.frontier {
+            if let Some(first) = entry.owed().first() {
+                if first == record {
+                    let e = Entry {
+                        at: entry.at + 1,
+                        ..entry.clone()
+                    };
+                    if seen.insert(e.clone()) {
+                        next.push(e);
+                    }
+                }
+                continue;
+            }
+            for (first, state, events) in search.expand(&entry.state).iter() {
+                if first == record {
+                    let e = Entry {
+                        state: *state,
+                        rest: events.clone(),
+                        at: 1,
+                    };
+                    if seen.insert(e.clone()) {
+                        next.push(e);
+                    }
+                }
+            }
+        }
+        if next.is_empty() {
+            return false;
+        }
+        self.frontier = next;
+        true
+    }
+
+    /// What the possible places expect next, at most a few, naming `job` as the log
+    /// does.
+    fn expected(&self, search: &mut Search, job: u64) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for entry in &self.frontier {
+            let mut add = |r: &LogRecord| {
+                let mut r = r.clone();
+                if r.job.is_some() {
+                    r.job = Some(job);
+                }
+                let text = r.to_string();
+                if !out.contains(&text) && out.len() < 8 {
+                    out.push(text);
+                }
+            };
+            match entry.owed().first() {
+                Some(r) => add(r),
+                None => {
+                    for (first, _, _) in search.expand(&entry.state).iter() {
+                        add(first);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A record's place in the log: which jobs it concerns, and the record as the one-job
+/// model names it (its job is the model's job).
+enum Route {
+    Shared(LogRecord),
+    Job(u64, LogRecord),
+}
+
+fn route(line: u64, fields: Fields<'_>, span: Option<SpanFields>) -> Result<Route, LogError> {
+    let err = |why: String| LogError { line, why };
+    let component = fields
+        .component
+        .ok_or_else(|| err("an event without a `component` field".into()))?;
+    let event = fields
+        .event
+        .ok_or_else(|| err(format!("a {component} event without an `event` field")))?;
+    let outcome = fields.outcome.ok_or_else(|| {
+        err(format!(
+            "a {component} {event} event without an `outcome` field"
+        ))
+    })?;
+    let job = fields.job.or(span.and_then(|s| s.job));
+    let own_job = matches!(&*component, "runner" | "dispatcher");
+    let record = LogRecord {
+        component: crate::leadership::word(&component),
+        event: crate::leadership::word(&event),
+        session: fields.session,
+        job: if own_job {
+            fields.job.map(|_| u64::from(crate::leadership::JOB.0))
+        } else {
+            None
+        },
+        epoch: fields.epoch,
+        outcome: crate::leadership::word(&outcome),
+    };
+    match &*component {
+        "runner" | "process" | "election" | "dispatcher" => {}
+        other => return Err(err(format!("an event of an unknown component `{other}`"))),
+    }
+    match job {
+        None if component == "dispatcher" => Ok(Route::Shared(record)),
+        None => Err(err(format!(
+            "a {component} {event} event names no job (no `job` field or span)"
+        ))),
+        Some(0) => Err(err("job 0: jobs are numbered from 1".into())),
+        Some(j) if j > MAX_JOBS => Err(err(format!("job {j}: more than {MAX_JOBS} jobs"))),
+        Some(j) => Ok(Route::Job(j, record)),
+    }
+}
+
+/// Validates the log read from `input` against the leadership model (design fixed,
+/// every interleaving, the largest bounds the model has: 4 grants per job, 3 dispatcher
+/// epochs).
+pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validation, LogError> {
+    let mut input = std::io::BufReader::with_capacity(1 << 16, input);
+    let mut buf: Vec<u8> = Vec::with_capacity(1024);
+    let mut line_no = 0u64;
+    let mut events = 0u64;
+    let mut search: Option<Search> = None;
+    let mut late_signal = options.late_signal.unwrap_or(false);
+    let mut trackers: HashMap<u64, Tracker> = HashMap::new();
+    let mut order: Vec<u64> = Vec::new();
+    let mut shared_prefix: Vec<LogRecord> = Vec::new();
+    let mut widest = 0usize;
+    let mut violations: Vec<Violation> = Vec::new();
+    loop {
+        buf.clear();
+        let read = (&mut input)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| LogError {
+                line: line_no + 1,
+                why: format!("reading: {e}"),
+            })?;
+        if read == 0 {
+            break;
+        }
+        line_no += 1;
+        if buf.last() != Some(&b'\n') && buf.len() > MAX_LINE_BYTES {
+            return Err(LogError {
+                line: line_no,
+                why: format!("longer than {MAX_LINE_BYTES} bytes"),
+            });
+        }
+        let text = std::str::from_utf8(&buf).map_err(|e| LogError {
+            line: line_no,
+            why: format!("not UTF-8 (byte {})", e.valid_up_to()),
+        })?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let parsed: Line<'_> = serde_json::from_str(text).map_err(|e| LogError {
+            line: line_no,
+            why: format!("not a log event: {e}"),
+        })?;
+        // The run header of a simulated run says which faults it injected.
+        if parsed.fields.component.as_deref() == Some("run") {
+            if let Some(model) = parsed.fields.model.as_deref() {
+                if model != "leadership" {
+                    return Err(LogError {
+                        line: line_no,
+                        why: format!("a log of the {model} model, not of leadership"),
+                    });
+                }
+            }
+            if let (Some(late), None) = (parsed.fields.late_signal, options.late_signal) {
+                if search.is_some() {
+                    return Err(LogError {
+                        line: line_no,
+                        why: "a run header after the run's first event".into(),
+                    });
+                }
+                late_signal = late;
+            }
+            continue;
+        }
+        let search = search.get_or_insert_with(|| Search::new(late_signal));
+        events += 1;
+        let route = route(line_no, parsed.fields, parsed.span)?;
+        let (targets, record): (Vec<u64>, LogRecord) = match route {
+            Route::Shared(record) => {
+                if trackers.is_empty() {
+                    if shared_prefix.len() >= MAX_SHARED_PREFIX {
+                        return Err(LogError {
+                            line: line_no,
+                            why: format!(
+                                "more than {MAX_SHARED_PREFIX} dispatcher events before any job's"
+                            ),
+                        });
+                    }
+                    shared_prefix.push(record);
+                    continue;
+                }
+                (order.clone(), record)
+            }
+            Route::Job(job, record) => {
+                if let std::collections::hash_map::Entry::Vacant(slot) = trackers.entry(job) {
+                    let mut tracker = Tracker {
+                        frontier: vec![search.start()],
+                        violated: 0,
+                    };
+                    for (i, shared) in shared_prefix.iter().enumerate() {
+                        if !tracker.take(search, shared) {
+                            return Err(LogError {
+                                line: line_no,
+                                why: format!(
+                                    "job {job} first appears after dispatcher event {} ({shared}), which its start cannot follow",
+                                    i + 1
+                                ),
+                            });
+                        }
+                    }
+                    slot.insert(tracker);
+                    order.push(job);
+                }
+                (vec![job], record)
+            }
+        };
+        for job in targets {
+            let tracker = trackers.get_mut(&job).expect("every target is tracked");
+            if !tracker.take(search, &record) {
+                let mut states: Vec<String> = Vec::new();
+                let mut distinct: HashSet<State> = HashSet::new();
+                for e in &tracker.frontier {
+                    if distinct.insert(e.state) && states.len() < REPORTED_STATES {
+                        states.push(serde_json::to_string(&e.state).unwrap_or_default());
+                    }
+                }
+                let expected = tracker.expected(search, job);
+                return Ok(Validation {
+                    lines: line_no,
+                    events,
+                    jobs: trackers.len(),
+                    widest,
+                    late_signal,
+                    verdict: Verdict::Unexplained {
+                        line: line_no,
+                        job,
+                        event: shown(text),
+                        possible: distinct.len(),
+                        states,
+                        expected,
+                    },
+                    violations,
+                });
+            }
+            widest = widest.max(tracker.frontier.len());
+            for (i, property) in search.safety.iter().enumerate() {
+                let bit = 1u64 << i;
+                if tracker.violated & bit == 0
+                    && tracker
+                        .frontier
+                        .iter()
+                        .all(|e| !(property.condition)(&search.model, &e.state))
+                {
+                    tracker.violated |= bit;
+                    violations.push(Violation {
+                        property: property.name,
+                        job,
+                        line: line_no,
+                        event: shown(text),
+                    });
+                }
+            }
+        }
+    }
+    for job in &order {
+        let tracker = &trackers[job];
+        if !tracker.frontier.iter().any(|e| e.owed().is_empty()) {
+            let missing = tracker.frontier[0].owed()[0].to_string();
+            return Ok(Validation {
+                lines: line_no,
+                events,
+                jobs: trackers.len(),
+                widest,
+                late_signal,
+                verdict: Verdict::Truncated { job: *job, missing },
+                violations,
+            });
+        }
+    }
+    if line_no == 0 {
+        return Err(LogError {
+            line: 0,
+            why: "the log is empty".into(),
+        });
+    }
+    Ok(Validation {
+        lines: line_no,
+        events,
+        jobs: trackers.len(),
+        widest,
+        late_signal,
+        verdict: Verdict::Valid,
+        violations,
+    })
+}
+
+/// An event line as a short phrase: component, event, job, session, epoch, outcome.
+fn shown(text: &str) -> String {
+    let Ok(line) = serde_json::from_str::<Line<'_>>(text) else {
+        return text.trim().to_string();
+    };
+    let f = line.fields;
+    let mut out = format!(
+        "{} {}",
+        f.component.as_deref().unwrap_or("?"),
+        f.event.as_deref().unwrap_or("?")
+    );
+    let job = f.job.or(line.span.and_then(|s| s.job));
+    for (name, value) in [("job", job), ("session", f.session), ("epoch", f.epoch)] {
+        if let Some(v) = value {
+            out.push_str(&format!(" {name}={v}"));
+        }
+    }
+    out.push_str(&format!(" -> {}", f.outcome.as_deref().unwrap_or("?")));
+    out
+}
