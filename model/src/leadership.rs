@@ -213,10 +213,25 @@ const PARAMS: &[Param] = &[
     },
 ];
 
+/// The verdict table's columns: each ordering, with the terminal signal on time (the
+/// fix's assumption) and with it late (Flink's code allows it: `specs/leadership.md`,
+/// "Late signal").
 const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
     ("ordering-a", &[("ordering", "a")]),
     ("ordering-b", &[("ordering", "b")]),
     ("all", &[("ordering", "all")]),
+    (
+        "ordering-a-late-signal",
+        &[("ordering", "a"), ("late-signal", "true")],
+    ),
+    (
+        "ordering-b-late-signal",
+        &[("ordering", "b"), ("late-signal", "true")],
+    ),
+    (
+        "all-late-signal",
+        &[("ordering", "all"), ("late-signal", "true")],
+    ),
 ];
 
 /// Every design's command-line name, in [`Design::ALL`] order: the one list the command

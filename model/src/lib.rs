@@ -225,7 +225,8 @@ mod tests {
         assert_eq!(
             e.0,
             "unknown scenario `ordering-c` for model leadership \
-             (scenarios: default, ordering-a, ordering-b, all)"
+             (scenarios: default, ordering-a, ordering-b, all, ordering-a-late-signal, \
+             ordering-b-late-signal, all-late-signal)"
         );
     }
 }
