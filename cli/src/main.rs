@@ -181,8 +181,9 @@ usage: steadfast simulate leadership --out DIR [--runs N] [--seed S] [--jobs J] 
         }
         "validate" => {
             "\
-usage: steadfast validate LOG... [--late-signal true|false] [--json]
-  checks each log against the leadership model (design fixed, every interleaving):
+usage: steadfast validate LOG... [--design D] [--late-signal true|false] [--json]
+  checks each log against the leadership model (design fixed unless --design names
+  another, every interleaving):
   valid, or the first event no model path explains, with the model states possible
   just before it; a valid log whose every explanation breaks a safety property of
   the model is reported with the property; --late-signal overrides the run header's

@@ -177,13 +177,30 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
             )))
         }
     };
+    let design = match args.take("design") {
+        None => None,
+        Some(name) => Some(
+            *<steadfast_model::leadership::Leadership as steadfast_model::Spec>::designs()
+                .iter()
+                .find(|d| **d == name)
+                .ok_or_else(|| {
+                    UsageError(format!(
+                        "unknown design `{name}` for leadership (known: {})",
+                        <steadfast_model::leadership::Leadership as steadfast_model::Spec>::designs().join(", ")
+                    ))
+                })?,
+        ),
+    };
     let json = args.switch("json");
     args.switches.retain(|s| s != "json");
     args.no_options("validate")?;
     if args.positional.is_empty() {
         return Err(UsageError("`validate` needs at least one log file".into()));
     }
-    let options = Options { late_signal };
+    let options = Options {
+        late_signal,
+        design,
+    };
     let mut worst = 0u8;
     let started = Instant::now();
     let mut events = 0u64;

@@ -86,8 +86,8 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
         ),
         (
             &["check", "leadership", "--dfs", "--symmetry", "--statuses", "1"],
-            "steadfast: `--symmetry`: model leadership (design fixed, epochs=3 grants=3 \
-             late-signal=false old-runner-first=true ordering=all statuses=1) has no \
+            "steadfast: `--symmetry`: model leadership (design fixed, decide-while-closing=false \
+             epochs=3 grants=3 late-signal=false old-runner-first=true ordering=all statuses=1) has no \
              interchangeable components to reduce by symmetry",
         ),
     ];
@@ -227,6 +227,13 @@ fn bench_reports_the_symmetry_reduction_factor() {
             ["leadership", "process-fix-only", "19494", "7612", "2.56"],
             ["leadership", "runner-fix-only", "11418", "4474", "2.55"],
             ["leadership", "fixed", "6786", "2848", "2.38"],
+            [
+                "leadership",
+                "revoke-clears-leader",
+                "11219",
+                "4449",
+                "2.52"
+            ],
         ]
     );
 }

@@ -111,6 +111,11 @@ fn bad_input_exits_with_one_line_naming_the_problem() {
         ),
         (&["validate"], 2, "steadfast: `validate` needs at least one log file"),
         (
+            &["validate", "--design", "nope", "x"],
+            2,
+            "steadfast: unknown design `nope` for leadership (known: unpatched, process-fix-only, runner-fix-only, fixed, revoke-clears-leader)",
+        ),
+        (
             &["validate", "--late-signal", "maybe", "x"],
             2,
             "steadfast: `--late-signal` must be true or false, got `maybe`",

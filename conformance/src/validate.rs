@@ -82,6 +82,10 @@ pub struct Options {
     /// The model's `late-signal`; `None` takes it from the log's run header (off when
     /// the log has none).
     pub late_signal: Option<bool>,
+    /// The model's design; `None` is `fixed`, the design the machines implement. Another
+    /// design says which code the log is expected to come from (`revoke-clears-leader`
+    /// for machines carrying that seed bug).
+    pub design: Option<&'static str>,
 }
 
 /// The verdict on one log.
@@ -215,14 +219,14 @@ struct Search {
 }
 
 impl Search {
-    fn new(late_signal: bool) -> Search {
+    fn new(design: &str, late_signal: bool) -> Search {
         let late = if late_signal { "true" } else { "false" };
         let model = Leadership::scenario(
-            "fixed",
+            design,
             "all",
             &[("grants", "4"), ("epochs", "3"), ("late-signal", late)],
         )
-        .expect("the validator's settings are valid");
+        .expect("the validator's settings are valid for every design");
         let safety = model
             .properties()
             .into_iter()
@@ -405,21 +409,38 @@ fn route(line: u64, fields: Fields<'_>, span: Option<SpanFields>) -> Result<Rout
     }
 }
 
-/// Validates the log read from `input` against the leadership model (design fixed,
-/// every interleaving, the largest bounds the model has: 4 grants per job, 3 dispatcher
-/// epochs).
+/// Validates the log read from `input` against the leadership model (design `fixed`
+/// unless `options` names another, every interleaving, the largest bounds the model
+/// has: 4 grants per job, 3 dispatcher epochs).
 pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validation, LogError> {
+    use steadfast_model::Spec;
+    let design = options.design.unwrap_or("fixed");
+    if !Leadership::designs().contains(&design) {
+        return Err(LogError {
+            line: 0,
+            why: format!(
+                "unknown design `{design}` for leadership (known: {})",
+                Leadership::designs().join(", ")
+            ),
+        });
+    }
     let mut input = std::io::BufReader::with_capacity(1 << 16, input);
     let mut buf: Vec<u8> = Vec::with_capacity(1024);
     let mut line_no = 0u64;
-    let mut events = 0u64;
     let mut search: Option<Search> = None;
-    let mut late_signal = options.late_signal.unwrap_or(false);
+    // Filled in as the log is read; the verdict is set where the reading ends.
+    let mut out = Validation {
+        lines: 0,
+        events: 0,
+        jobs: 0,
+        widest: 0,
+        late_signal: options.late_signal.unwrap_or(false),
+        verdict: Verdict::Valid,
+        violations: Vec::new(),
+    };
     let mut trackers: HashMap<u64, Tracker> = HashMap::new();
     let mut order: Vec<u64> = Vec::new();
     let mut shared_prefix: Vec<LogRecord> = Vec::new();
-    let mut widest = 0usize;
-    let mut violations: Vec<Violation> = Vec::new();
     loop {
         buf.clear();
         let read = (&mut input)
@@ -467,12 +488,13 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
                         why: "a run header after the run's first event".into(),
                     });
                 }
-                late_signal = late;
+                out.late_signal = late;
             }
             continue;
         }
-        let search = search.get_or_insert_with(|| Search::new(late_signal));
-        events += 1;
+        let late_signal = out.late_signal;
+        let search = search.get_or_insert_with(|| Search::new(design, late_signal));
+        out.events += 1;
         let route = route(line_no, parsed.fields, parsed.span)?;
         let (targets, record): (Vec<u64>, LogRecord) = match route {
             Route::Shared(record) => {
@@ -524,24 +546,19 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
                     }
                 }
                 let expected = tracker.expected(search, job);
-                return Ok(Validation {
-                    lines: line_no,
-                    events,
-                    jobs: trackers.len(),
-                    widest,
-                    late_signal,
-                    verdict: Verdict::Unexplained {
-                        line: line_no,
-                        job,
-                        event: shown(text),
-                        possible: distinct.len(),
-                        states,
-                        expected,
-                    },
-                    violations,
-                });
+                out.lines = line_no;
+                out.jobs = trackers.len();
+                out.verdict = Verdict::Unexplained {
+                    line: line_no,
+                    job,
+                    event: shown(text),
+                    possible: distinct.len(),
+                    states,
+                    expected,
+                };
+                return Ok(out);
             }
-            widest = widest.max(tracker.frontier.len());
+            out.widest = out.widest.max(tracker.frontier.len());
             for (i, property) in search.safety.iter().enumerate() {
                 let bit = 1u64 << i;
                 if tracker.violated & bit == 0
@@ -551,7 +568,7 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
                         .all(|e| !(property.condition)(&search.model, &e.state))
                 {
                     tracker.violated |= bit;
-                    violations.push(Violation {
+                    out.violations.push(Violation {
                         property: property.name,
                         job,
                         line: line_no,
@@ -561,36 +578,29 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
             }
         }
     }
-    for job in &order {
-        let tracker = &trackers[job];
-        if !tracker.frontier.iter().any(|e| e.owed().is_empty()) {
-            let missing = tracker.frontier[0].owed()[0].to_string();
-            return Ok(Validation {
-                lines: line_no,
-                events,
-                jobs: trackers.len(),
-                widest,
-                late_signal,
-                verdict: Verdict::Truncated { job: *job, missing },
-                violations,
-            });
-        }
-    }
     if line_no == 0 {
         return Err(LogError {
             line: 0,
             why: "the log is empty".into(),
         });
     }
-    Ok(Validation {
-        lines: line_no,
-        events,
-        jobs: trackers.len(),
-        widest,
-        late_signal,
-        verdict: Verdict::Valid,
-        violations,
-    })
+    out.lines = line_no;
+    out.jobs = trackers.len();
+    for job in &order {
+        let tracker = &trackers[job];
+        if !tracker.frontier.iter().any(|e| e.owed().is_empty()) {
+            let mut missing = tracker.frontier[0].owed()[0].clone();
+            if missing.job.is_some() {
+                missing.job = Some(*job);
+            }
+            out.verdict = Verdict::Truncated {
+                job: *job,
+                missing: missing.to_string(),
+            };
+            return Ok(out);
+        }
+    }
+    Ok(out)
 }
 
 /// An event line as a short phrase: component, event, job, session, epoch, outcome.

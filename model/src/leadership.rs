@@ -122,15 +122,21 @@ pub enum Design {
     RunnerFixOnly,
     /// Both parts (apache/flink PR 28201).
     Fixed,
+    /// A mutant of the fixed design, not Flink code: a revoke clears the runner's
+    /// current process leader, so a terminal result forwarded after the revoke is not
+    /// cached. It shows that the fix's bookkeeping (keep the leader across the revoke)
+    /// is load-bearing.
+    RevokeClearsLeader,
 }
 
 impl Design {
     /// Every design, in table order.
-    pub const ALL: [Design; 4] = [
+    pub const ALL: [Design; 5] = [
         Design::Unpatched,
         Design::ProcessFixOnly,
         Design::RunnerFixOnly,
         Design::Fixed,
+        Design::RevokeClearsLeader,
     ];
 
     /// Command-line name.
@@ -140,17 +146,29 @@ impl Design {
             Design::ProcessFixOnly => "process-fix-only",
             Design::RunnerFixOnly => "runner-fix-only",
             Design::Fixed => "fixed",
+            Design::RevokeClearsLeader => "revoke-clears-leader",
         }
     }
 
     /// Whether process close defers NotFinished (part 1).
     pub fn process_fix(self) -> bool {
-        matches!(self, Design::ProcessFixOnly | Design::Fixed)
+        matches!(
+            self,
+            Design::ProcessFixOnly | Design::Fixed | Design::RevokeClearsLeader
+        )
     }
 
     /// Whether the runner caches and flushes terminal results (part 2).
     pub fn runner_fix(self) -> bool {
-        matches!(self, Design::RunnerFixOnly | Design::Fixed)
+        matches!(
+            self,
+            Design::RunnerFixOnly | Design::Fixed | Design::RevokeClearsLeader
+        )
+    }
+
+    /// Whether a revoke clears the current process leader (the mutant).
+    pub fn revoke_clears_leader(self) -> bool {
+        self == Design::RevokeClearsLeader
     }
 }
 
@@ -204,6 +222,11 @@ const PARAMS: &[Param] = &[
     Param {
         name: "late-signal",
         help: "the terminal signal may reach a process after its service terminated",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
+        name: "decide-while-closing",
+        help: "the scheduler may decide after its process's close started, before the service terminated",
         kind: ParamKind::Bool { default: false },
     },
     Param {
@@ -263,6 +286,9 @@ pub struct Leadership {
     pub ordering: Ordering,
     /// Whether the terminal signal may arrive after the service terminated.
     pub late_signal: bool,
+    /// Whether the scheduler may decide while its process closes (the job still
+    /// finishes after close started, before the JobMaster stopped).
+    pub decide_while_closing: bool,
     /// Whether the next dispatcher leader waits for the old runner to terminate (when
     /// not, it still waits for the old dispatcher to handle the runner's result).
     pub old_runner_first: bool,
@@ -488,7 +514,9 @@ impl Model for Leadership {
         // The scheduler of the current process decides, once.
         if s.decided.is_none() {
             if let Some(p) = Self::current_process(s) {
-                if p.state == ProcessState::Running && p.result == Outcome::Unset {
+                let live = p.state == ProcessState::Running
+                    || (self.decide_while_closing && p.state == ProcessState::Closing);
+                if live && p.result == Outcome::Unset {
                     for status in Status::ALL.iter().take(self.statuses as usize) {
                         actions.push(Action::DecideTerminal(*status));
                     }
@@ -604,6 +632,9 @@ impl Model for Leadership {
             Action::RunRevoke => {
                 Self::pop(&mut next);
                 let current = next.current;
+                if next.runner == RunnerState::Running && self.design.revoke_clears_leader() {
+                    next.current_leader = 0;
+                }
                 if next.runner == RunnerState::Running && current != 0 {
                     self.close_process(&mut next, current);
                 }
@@ -787,6 +818,7 @@ impl Spec for Leadership {
             statuses: settings.int("statuses") as u8,
             ordering,
             late_signal: settings.flag("late-signal"),
+            decide_while_closing: settings.flag("decide-while-closing"),
             old_runner_first: settings.flag("old-runner-first"),
             focus: None,
         })

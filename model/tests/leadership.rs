@@ -73,7 +73,7 @@ fn assert_table(overrides: &[(&str, &str)]) -> BTreeMap<(&'static str, &'static 
 #[test]
 fn table_covers_every_design_scenario_and_property() {
     let table = Leadership::expectations();
-    assert_eq!(table.len(), 4 * 6 * 12);
+    assert_eq!(table.len(), 5 * 6 * 12);
     for design in Leadership::designs() {
         for scenario in SCENARIOS {
             for name in property::SAFETY.iter().chain(property::REACHABILITY.iter()) {
@@ -117,6 +117,12 @@ fn verdicts_and_state_counts_at_default_bounds() {
         (("fixed", "ordering-a-late-signal"), 6417),
         (("fixed", "ordering-b-late-signal"), 12645),
         (("fixed", "all-late-signal"), 14724),
+        (("revoke-clears-leader", "ordering-a"), 10739),
+        (("revoke-clears-leader", "ordering-b"), 7523),
+        (("revoke-clears-leader", "all"), 11219),
+        (("revoke-clears-leader", "ordering-a-late-signal"), 10739),
+        (("revoke-clears-leader", "ordering-b-late-signal"), 17471),
+        (("revoke-clears-leader", "all-late-signal"), 21167),
     ]
     .into_iter()
     .collect();
@@ -160,6 +166,12 @@ fn verdicts_and_state_counts_at_smallest_bounds() {
         (("fixed", "ordering-a-late-signal"), 426),
         (("fixed", "ordering-b-late-signal"), 537),
         (("fixed", "all-late-signal"), 660),
+        (("revoke-clears-leader", "ordering-a"), 575),
+        (("revoke-clears-leader", "ordering-b"), 402),
+        (("revoke-clears-leader", "all"), 599),
+        (("revoke-clears-leader", "ordering-a-late-signal"), 575),
+        (("revoke-clears-leader", "ordering-b-late-signal"), 679),
+        (("revoke-clears-leader", "all-late-signal"), 876),
     ]
     .into_iter()
     .collect();
@@ -555,6 +567,114 @@ fn classify_names_ordering_a1() {
     );
 }
 
+/// The runner fix keeps its current process leader across a revoke; the mutant that
+/// clears it drops the terminal result forwarded after the revoke, under ordering A as
+/// under B, and the next grant runs the job again.
+#[test]
+fn a_revoke_that_clears_the_process_leader_reanimates_the_job() {
+    for scenario in ["ordering-a", "ordering-b"] {
+        let m = model("revoke-clears-leader", scenario, &[]);
+        let (actions, path) = shortest_actions(&m, property::NO_REANIMATION);
+        // The signal reaches process 1 before (A) or after (B) the revoke closes it.
+        let (sixth, seventh) = if scenario == "ordering-a" {
+            (Action::DeliverTerminalSignal(1), Action::RunRevoke)
+        } else {
+            (Action::RunRevoke, Action::DeliverTerminalSignal(1))
+        };
+        assert_eq!(
+            actions,
+            vec![
+                Action::GrantLeadership(1),
+                Action::RunGrant(1),
+                Action::RevokeLeadership(1),
+                Action::GrantLeadership(2),
+                Action::DecideTerminal(Status::Finished),
+                sixth,
+                seventh,
+                Action::CheckLeadershipInForward(1),
+                Action::TerminateService(1),
+                Action::RunGrant(2),
+            ],
+            "{scenario}"
+        );
+        // The forward found no current leader to cache for, so it only checked
+        // leadership, which the revoke had taken: nothing cached, the job ran again.
+        let words: Vec<String> = check::trace_of(&m, path.clone())
+            .steps
+            .into_iter()
+            .map(|s| s.description)
+            .collect();
+        assert_eq!(
+            words[7],
+            "the runner forwards the FINISHED result of process 1 (session 1): the leadership check fails, the result is dropped",
+            "{scenario}"
+        );
+        let last = path.last_state();
+        assert_eq!(last.pending_terminal, None, "{scenario}");
+        assert_eq!(last.process_count, 2, "{scenario}");
+    }
+    // The fixed design, at the same bounds, holds: the bookkeeping is what differs.
+    let fixed = run(&model("fixed", "all", &[]));
+    assert_eq!(
+        fixed.verdict(property::NO_REANIMATION),
+        Some(Verdict::Holds)
+    );
+}
+
+/// A scheduler that decides after its process's close started (the job finishes while
+/// the JobMaster drains) adds no behaviour under every interleaving: deciding commutes
+/// with the close, so `all` has the same states. It only widens ordering A, which kept
+/// the signal out of closes: with part 1 of the fix (the only designs whose closing
+/// process still has no result) window B becomes reachable, and with late signals the
+/// fixed design fails there too.
+#[test]
+fn deciding_while_closing_only_widens_ordering_a() {
+    let table = Leadership::expectations();
+    for design in Leadership::designs() {
+        for scenario in SCENARIOS {
+            let off = run(&model(design, scenario, &[]));
+            let on = run(&model(
+                design,
+                scenario,
+                &[("decide-while-closing", "true")],
+            ));
+            let ordering_a = scenario.starts_with("ordering-a");
+            if !ordering_a {
+                assert_eq!(on.unique_states, off.unique_states, "{design} {scenario}");
+            }
+            for e in table
+                .iter()
+                .filter(|e| e.design == *design && e.scenario == scenario)
+            {
+                let lost_late = *design == "fixed"
+                    && scenario == "ordering-a-late-signal"
+                    && [
+                        property::NO_REANIMATION,
+                        property::NO_MASKING,
+                        property::SET_ONCE,
+                    ]
+                    .contains(&e.property);
+                // Without part 1 of the fix a close completes the result at once, and
+                // a scheduler decides only for an unset result.
+                let process_fix = !matches!(*design, "unpatched" | "runner-fix-only");
+                let expected = if ordering_a && process_fix && e.property == property::WINDOW_B {
+                    Verdict::Reached
+                } else if lost_late {
+                    Verdict::Counterexample
+                } else {
+                    e.expected
+                };
+                assert_eq!(
+                    on.verdict(e.property),
+                    Some(expected),
+                    "{design} {scenario} {}",
+                    e.property
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn fixed_with_late_signal_has_a_residual_window() {
     // Part 1 of the fix defers NotFinished only until the service terminated; a signal
@@ -698,7 +818,7 @@ fn bad_input_is_an_error_naming_the_problem() {
     let e = Leadership::build("patched", &defaults).unwrap_err();
     assert_eq!(
         e.0,
-        "unknown design `patched` for leadership (known: unpatched, process-fix-only, runner-fix-only, fixed)"
+        "unknown design `patched` for leadership (known: unpatched, process-fix-only, runner-fix-only, fixed, revoke-clears-leader)"
     );
     let e = Leadership::scenario("fixed", "ordering-c", &[]).unwrap_err();
     assert!(e.0.starts_with("unknown scenario `ordering-c`"), "{e}");
@@ -716,7 +836,13 @@ fn bad_input_is_an_error_naming_the_problem() {
 fn designs_params_and_scenarios_are_declared() {
     assert_eq!(
         Leadership::designs(),
-        ["unpatched", "process-fix-only", "runner-fix-only", "fixed"]
+        [
+            "unpatched",
+            "process-fix-only",
+            "runner-fix-only",
+            "fixed",
+            "revoke-clears-leader"
+        ]
     );
     let names: Vec<_> = Leadership::params().iter().map(|p| p.name).collect();
     assert_eq!(
@@ -727,6 +853,7 @@ fn designs_params_and_scenarios_are_declared() {
             "statuses",
             "ordering",
             "late-signal",
+            "decide-while-closing",
             "old-runner-first"
         ]
     );

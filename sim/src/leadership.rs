@@ -24,7 +24,7 @@
 //! reaches the runner only when the runner's operation chain is idle (the model's chain
 //! runs one operation per step), and messages still undelivered when the runner closes
 //! are dropped with its election; the scheduler decides at most once per job, for the
-//! job's current process while it runs; unless the run allows late signals, a process's
+//! job's current process while it runs or closes; unless the run allows late signals, a process's
 //! service terminates only after the terminal signal in flight to it arrived; the next
 //! dispatcher leader starts only after every runner of the last one terminated and had
 //! its result consumed; a job gets at most [`MAX_GRANTS_PER_JOB`] sessions and the run
@@ -469,16 +469,21 @@ impl Sim {
         self.stalled.set(Some(work.name()));
     }
 
+    /// Sleeps a drawn 1 to `times` x the largest delay, in virtual milliseconds.
+    async fn sleep_up_to(&self, times: u64) {
+        let wait = {
+            let mut c = self.cluster.borrow_mut();
+            let max = c.config.max_delay_ms;
+            c.rng.between(1, times * max)
+        };
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+    }
+
     /// The job's leader election: a tick at random intervals, each of which may issue
     /// or revoke a session, sometimes several at one instant.
     async fn election(&self, job: usize) {
         for _ in 0..ELECTION_TICKS {
-            let wait = {
-                let mut c = self.cluster.borrow_mut();
-                let max = c.config.max_delay_ms;
-                c.rng.between(1, 2 * max)
-            };
-            tokio::time::sleep(Duration::from_millis(wait)).await;
+            self.sleep_up_to(2).await;
             let over = self.cluster.borrow_mut().election_tick(job);
             self.spawn_later();
             if over {
@@ -491,22 +496,12 @@ impl Sim {
     /// every runner of the old leader terminated and had its result consumed.
     async fn failovers(&self, count: u8) {
         for _ in 0..count {
-            let wait = {
-                let mut c = self.cluster.borrow_mut();
-                let max = c.config.max_delay_ms;
-                c.rng.between(1, 10 * max)
-            };
-            tokio::time::sleep(Duration::from_millis(wait)).await;
+            self.sleep_up_to(10).await;
             self.cluster.borrow_mut().lose_leadership();
             self.spawn_later();
             let mut regained = false;
             for _ in 0..MAX_RETRIES {
-                let wait = {
-                    let mut c = self.cluster.borrow_mut();
-                    let max = c.config.max_delay_ms;
-                    c.rng.between(1, max)
-                };
-                tokio::time::sleep(Duration::from_millis(wait)).await;
+                self.sleep_up_to(1).await;
                 regained = self.cluster.borrow_mut().try_regain_leadership();
                 self.spawn_later();
                 if regained {
@@ -732,7 +727,7 @@ impl Cluster {
                 let current = j.runner.as_ref().and_then(|r| r.processes().last());
                 let running = current.is_some_and(|p| {
                     p.session() == session
-                        && p.state() == ProcessState::Running
+                        && p.state() != ProcessState::Terminated
                         && p.result().is_none()
                 });
                 if !running {

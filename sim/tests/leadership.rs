@@ -141,6 +141,7 @@ fn late_signals_need_the_models_late_signal_setting_and_reanimate_jobs() {
             &path,
             Options {
                 late_signal: Some(false),
+                ..Options::default()
             },
         );
         if let Verdict::Unexplained { event, .. } = forced.verdict {
@@ -149,7 +150,10 @@ fn late_signals_need_the_models_late_signal_setting_and_reanimate_jobs() {
     }
     assert_eq!(
         reanimated,
-        [4, 8, 13, 16, 25, 31, 38, 39, 45, 47, 59, 68, 69, 70, 74, 83, 88, 94]
+        [
+            0, 1, 4, 9, 13, 16, 21, 22, 25, 30, 31, 38, 39, 41, 43, 45, 47, 55, 61, 68, 69, 70, 74,
+            83, 86, 88, 93, 94
+        ]
     );
     let (seed, event) = rejected_without.expect("some run delivers a signal late");
     assert!(
@@ -209,6 +213,42 @@ fn validation_catches_a_revoke_that_clears_the_process_leader() {
     assert!(expected.contains(
         &"runner forward_callback session=1 job=4 -> cached_checking_leadership".to_string()
     ));
+}
+
+/// The machines with the revoke bug behave as the model's mutant design
+/// `revoke-clears-leader` says: every log the fixed design rejects, the mutant explains,
+/// and its safety properties fail where the bug loses a result.
+#[test]
+fn the_revoke_bug_is_the_models_mutant_design() {
+    let dir = tempfile::tempdir().unwrap();
+    let mutant = Options {
+        design: Some("revoke-clears-leader"),
+        ..Options::default()
+    };
+    let (mut rejected_by_fixed, mut unsafe_runs) = (0, 0);
+    for seed in 0..100 {
+        let c = Config {
+            defects: vec![Defect::RevokeClearsLeader],
+            ..config(seed)
+        };
+        let (path, _) = simulate(dir.path(), &c);
+        let v = check(&path, mutant);
+        assert_eq!(v.verdict, Verdict::Valid, "seed {seed}: {v:?}");
+        rejected_by_fixed += usize::from(!check(&path, Options::default()).is_valid());
+        unsafe_runs += usize::from(!v.violations.is_empty());
+    }
+    // The bug acts in 78 of the 100 runs, and wherever it acts it loses a result.
+    assert_eq!(rejected_by_fixed, 78);
+    assert_eq!(unsafe_runs, 78);
+    // And the fixed machines' logs are explained by the mutant only where the two
+    // designs agree: some are not.
+    let mut fixed_rejected_by_mutant = 0;
+    for seed in 0..100 {
+        let (path, _) = simulate(dir.path(), &config(seed));
+        fixed_rejected_by_mutant += usize::from(!check(&path, mutant).is_valid());
+    }
+    // The same seeds run alike until the bug would act: there the two logs part.
+    assert_eq!(fixed_rejected_by_mutant, 78);
 }
 
 /// Of many runs with a bug, most are rejected, and none of the fixed machines' are.
@@ -303,15 +343,15 @@ fn a_log_with_a_field_changed_is_rejected_at_that_event() {
 #[test]
 fn a_log_that_stops_inside_a_step_is_truncated() {
     let mut lines = valid_log();
-    // Cut after a grant reached job 1's runner, before its questions were answered.
-    let at = find(&lines, &["\"event\":\"leadership_granted\"", "\"job\":1"]);
+    // Cut after a grant reached job 2's runner, before its questions were answered.
+    let at = find(&lines, &["\"event\":\"leadership_granted\"", "\"job\":2"]);
     lines.truncate(at + 1);
     let v = check_text(&(lines.join("\n") + "\n")).unwrap();
     assert_eq!(
         v.verdict,
         Verdict::Truncated {
-            job: 1,
-            missing: "runner job_result_store_answered job=1 -> checking_leadership".into()
+            job: 2,
+            missing: "runner job_result_store_answered job=2 -> checking_leadership".into()
         }
     );
 }

@@ -9,7 +9,7 @@ pub(super) fn table() -> Vec<Expectation> {
     use Verdict::*;
     // Per design: the safety verdicts under ordering A, ordering B and all.
     type Row = (&'static str, [Verdict; 3]);
-    let safety: [(Design, [Row; 6]); 4] = [
+    let safety: [(Design, [Row; 6]); 5] = [
         (
             Design::Unpatched,
             [
@@ -49,6 +49,19 @@ pub(super) fn table() -> Vec<Expectation> {
                 (NO_REANIMATION, [Holds; 3]),
                 (NO_MASKING, [Holds; 3]),
                 (SET_ONCE, [Holds; 3]),
+                (ONE_LIVE_PROCESS, [Holds; 3]),
+                (FENCED_SESSIONS, [Holds; 3]),
+                (STORES_AGREE, [Holds; 3]),
+            ],
+        ),
+        // The mutant loses a terminal result forwarded after a revoke under every
+        // ordering: the runner no longer knows the process was its leader's.
+        (
+            Design::RevokeClearsLeader,
+            [
+                (NO_REANIMATION, [Counterexample; 3]),
+                (NO_MASKING, [Counterexample; 3]),
+                (SET_ONCE, [Counterexample; 3]),
                 (ONE_LIVE_PROCESS, [Holds; 3]),
                 (FENCED_SESSIONS, [Holds; 3]),
                 (STORES_AGREE, [Holds; 3]),
@@ -94,8 +107,8 @@ pub(super) fn table() -> Vec<Expectation> {
         // Reachability: every scenario reaches the steps it allows. Ordering A keeps
         // the signal out of closes (window B unreachable); ordering B delivers it only
         // to a closing process (window A unreachable). Under ordering B only the fixed
-        // design lets a job finish: every other design loses the terminal value on the
-        // close the signal must wait for.
+        // design and its mutant let a job finish: every other design loses the
+        // terminal value on the close the signal must wait for.
         for (scenario, a, b) in [
             (ordering_a, Reached, Unreached),
             (ordering_b, Unreached, Reached),
@@ -105,7 +118,7 @@ pub(super) fn table() -> Vec<Expectation> {
             (late_all, Reached, Reached),
         ] {
             let under_b = scenario == ordering_b || scenario == late_b;
-            let finishes = if under_b && design != Design::Fixed {
+            let finishes = if under_b && !(design.process_fix() && design.runner_fix()) {
                 Unreached
             } else {
                 Reached

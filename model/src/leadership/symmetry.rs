@@ -262,6 +262,9 @@ mod tests {
             (("fixed", "ordering-a"), (6417, 2725)),
             (("fixed", "ordering-b"), (4707, 2155)),
             (("fixed", "all"), (6786, 2848)),
+            (("revoke-clears-leader", "ordering-a"), (10739, 4289)),
+            (("revoke-clears-leader", "ordering-b"), (7523, 3217)),
+            (("revoke-clears-leader", "all"), (11219, 4449)),
         ]
         .into_iter()
         .collect();
