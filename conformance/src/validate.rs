@@ -181,6 +181,8 @@ struct Fields<'a> {
     job: Option<u64>,
     #[serde(default)]
     epoch: Option<u64>,
+    #[serde(borrow, default)]
+    status: Option<Cow<'a, str>>,
     #[serde(default)]
     late_signal: Option<bool>,
     #[serde(borrow, default)]
@@ -392,6 +394,7 @@ fn route(line: u64, fields: Fields<'_>, span: Option<SpanFields>) -> Result<Rout
             None
         },
         epoch: fields.epoch,
+        status: fields.status.as_deref().map(crate::leadership::word),
         outcome: crate::leadership::word(&outcome),
     };
     match &*component {
@@ -603,7 +606,8 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
     Ok(out)
 }
 
-/// An event line as a short phrase: component, event, job, session, epoch, outcome.
+/// An event line as a short phrase: component, event, job, session, epoch, status,
+/// outcome.
 fn shown(text: &str) -> String {
     let Ok(line) = serde_json::from_str::<Line<'_>>(text) else {
         return text.trim().to_string();
@@ -619,6 +623,9 @@ fn shown(text: &str) -> String {
         if let Some(v) = value {
             out.push_str(&format!(" {name}={v}"));
         }
+    }
+    if let Some(status) = f.status.as_deref() {
+        out.push_str(&format!(" status={status}"));
     }
     out.push_str(&format!(" -> {}", f.outcome.as_deref().unwrap_or("?")));
     out

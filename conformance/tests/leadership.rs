@@ -693,8 +693,8 @@ fn each_step_logs_exactly_the_structured_events_the_model_implies() {
             ],
             vec![],
             vec![
-                "process terminal_signal session=1 -> completed",
-                "runner terminal_signal_delivered session=1 job=1 -> forward_scheduled",
+                "process terminal_signal session=1 status=FINISHED -> completed",
+                "runner terminal_signal_delivered session=1 job=1 status=FINISHED -> forward_scheduled",
             ],
             // The forward caches the terminal result and forwards it to the
             // dispatcher, where it waits.

@@ -193,9 +193,13 @@ fn validation_catches_an_eager_not_finished() {
     // The signal meets a result already completed; the fixed process completes it.
     assert_eq!(
         event,
-        "process terminal_signal job=3 session=2 -> already_completed"
+        "process terminal_signal job=3 session=2 status=CANCELED -> already_completed"
     );
-    assert!(expected.contains(&"process terminal_signal session=2 -> completed".to_string()));
+    // The decision is unobservable until its signal arrives: any status could come.
+    for status in ["FINISHED", "FAILED", "CANCELED"] {
+        let completes = format!("process terminal_signal session=2 status={status} -> completed");
+        assert!(expected.contains(&completes), "{expected:?}");
+    }
     assert!(expected
         .contains(&"process service_terminated session=2 -> terminated_not_finished".to_string()));
 }
@@ -332,6 +336,22 @@ fn a_log_with_a_field_changed_is_rejected_at_that_event() {
     let (line, event) = rejected_line(&lines);
     assert_eq!(line, at as u64 + 1);
     assert!(event.ends_with("-> job_already_done"), "{event}");
+    // The process and the runner must name the same status.
+    let mut lines = valid_log();
+    let at = find(&lines, &["\"event\":\"terminal_signal_delivered\""]);
+    let status = ["FINISHED", "FAILED", "CANCELED"]
+        .into_iter()
+        .find(|s| lines[at].contains(&format!("\"status\":\"{s}\"")))
+        .expect("the runner's event names the status");
+    let other = if status == "FAILED" {
+        "FINISHED"
+    } else {
+        "FAILED"
+    };
+    lines[at] = lines[at].replace(status, other);
+    let (line, event) = rejected_line(&lines);
+    assert_eq!(line, at as u64 + 1);
+    assert!(event.contains(&format!("status={other}")), "{event}");
     let mut lines = valid_log();
     let at = find(&lines, &["\"event\":\"issue\"", "\"job\":3"]);
     lines[at] = lines[at].replace("\"session\":1", "\"session\":2");

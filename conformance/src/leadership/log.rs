@@ -19,6 +19,8 @@ pub struct LogRecord {
     pub job: Option<u64>,
     /// The dispatcher's epoch after the event (dispatcher events).
     pub epoch: Option<u64>,
+    /// The terminal status a signal carries (`FINISHED`, `FAILED`, `CANCELED`).
+    pub status: Option<Cow<'static, str>>,
     /// What the component did; `rejected` when it refused the event.
     pub outcome: Cow<'static, str>,
 }
@@ -34,6 +36,9 @@ impl fmt::Display for LogRecord {
             if let Some(v) = value {
                 write!(f, " {name}={v}")?;
             }
+        }
+        if let Some(status) = &self.status {
+            write!(f, " status={status}")?;
         }
         write!(f, " -> {}", self.outcome)
     }
@@ -111,6 +116,9 @@ pub(crate) fn word(text: &str) -> Cow<'static, str> {
         "terminated_not_finished",
         "already_completed",
         "closing",
+        "FINISHED",
+        "FAILED",
+        "CANCELED",
     )
 }
 
@@ -120,6 +128,7 @@ impl Visit for LogRecord {
             "component" => self.component = word(value),
             "event" => self.event = word(value),
             "outcome" => self.outcome = word(value),
+            "status" => self.status = Some(word(value)),
             _ => {}
         }
     }
@@ -265,6 +274,13 @@ pub(super) fn disagreements(want: &[LogRecord], seen: &[LogRecord]) -> String {
                 item(&mut out, format_args!("log[{i}].{name}: {a} | {b}"));
             }
         }
+        if w.status != s.status {
+            let show = |v: &Option<Cow<'static, str>>| v.as_deref().unwrap_or("none").to_string();
+            item(
+                &mut out,
+                format_args!("log[{i}].status: {} | {}", show(&w.status), show(&s.status)),
+            );
+        }
         let numbers = [
             ("session", w.session, s.session),
             ("job", w.job, s.job),
@@ -320,6 +336,16 @@ pub(super) fn runner_event_session(event: &Event) -> Option<Session> {
     }
 }
 
+/// A terminal status as the log names it, written out here rather than taken from the
+/// runtime's `JobStatus::name`, which is what the check checks.
+pub(super) fn status_word(status: JobStatus) -> &'static str {
+    match status {
+        JobStatus::Finished => "FINISHED",
+        JobStatus::Failed => "FAILED",
+        JobStatus::Canceled => "CANCELED",
+    }
+}
+
 pub(super) fn process_event(event: ProcessEvent) -> &'static str {
     match event {
         ProcessEvent::TerminalSignal(_) => "terminal_signal",
@@ -359,6 +385,12 @@ pub(super) fn runner_log(event: Event, outcome: &'static str) -> LogRecord {
         session: runner_event_session(&event).map(|s| u64::from(s.0)),
         job: Some(u64::from(JOB.0)),
         epoch: None,
+        status: match event {
+            Event::TerminalSignalDelivered { status, .. } => {
+                Some(Cow::Borrowed(status_word(status)))
+            }
+            _ => None,
+        },
         outcome: Cow::Borrowed(outcome),
     }
 }
@@ -374,6 +406,10 @@ pub(super) fn process_record(
         session: Some(u64::from(session.0)),
         job: None,
         epoch: None,
+        status: match event {
+            ProcessEvent::TerminalSignal(status) => Some(Cow::Borrowed(status_word(status))),
+            _ => None,
+        },
         outcome: Cow::Borrowed(outcome),
     }
 }
@@ -390,6 +426,7 @@ pub(super) fn dispatcher_record(
         session: None,
         job: job.map(|j| u64::from(j.0)),
         epoch: Some(u64::from(epoch)),
+        status: None,
         outcome: Cow::Borrowed(outcome),
     }
 }
@@ -405,6 +442,7 @@ pub(super) fn election_record(
         session: Some(u64::from(session)),
         job: None,
         epoch: None,
+        status: None,
         outcome: Cow::Borrowed(outcome),
     }
 }

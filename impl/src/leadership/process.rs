@@ -106,11 +106,16 @@ impl Process {
     /// Apply one event. On error the process is unchanged.
     pub fn handle(&mut self, event: ProcessEvent) -> Result<Vec<ProcessEffect>, LeadershipError> {
         let outcome = self.apply(event);
+        let status = match event {
+            ProcessEvent::TerminalSignal(status) => Some(status.name()),
+            _ => None,
+        };
         match &outcome {
             Ok((_, what)) => tracing::debug!(
                 component = "process",
                 event = event_name(event),
                 session = self.session.0,
+                status,
                 outcome = *what,
                 state = ?self.state,
                 result = ?self.result,
@@ -119,6 +124,7 @@ impl Process {
                 component = "process",
                 event = event_name(event),
                 session = self.session.0,
+                status,
                 outcome = "rejected",
                 error = %error,
             ),

@@ -97,6 +97,14 @@ impl Event {
         }
     }
 
+    /// The terminal status the event carries, if any.
+    pub fn status(&self) -> Option<JobStatus> {
+        match *self {
+            Event::TerminalSignalDelivered { status, .. } => Some(status),
+            _ => None,
+        }
+    }
+
     /// The session the event names, if any.
     pub fn session(&self) -> Option<Session> {
         match *self {
@@ -476,12 +484,14 @@ impl Runner {
     pub fn step(&mut self, event: Event) -> Result<Handled, LeadershipError> {
         let outcome = self.apply(event);
         let session = event.session().map(|s| s.0);
+        let status = event.status().map(JobStatus::name);
         match &outcome {
             Ok((effects, what)) => tracing::debug!(
                 component = "runner",
                 job = self.job.0,
                 event = event.name(),
                 session,
+                status,
                 outcome = what.name(),
                 state = ?self.state,
                 result = ?self.result,
@@ -493,6 +503,7 @@ impl Runner {
                 job = self.job.0,
                 event = event.name(),
                 session,
+                status,
                 outcome = "rejected",
                 error = %error,
             ),

@@ -56,6 +56,22 @@ pub enum JobStatus {
     Canceled,
 }
 
+impl JobStatus {
+    /// The status's name in the structured log, as Flink spells it.
+    ///
+    /// ```
+    /// use steadfast::leadership::JobStatus;
+    /// assert_eq!(JobStatus::Canceled.name(), "CANCELED");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            JobStatus::Finished => "FINISHED",
+            JobStatus::Failed => "FAILED",
+            JobStatus::Canceled => "CANCELED",
+        }
+    }
+}
+
 /// The value a process's result future completes with.
 ///
 /// ```
