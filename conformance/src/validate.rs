@@ -382,6 +382,10 @@ fn route(line: u64, fields: Fields<'_>, span: Option<SpanFields>) -> Result<Rout
             "a {component} {event} event without an `outcome` field"
         ))
     })?;
+    match &*component {
+        "runner" | "process" | "election" | "dispatcher" => {}
+        other => return Err(err(format!("an event of an unknown component `{other}`"))),
+    }
     let job = fields.job.or(span.and_then(|s| s.job));
     let own_job = matches!(&*component, "runner" | "dispatcher");
     let record = LogRecord {
@@ -397,10 +401,6 @@ fn route(line: u64, fields: Fields<'_>, span: Option<SpanFields>) -> Result<Rout
         status: fields.status.as_deref().map(crate::leadership::word),
         outcome: crate::leadership::word(&outcome),
     };
-    match &*component {
-        "runner" | "process" | "election" | "dispatcher" => {}
-        other => return Err(err(format!("an event of an unknown component `{other}`"))),
-    }
     match job {
         None if component == "dispatcher" => Ok(Route::Shared(record)),
         None => Err(err(format!(

@@ -855,40 +855,33 @@ impl Cluster {
     }
 
     fn issue(&mut self, job: usize) {
-        self.steps += 1;
-        let message = self.next_message;
-        self.next_message += 1;
         let j = &mut self.jobs[job];
         j.last_session += 1;
         let session = Session(j.last_session);
         j.issued = Some(session);
-        j.inbox
-            .push_back((message, Event::LeadershipGranted { session }));
-        tracing::debug!(
-            component = "election",
-            event = "issue",
-            job = j.id.0,
-            session = session.0,
-            outcome = "issued"
-        );
-        self.later(Later::Deliver { job, message });
+        self.post(job, "issue", session, Event::LeadershipGranted { session });
     }
 
     fn revoke(&mut self, job: usize) {
+        if let Some(session) = self.jobs[job].issued.take() {
+            self.post(job, "revoke", session, Event::LeadershipRevoked);
+        }
+    }
+
+    /// The election's notice of an issue or revoke: logged at once, queued for the
+    /// runner, and delivered later.
+    fn post(&mut self, job: usize, what: &'static str, session: Session, event: Event) {
         self.steps += 1;
         let message = self.next_message;
         self.next_message += 1;
         let j = &mut self.jobs[job];
-        let Some(session) = j.issued.take() else {
-            return;
-        };
-        j.inbox.push_back((message, Event::LeadershipRevoked));
+        j.inbox.push_back((message, event));
         tracing::debug!(
             component = "election",
-            event = "revoke",
+            event = what,
             job = j.id.0,
             session = session.0,
-            outcome = "revoked"
+            outcome = if what == "issue" { "issued" } else { "revoked" }
         );
         self.later(Later::Deliver { job, message });
     }
