@@ -19,6 +19,7 @@
 //!   operator, and counts supplier calls;
 //! - [`projection`]: the driver's observable projection of a run.
 
+mod defect;
 pub mod driver;
 pub mod file_log;
 pub mod log;
@@ -31,6 +32,8 @@ pub mod store;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "defects")]
+pub use defect::Defect;
 pub use driver::{Driver, DriverError, Reopen, RequestedCall, Supplier};
 pub use file_log::{FileAck, FileLog, FileLogOptions, RecoveryReport, TruncatedTail};
 pub use log::{

@@ -44,6 +44,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::defect::Defects;
 use super::log::{LogError, LogRecord, Offset};
 use super::store::{
     ActionStateStore, PruneReport, PutRecord, Rebuild, RebuildReport, RecoveryMarker, StoreError,
@@ -485,6 +486,8 @@ pub struct Operator {
     outcomes: Vec<CallOutcome>,
     /// Room a put's record is encoded in, kept from put to put.
     record_buf: (Vec<u8>, Vec<u8>),
+    /// Seed bugs put back (feature `defects`); none in production.
+    defects: Defects,
 }
 
 impl std::fmt::Debug for Operator {
@@ -492,14 +495,17 @@ impl std::fmt::Debug for Operator {
         let mut saving: Vec<(&String, PutId)> =
             self.saving.iter().map(|(k, s)| (k, s.put)).collect();
         saving.sort();
-        f.debug_struct("Operator")
-            .field("actions", &self.actions)
+        let mut d = f.debug_struct("Operator");
+        d.field("actions", &self.actions)
             // In key order, so that the text is the same from run to run.
             .field("keys", &self.keys.iter().collect::<BTreeMap<_, _>>())
             .field("puts_in_flight", &saving)
             .field("store", &self.store)
-            .field("failed", &self.failed)
-            .finish()
+            .field("failed", &self.failed);
+        if self.defects != Defects::default() {
+            d.field("defects", &self.defects);
+        }
+        d.finish()
     }
 }
 
@@ -687,7 +693,16 @@ impl Operator {
             failed: None,
             outcomes: Vec::new(),
             record_buf: (Vec::new(), Vec::new()),
+            defects: Defects::default(),
         }
+    }
+
+    /// Puts seed bugs of issue 1158 back into this operator (feature `defects`, for the
+    /// simulation's validation to catch them). A restored operator starts without them:
+    /// set them again after [`Restoring::finish`].
+    #[cfg(feature = "defects")]
+    pub fn set_defects(&mut self, defects: &[super::defect::Defect]) {
+        self.defects = Defects::of(defects);
     }
 
     /// Start restoring from `checkpoint`: its keyed state is checked (unknown actions,
@@ -725,7 +740,7 @@ impl Operator {
             Event::Input { key, value } => self.on_input(key, value, &mut effects),
             Event::CallReturned { call, outcome } => self.on_call(call, outcome, &mut effects),
             Event::PutAcked { key, put, offset } => self.on_acked(key, put, offset, &mut effects),
-            Event::PutFailed { key, put, error } => self.on_failed(key, put, error),
+            Event::PutFailed { key, put, error } => self.on_failed(key, put, error, &mut effects),
             Event::Resume => {
                 tracing::info!(component = "durable.operator", event = "resume");
                 match self.scheduling {
@@ -927,6 +942,13 @@ impl Operator {
             completed = state.completed,
             results = state.call_results.len(),
         );
+        if self.defects.cache_before_ack {
+            // The old order caches at the send, before the record has an offset; offset
+            // 0 only widens a later replay.
+            let name = Cow::Borrowed(self.actions[action].name.as_str());
+            self.store
+                .remember(&key, seq, name, state.clone(), record.partition, 0);
+        }
         Arc::make_mut(&mut self.saving).insert(
             key.clone(),
             Saving {
@@ -958,8 +980,10 @@ impl Operator {
         let partition = self.store.partition_of(&key);
         let action = Cow::Borrowed(self.actions[saving.action].name.as_str());
         // Only now, with the record acknowledged, is the state cached (the fix's order).
-        self.store
-            .remember(&key, saving.seq, action, saving.state, partition, offset);
+        if !self.defects.cache_before_ack {
+            self.store
+                .remember(&key, saving.seq, action, saving.state, partition, offset);
+        }
         match saving.then {
             AfterPut::CallSaved { index } => {
                 let verified = index as usize + 1;
@@ -987,9 +1011,20 @@ impl Operator {
         Ok(())
     }
 
-    fn on_failed(&mut self, key: String, put: PutId, error: LogError) -> Result<(), OperatorError> {
+    fn on_failed(
+        &mut self,
+        key: String,
+        put: PutId,
+        error: LogError,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), OperatorError> {
         if self.saving.get(&key).map(|s| s.put) != Some(put) {
             return Err(OperatorError::UnexpectedPut { key, put });
+        }
+        if self.defects.cache_before_ack {
+            // The old order never looks at the send's outcome: the action goes on from
+            // the state it cached at the send.
+            return self.on_acked(key, put, 0, effects);
         }
         tracing::warn!(
             component = "durable.store",
@@ -1313,7 +1348,11 @@ impl Operator {
             ));
         }
         let bounds = boundaries(self.keys.iter());
-        let marker = self.store.recovery_marker(log_ends, &bounds)?;
+        let mut marker = self.store.recovery_marker(log_ends, &bounds)?;
+        if self.defects.end_offset_marker {
+            // Before the fix: replay starts where the log ends now.
+            marker.offsets = log_ends.to_vec();
+        }
         tracing::info!(
             component = "durable.operator",
             event = "snapshot",
