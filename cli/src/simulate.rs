@@ -177,19 +177,27 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
             )))
         }
     };
+    // A design of either model; the log's model must have it.
     let design = match args.take("design") {
         None => None,
-        Some(name) => Some(
-            *<steadfast_model::leadership::Leadership as steadfast_model::Spec>::designs()
-                .iter()
-                .find(|d| **d == name)
-                .ok_or_else(|| {
-                    UsageError(format!(
-                        "unknown design `{name}` for leadership (known: {})",
-                        <steadfast_model::leadership::Leadership as steadfast_model::Spec>::designs().join(", ")
-                    ))
-                })?,
-        ),
+        Some(name) => {
+            use steadfast_model::Spec;
+            let leadership = steadfast_model::leadership::Leadership::designs();
+            let durable = steadfast_model::durable::Durable::designs();
+            Some(
+                *leadership
+                    .iter()
+                    .chain(durable)
+                    .find(|d| **d == name)
+                    .ok_or_else(|| {
+                        UsageError(format!(
+                            "unknown design `{name}` (leadership: {}; durable: {})",
+                            leadership.join(", "),
+                            durable.join(", ")
+                        ))
+                    })?,
+            )
+        }
     };
     let json = args.switch("json");
     args.switches.retain(|s| s != "json");
@@ -211,7 +219,7 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
                 line: 0,
                 why: format!("cannot open: {e}"),
             })
-            .and_then(|f| validate::validate_leadership(f, options));
+            .and_then(|f| validate::validate(f, options));
         match result {
             Ok(v) => {
                 events += v.events;
@@ -258,10 +266,14 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
 fn print_validation(file: &str, v: &Validation) {
     print_verdict(file, v);
     for x in &v.violations {
+        let whose = if v.model == "durable" {
+            String::new()
+        } else {
+            format!(" for job {}", x.job)
+        };
         println!(
-            "  the model's \"{}\" fails for job {} on every path explaining it, in the step at line {}: {}",
+            "  the model's \"{}\" fails{whose} on every path explaining it, in the step at line {}: {}",
             x.property,
-            x.job,
             x.line,
             one_line(&x.event)
         );
@@ -270,6 +282,10 @@ fn print_validation(file: &str, v: &Validation) {
 
 fn print_verdict(file: &str, v: &Validation) {
     match &v.verdict {
+        Verdict::Valid if v.model == "durable" => println!(
+            "{file}: valid: {} events of one durable task, at most {} model places possible at once",
+            v.events, v.widest
+        ),
         Verdict::Valid => println!(
             "{file}: valid: {} events, {} jobs, at most {} model places possible at once",
             v.events, v.jobs, v.widest
@@ -282,10 +298,12 @@ fn print_verdict(file: &str, v: &Validation) {
             states,
             expected,
         } => {
-            println!(
-                "{file}: invalid at line {line} (job {job}): {}",
-                one_line(event)
-            );
+            let whose = if v.model == "durable" {
+                String::new()
+            } else {
+                format!(" (job {job})")
+            };
+            println!("{file}: invalid at line {line}{whose}: {}", one_line(event));
             println!(
                 "  no model step explains it; {possible} model state(s) were possible just before it"
             );
@@ -294,6 +312,9 @@ fn print_verdict(file: &str, v: &Validation) {
                 println!("  state: {s}");
             }
         }
+        Verdict::Truncated { missing, .. } if v.model == "durable" => println!(
+            "{file}: invalid: the log ends inside a step; next would be: {missing}"
+        ),
         Verdict::Truncated { job, missing } => println!(
             "{file}: invalid: the log ends inside a step of job {job}; next would be: {missing}"
         ),
@@ -327,7 +348,7 @@ fn validation_json(file: &str, v: &Validation) -> serde_json::Value {
         .map(|x| serde_json::json!({"property": x.property, "job": x.job, "line": x.line, "event": x.event}))
         .collect();
     serde_json::json!({
-        "log": file, "events": v.events, "jobs": v.jobs, "widest": v.widest,
+        "log": file, "model": v.model, "events": v.events, "jobs": v.jobs, "widest": v.widest,
         "late_signal": v.late_signal, "verdict": verdict, "violations": violations,
     })
 }

@@ -28,16 +28,20 @@
 //! time, at most [`MAX_LINE_BYTES`] each.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::io::{BufRead, Read};
-use std::rc::Rc;
 
 use serde::Deserialize;
 use stateright::Model;
 use steadfast_model::leadership::{Action, Leadership, State};
 
 use crate::leadership::{expected_log, settle, start_log, LogRecord};
+
+mod search;
+use search::{Entry, Observed, Search, Tracker};
+
+pub mod durable;
 
 /// Longest line the validator reads.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
@@ -51,9 +55,6 @@ const MAX_SHARED_PREFIX: usize = 64;
 
 /// Most model states the report lists.
 const REPORTED_STATES: usize = 3;
-
-/// Most memoised expansions before the memo is cleared.
-const MEMO_LIMIT: usize = 200_000;
 
 /// Why a log could not be read (as opposed to a log that the model does not explain).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,11 +135,13 @@ pub struct Violation {
 /// What validating one log found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Validation {
+    /// The model the log was checked against: `leadership` or `durable`.
+    pub model: &'static str,
     /// Lines read.
     pub lines: u64,
     /// Machine events checked (the run header and blank lines are not).
     pub events: u64,
-    /// Jobs the log names.
+    /// Jobs the log names (a durable log is one task's: 1).
     pub jobs: usize,
     /// The most model states possible at once for one job.
     pub widest: usize,
@@ -195,171 +198,46 @@ struct SpanFields {
     job: Option<u64>,
 }
 
-/// A place in the model: a state, and the events still owed by the step under way.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Entry {
-    state: State,
-    rest: Rc<[LogRecord]>,
-    at: usize,
-}
-
-impl Entry {
-    fn owed(&self) -> &[LogRecord] {
-        &self.rest[self.at..]
-    }
-}
-
-/// The steps out of a settled state, each as its first event, the state it leads to and
-/// its events; the model's unobservable steps are taken first.
-type Expansion = Rc<Vec<(LogRecord, State, Rc<[LogRecord]>)>>;
-
-struct Search {
+/// The leadership model seen through its log.
+struct LeadershipLog {
     model: Leadership,
-    safety: Vec<stateright::Property<Leadership>>,
-    memo: HashMap<State, Expansion>,
-    actions: Vec<Action>,
 }
 
-impl Search {
-    fn new(design: &str, late_signal: bool) -> Search {
-        let late = if late_signal { "true" } else { "false" };
-        let model = Leadership::scenario(
-            design,
-            "all",
-            &[("grants", "4"), ("epochs", "3"), ("late-signal", late)],
-        )
-        .expect("the validator's settings are valid for every design");
-        let safety = model
-            .properties()
-            .into_iter()
-            .filter(|p| p.expectation == stateright::Expectation::Always)
-            .collect();
-        Search {
-            model,
-            safety,
-            memo: HashMap::new(),
-            actions: Vec::new(),
-        }
+impl Observed for LeadershipLog {
+    type State = State;
+    type Action = Action;
+    type Record = LogRecord;
+
+    fn actions(&self, state: &State, out: &mut Vec<Action>) {
+        self.model.actions(state, out);
     }
 
-    fn start(&self) -> Entry {
-        let init = self.model.init_states()[0];
-        Entry {
-            state: settle(&self.model, &init),
-            rest: start_log(&init).into(),
-            at: 0,
-        }
+    fn next(&self, state: &State, action: &Action) -> Option<State> {
+        self.model
+            .next_state(state, *action)
+            .map(|next| settle(&self.model, &next))
     }
 
-    /// Every observable step out of `state`, after any unobservable ones.
-    fn expand(&mut self, state: &State) -> Expansion {
-        if let Some(e) = self.memo.get(state) {
-            return e.clone();
-        }
-        if self.memo.len() >= MEMO_LIMIT {
-            self.memo.clear();
-        }
-        let mut out = Vec::new();
-        let mut seen = HashSet::new();
-        let mut todo = vec![*state];
-        seen.insert(*state);
-        while let Some(s) = todo.pop() {
-            self.actions.clear();
-            self.model.actions(&s, &mut self.actions);
-            for action in std::mem::take(&mut self.actions) {
-                let Some(next) = self.model.next_state(&s, action) else {
-                    continue;
-                };
-                let next = settle(&self.model, &next);
-                let events = expected_log(&self.model, &s, &action, false);
-                match events.first() {
-                    None => {
-                        if seen.insert(next) {
-                            todo.push(next);
-                        }
-                    }
-                    Some(first) => out.push((first.clone(), next, Rc::from(events))),
-                }
-            }
-        }
-        let out = Rc::new(out);
-        self.memo.insert(*state, out.clone());
-        out
+    fn records(&self, state: &State, action: &Action) -> Vec<LogRecord> {
+        expected_log(&self.model, state, action, false)
     }
 }
 
-/// One job's projection being checked.
-struct Tracker {
-    frontier: Vec<Entry>,
-    /// The safety properties (by index) found failing on every path already.
-    violated: u64,
+fn leadership_search(design: &str, late_signal: bool) -> Search<LeadershipLog> {
+    let late = if late_signal { "true" } else { "false" };
+    let model = Leadership::scenario(
+        design,
+        "all",
+        &[("grants", "4"), ("epochs", "3"), ("late-signal", late)],
+    )
+    .expect("the validator's settings are valid for every design");
+    Search::new(LeadershipLog { model })
 }
 
-impl Tracker {
-    /// Takes `record`; false when no possible place explains it (the frontier is then
-    /// left as it was, for the report).
-    fn take(&mut self, search: &mut Search, record: &LogRecord) -> bool {
-        let mut next: Vec<Entry> = Vec::new();
-        let mut seen: HashSet<Entry> = HashSet::new();
-        for entry in &self.frontier {
-            if let Some(first) = entry.owed().first() {
-                if first == record {
-                    let e = Entry {
-                        at: entry.at + 1,
-                        ..entry.clone()
-                    };
-                    if seen.insert(e.clone()) {
-                        next.push(e);
-                    }
-                }
-                continue;
-            }
-            for (first, state, events) in search.expand(&entry.state).iter() {
-                if first == record {
-                    let e = Entry {
-                        state: *state,
-                        rest: events.clone(),
-                        at: 1,
-                    };
-                    if seen.insert(e.clone()) {
-                        next.push(e);
-                    }
-                }
-            }
-        }
-        if next.is_empty() {
-            return false;
-        }
-        self.frontier = next;
-        true
-    }
-
-    /// What the possible places expect next, at most a few, naming `job` as the log
-    /// does.
-    fn expected(&self, search: &mut Search, job: u64) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for entry in &self.frontier {
-            let mut add = |r: &LogRecord| {
-                let mut r = r.clone();
-                if r.job.is_some() {
-                    r.job = Some(job);
-                }
-                let text = r.to_string();
-                if !out.contains(&text) && out.len() < 8 {
-                    out.push(text);
-                }
-            };
-            match entry.owed().first() {
-                Some(r) => add(r),
-                None => {
-                    for (first, _, _) in search.expand(&entry.state).iter() {
-                        add(first);
-                    }
-                }
-            }
-        }
-        out
-    }
+fn leadership_start(search: &Search<LeadershipLog>) -> Tracker<State, LogRecord> {
+    let model = &search.observed.model;
+    let init = model.init_states()[0];
+    Tracker::new(Entry::new(settle(model, &init), start_log(&init)))
 }
 
 /// A record's place in the log: which jobs it concerns, and the record as the one-job
@@ -412,6 +290,56 @@ fn route(line: u64, fields: Fields<'_>, span: Option<SpanFields>) -> Result<Rout
     }
 }
 
+/// Validates the log read from `input` against the model its run header names
+/// (`model=durable` for [`durable::validate_durable`]; leadership otherwise, which
+/// also takes logs without a header).
+pub fn validate(input: impl Read, options: Options) -> Result<Validation, LogError> {
+    let mut input = std::io::BufReader::with_capacity(1 << 16, input);
+    // The first non-blank line says which model; it is read again by the validator.
+    let mut head: Vec<u8> = Vec::new();
+    loop {
+        let start = head.len();
+        let read = (&mut input)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut head)
+            .map_err(|e| LogError {
+                line: 1,
+                why: format!("reading: {e}"),
+            })?;
+        let line = &head[start..];
+        if read == 0 || line.len() > MAX_LINE_BYTES || !line.iter().all(u8::is_ascii_whitespace) {
+            break;
+        }
+    }
+    #[derive(Deserialize)]
+    struct Header<'a> {
+        #[serde(borrow, default)]
+        fields: Option<HeaderFields<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct HeaderFields<'a> {
+        #[serde(borrow, default)]
+        component: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        model: Option<Cow<'a, str>>,
+    }
+    let first = head
+        .rsplit(|b| *b == b'\n')
+        .find(|l| !l.iter().all(u8::is_ascii_whitespace));
+    let durable = first
+        .and_then(|l| serde_json::from_slice::<Header<'_>>(l).ok())
+        .and_then(|h| h.fields)
+        .is_some_and(|f| {
+            f.component.as_deref() == Some("run") && f.model.as_deref() == Some("durable")
+        });
+    let whole = std::io::Cursor::new(head).chain(input);
+    if durable {
+        durable::validate_durable(whole, options)
+    } else {
+        validate_leadership(whole, options)
+    }
+}
+
 /// Validates the log read from `input` against the leadership model (design `fixed`
 /// unless `options` names another, every interleaving, the largest bounds the model
 /// has: 4 grants per job, 3 dispatcher epochs).
@@ -430,9 +358,11 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
     let mut input = std::io::BufReader::with_capacity(1 << 16, input);
     let mut buf: Vec<u8> = Vec::with_capacity(1024);
     let mut line_no = 0u64;
-    let mut search: Option<Search> = None;
+    let mut search: Option<Search<LeadershipLog>> = None;
+    let mut safety: Vec<stateright::Property<Leadership>> = Vec::new();
     // Filled in as the log is read; the verdict is set where the reading ends.
     let mut out = Validation {
+        model: "leadership",
         lines: 0,
         events: 0,
         jobs: 0,
@@ -441,7 +371,7 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
         verdict: Verdict::Valid,
         violations: Vec::new(),
     };
-    let mut trackers: HashMap<u64, Tracker> = HashMap::new();
+    let mut trackers: HashMap<u64, Tracker<State, LogRecord>> = HashMap::new();
     let mut order: Vec<u64> = Vec::new();
     let mut shared_prefix: Vec<LogRecord> = Vec::new();
     loop {
@@ -496,7 +426,17 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
             continue;
         }
         let late_signal = out.late_signal;
-        let search = search.get_or_insert_with(|| Search::new(design, late_signal));
+        let search = search.get_or_insert_with(|| {
+            let search = leadership_search(design, late_signal);
+            safety = search
+                .observed
+                .model
+                .properties()
+                .into_iter()
+                .filter(|p| p.expectation == stateright::Expectation::Always)
+                .collect();
+            search
+        });
         out.events += 1;
         let route = route(line_no, parsed.fields, parsed.span)?;
         let (targets, record): (Vec<u64>, LogRecord) = match route {
@@ -517,10 +457,7 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
             }
             Route::Job(job, record) => {
                 if let std::collections::hash_map::Entry::Vacant(slot) = trackers.entry(job) {
-                    let mut tracker = Tracker {
-                        frontier: vec![search.start()],
-                        violated: 0,
-                    };
+                    let mut tracker = leadership_start(search);
                     for (i, shared) in shared_prefix.iter().enumerate() {
                         if !tracker.take(search, shared) {
                             return Err(LogError {
@@ -541,34 +478,38 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
         for job in targets {
             let tracker = trackers.get_mut(&job).expect("every target is tracked");
             if !tracker.take(search, &record) {
-                let mut states: Vec<String> = Vec::new();
-                let mut distinct: HashSet<State> = HashSet::new();
-                for e in &tracker.frontier {
-                    if distinct.insert(e.state) && states.len() < REPORTED_STATES {
-                        states.push(serde_json::to_string(&e.state).unwrap_or_default());
+                let (possible, shown_states) = tracker.states(REPORTED_STATES);
+                let states = shown_states
+                    .into_iter()
+                    .map(|s| serde_json::to_string(s).unwrap_or_default())
+                    .collect();
+                let expected = tracker.expected(search, |r| {
+                    let mut r = r.clone();
+                    if r.job.is_some() {
+                        r.job = Some(job);
                     }
-                }
-                let expected = tracker.expected(search, job);
+                    r.to_string()
+                });
                 out.lines = line_no;
                 out.jobs = trackers.len();
                 out.verdict = Verdict::Unexplained {
                     line: line_no,
                     job,
                     event: shown(text),
-                    possible: distinct.len(),
+                    possible,
                     states,
                     expected,
                 };
                 return Ok(out);
             }
             out.widest = out.widest.max(tracker.frontier.len());
-            for (i, property) in search.safety.iter().enumerate() {
+            for (i, property) in safety.iter().enumerate() {
                 let bit = 1u64 << i;
                 if tracker.violated & bit == 0
                     && tracker
                         .frontier
                         .iter()
-                        .all(|e| !(property.condition)(&search.model, &e.state))
+                        .all(|e| !(property.condition)(&search.observed.model, &e.state))
                 {
                     tracker.violated |= bit;
                     out.violations.push(Violation {
@@ -591,7 +532,7 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
     out.jobs = trackers.len();
     for job in &order {
         let tracker = &trackers[job];
-        if !tracker.frontier.iter().any(|e| e.owed().is_empty()) {
+        if !tracker.complete() {
             let mut missing = tracker.frontier[0].owed()[0].clone();
             if missing.job.is_some() {
                 missing.job = Some(*job);

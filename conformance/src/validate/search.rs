@@ -1,0 +1,213 @@
+//! The search both validators share: the set of model places consistent with the events
+//! read so far, advanced one logged event at a time.
+//!
+//! A place is a model state and the events still owed by the step under way (a step
+//! that logs several events leaves the set part-way through it). Taking an event keeps
+//! the places whose next owed event it is, and from every place with nothing owed, every
+//! observable step whose first event it is, after any number of the model's
+//! unobservable steps (steps that log nothing). Expansions are memoised per state.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+use std::rc::Rc;
+
+/// Most memoised expansions before the memo is cleared.
+const MEMO_LIMIT: usize = 200_000;
+
+/// A model seen through its log: which steps are enabled, where they lead, and which
+/// events each step logs (none for an unobservable step).
+pub(super) trait Observed {
+    type State: Clone + Eq + Hash;
+    type Action;
+    type Record: Clone + Eq + Hash;
+
+    /// The enabled steps of `state`, appended to `out`.
+    fn actions(&self, state: &Self::State, out: &mut Vec<Self::Action>);
+    /// The state `action` leads to, if it is taken.
+    fn next(&self, state: &Self::State, action: &Self::Action) -> Option<Self::State>;
+    /// The events `action` logs, taken in `state`.
+    fn records(&self, state: &Self::State, action: &Self::Action) -> Vec<Self::Record>;
+}
+
+/// A place in the model: a state, and the events still owed by the step under way.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Entry<S, R> {
+    pub(super) state: S,
+    rest: Rc<[R]>,
+    at: usize,
+}
+
+impl<S, R> Entry<S, R> {
+    /// A place at `state` that still owes `owed`.
+    pub(super) fn new(state: S, owed: Vec<R>) -> Self {
+        Entry {
+            state,
+            rest: owed.into(),
+            at: 0,
+        }
+    }
+
+    /// The events the step under way still owes.
+    pub(super) fn owed(&self) -> &[R] {
+        &self.rest[self.at..]
+    }
+}
+
+/// The observable steps out of a state, each as its first event, the state it leads to
+/// and its events.
+type Expansion<S, R> = Rc<Vec<(R, S, Rc<[R]>)>>;
+
+/// The model and the memo of its expansions.
+pub(super) struct Search<P: Observed> {
+    pub(super) observed: P,
+    memo: HashMap<P::State, Expansion<P::State, P::Record>>,
+    actions: Vec<P::Action>,
+}
+
+impl<P: Observed> Search<P> {
+    pub(super) fn new(observed: P) -> Self {
+        Search {
+            observed,
+            memo: HashMap::new(),
+            actions: Vec::new(),
+        }
+    }
+
+    /// Every observable step out of `state`, after any unobservable ones.
+    pub(super) fn expand(&mut self, state: &P::State) -> Expansion<P::State, P::Record> {
+        if let Some(e) = self.memo.get(state) {
+            return e.clone();
+        }
+        if self.memo.len() >= MEMO_LIMIT {
+            self.memo.clear();
+        }
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        let mut todo = vec![state.clone()];
+        seen.insert(state.clone());
+        while let Some(s) = todo.pop() {
+            self.actions.clear();
+            self.observed.actions(&s, &mut self.actions);
+            for action in std::mem::take(&mut self.actions) {
+                let Some(next) = self.observed.next(&s, &action) else {
+                    continue;
+                };
+                let events = self.observed.records(&s, &action);
+                match events.first() {
+                    None => {
+                        if seen.insert(next.clone()) {
+                            todo.push(next);
+                        }
+                    }
+                    Some(first) => out.push((first.clone(), next, Rc::from(events))),
+                }
+            }
+        }
+        let out = Rc::new(out);
+        self.memo.insert(state.clone(), out.clone());
+        out
+    }
+}
+
+/// One projection of a log being checked: its possible places.
+pub(super) struct Tracker<S, R> {
+    pub(super) frontier: Vec<Entry<S, R>>,
+    /// The safety properties (by index) found failing on every path already.
+    pub(super) violated: u64,
+}
+
+impl<S: Clone + Eq + Hash, R: Clone + Eq + Hash> Tracker<S, R> {
+    pub(super) fn new(start: Entry<S, R>) -> Self {
+        Tracker {
+            frontier: vec![start],
+            violated: 0,
+        }
+    }
+
+    /// Takes `record`; false when no possible place explains it (the frontier is then
+    /// left as it was, for the report).
+    pub(super) fn take<P>(&mut self, search: &mut Search<P>, record: &R) -> bool
+    where
+        P: Observed<State = S, Record = R>,
+    {
+        let mut next: Vec<Entry<S, R>> = Vec::new();
+        let mut seen: HashSet<Entry<S, R>> = HashSet::new();
+        for entry in &self.frontier {
+            if let Some(first) = entry.owed().first() {
+                if first == record {
+                    let e = Entry {
+                        at: entry.at + 1,
+                        ..entry.clone()
+                    };
+                    if seen.insert(e.clone()) {
+                        next.push(e);
+                    }
+                }
+                continue;
+            }
+            for (first, state, events) in search.expand(&entry.state).iter() {
+                if first == record {
+                    let e = Entry {
+                        state: state.clone(),
+                        rest: events.clone(),
+                        at: 1,
+                    };
+                    if seen.insert(e.clone()) {
+                        next.push(e);
+                    }
+                }
+            }
+        }
+        if next.is_empty() {
+            return false;
+        }
+        self.frontier = next;
+        true
+    }
+
+    /// What the possible places expect next, at most a few, each as `render` shows it.
+    pub(super) fn expected<P>(
+        &self,
+        search: &mut Search<P>,
+        render: impl Fn(&R) -> String,
+    ) -> Vec<String>
+    where
+        P: Observed<State = S, Record = R>,
+    {
+        let mut out: Vec<String> = Vec::new();
+        let mut add = |r: &R| {
+            let text = render(r);
+            if !out.contains(&text) && out.len() < 8 {
+                out.push(text);
+            }
+        };
+        for entry in &self.frontier {
+            match entry.owed().first() {
+                Some(r) => add(r),
+                None => {
+                    for (first, _, _) in search.expand(&entry.state).iter() {
+                        add(first);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether some possible place has every step complete.
+    pub(super) fn complete(&self) -> bool {
+        self.frontier.iter().any(|e| e.owed().is_empty())
+    }
+
+    /// The distinct states possible, and the first `limit` of them.
+    pub(super) fn states(&self, limit: usize) -> (usize, Vec<&S>) {
+        let mut distinct: HashSet<&S> = HashSet::new();
+        let mut shown = Vec::new();
+        for e in &self.frontier {
+            if distinct.insert(&e.state) && shown.len() < limit {
+                shown.push(&e.state);
+            }
+        }
+        (distinct.len(), shown)
+    }
+}
