@@ -29,38 +29,14 @@ pub fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
         .ok_or_else(|| UsageError("`simulate` needs a model: leadership".into()))?;
     match model.as_str() {
         "leadership" => {}
-        "durable" => {
-            return Err(UsageError(
-                "`simulate durable` is not available: only the leadership machines have an async driver so far".into(),
-            ))
-        }
+        "durable" => return simulate_durable(args),
         other => {
             return Err(UsageError(format!(
-                "unknown model `{other}` for simulate (known: leadership)"
+                "unknown model `{other}` for simulate (known: leadership, durable)"
             )))
         }
     }
-    let runs = args.take_number("runs", 1, 1, MAX_RUNS)?;
-    let seed = match args.take("seed") {
-        None => 0,
-        Some(text) if text.bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() => {
-            text.parse::<u64>().map_err(|_| {
-                UsageError(format!(
-                    "`--seed` must be a number below 2^64, got `{text}`"
-                ))
-            })?
-        }
-        Some(text) => {
-            return Err(UsageError(format!(
-                "`--seed` must be a number below 2^64, got `{text}`"
-            )))
-        }
-    };
-    if seed.checked_add(runs as u64 - 1).is_none() {
-        return Err(UsageError(format!(
-            "`--seed {seed}` with `--runs {runs}` runs past the largest seed"
-        )));
-    }
+    let (runs, seed) = runs_and_seed(&mut args)?;
     let out = args
         .take("out")
         .ok_or_else(|| UsageError("`simulate` needs `--out DIR` for the logs".into()))?;
@@ -159,6 +135,166 @@ pub fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
         if !defects.is_empty() {
             let names: Vec<&str> = defects.iter().map(|d| sim::defect_name(*d)).collect();
             println!("the machines carried the seed bug {}", names.join(" and "));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--runs N` and `--seed S`: run *i* has seed S+i.
+fn runs_and_seed(args: &mut Args) -> Result<(usize, u64), UsageError> {
+    let runs = args.take_number("runs", 1, 1, MAX_RUNS)?;
+    let seed = match args.take("seed") {
+        None => 0,
+        Some(text) if text.bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() => {
+            text.parse::<u64>().map_err(|_| {
+                UsageError(format!(
+                    "`--seed` must be a number below 2^64, got `{text}`"
+                ))
+            })?
+        }
+        Some(text) => {
+            return Err(UsageError(format!(
+                "`--seed` must be a number below 2^64, got `{text}`"
+            )))
+        }
+    };
+    if seed.checked_add(runs as u64 - 1).is_none() {
+        return Err(UsageError(format!(
+            "`--seed {seed}` with `--runs {runs}` runs past the largest seed"
+        )));
+    }
+    Ok((runs, seed))
+}
+
+/// The file of durable run `seed` in `dir`.
+pub fn durable_log_path(dir: &Path, seed: u64) -> PathBuf {
+    dir.join(format!("durable-{seed}.ndjson"))
+}
+
+/// `simulate durable --runs N --seed S --out DIR [--bug NAME] [--keys K] [--inputs I]
+/// [--actions A] [--calls C] [--partitions P] [--crashes X] [--checkpoints C]
+/// [--send-failures F] [--max-delay-ms D] [--json]`.
+fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
+    use steadfast_sim::durable as sim;
+    let (runs, seed) = runs_and_seed(&mut args)?;
+    let out = args
+        .take("out")
+        .ok_or_else(|| UsageError("`simulate` needs `--out DIR` for the logs".into()))?;
+    let d = sim::Config::default();
+    let mut small = |name: &str, default: u8, low: usize, high: u8| {
+        args.take_number(name, usize::from(default), low, usize::from(high))
+            .map(|n| n as u8)
+    };
+    let keys = small("keys", d.keys, 1, sim::MAX_KEYS)?;
+    let inputs = small("inputs", d.inputs, 1, sim::MAX_INPUTS)?;
+    let actions = small("actions", d.actions, 1, sim::MAX_ACTIONS)?;
+    let calls = small("calls", d.calls, 1, sim::MAX_CALLS)?;
+    let partitions = small("partitions", d.partitions, 1, sim::MAX_PARTITIONS)?;
+    let crashes = small("crashes", d.crashes, 0, sim::MAX_CRASHES)?;
+    let checkpoints = small("checkpoints", d.checkpoints, 0, sim::MAX_CHECKPOINTS)?;
+    let send_failures = small("send-failures", d.send_failures, 0, sim::MAX_SEND_FAILURES)?;
+    let max_delay_ms = args.take_number(
+        "max-delay-ms",
+        d.max_delay_ms as usize,
+        1,
+        sim::MAX_DELAY_MS as usize,
+    )? as u64;
+    let mut defects = Vec::new();
+    while let Some(name) = args.take("bug") {
+        let defect = sim::defect_named(&name).ok_or_else(|| {
+            let known: Vec<&str> = sim::DEFECTS.iter().map(|d| sim::defect_name(*d)).collect();
+            UsageError(format!(
+                "unknown bug `{name}` for durable (known: {})",
+                known.join(", ")
+            ))
+        })?;
+        defects.push(defect);
+    }
+    let json = args.switch("json");
+    args.switches.retain(|s| s != "json");
+    args.no_options("simulate")?;
+    let dir = Path::new(&out);
+    std::fs::create_dir_all(dir).map_err(|e| UsageError(format!("cannot create `{out}`: {e}")))?;
+    let started = Instant::now();
+    let mut totals = sim::Outcome::default();
+    let mut repeated = 0usize;
+    for i in 0..runs as u64 {
+        let config = sim::Config {
+            keys,
+            inputs,
+            actions,
+            calls,
+            partitions,
+            seed: seed + i,
+            crashes,
+            checkpoints,
+            send_failures,
+            max_delay_ms,
+            defects: defects.clone(),
+        };
+        let path = durable_log_path(dir, seed + i);
+        // The run's file log lives beside its production log while it runs.
+        let data = dir.join(format!("durable-{}.data", seed + i));
+        let result = std::fs::create_dir(&data)
+            .map_err(|e| format!("cannot create `{}`: {e}", data.display()))
+            .and_then(|()| {
+                let r = sim::run(&config, &path, &data);
+                std::fs::remove_dir_all(&data)
+                    .map_err(|e| format!("cannot remove `{}`: {e}", data.display()))?;
+                r
+            });
+        match result {
+            Ok(o) => {
+                totals.events += o.events;
+                totals.crashes += o.crashes;
+                totals.checkpoints_completed += o.checkpoints_completed;
+                totals.failures_before_landing += o.failures_before_landing;
+                totals.failures_after_landing += o.failures_after_landing;
+                totals.supplier_calls += o.supplier_calls;
+                totals.flushes += o.flushes;
+                totals.records_sent += o.records_sent;
+                repeated += o.repeated_calls().len();
+                if json {
+                    let line = serde_json::json!({
+                        "log": path.display().to_string(),
+                        "config": config,
+                        "outcome": o,
+                    });
+                    println!("{line}");
+                }
+            }
+            Err(e) => {
+                eprintln!(
+                    "steadfast: simulate: run with seed {}: {}",
+                    seed + i,
+                    one_line(&e)
+                );
+                return Ok(ExitCode::from(3));
+            }
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    if !json {
+        let last = seed + runs as u64 - 1;
+        println!(
+            "wrote {runs} durable log{} (seeds {seed}..={last}) to {}: {} events, {} supplier calls, {} records in {} flushes, {} crashes, {} checkpoints completed, {} puts failed ({} before landing), {} calls repeated, {:.2} s ({:.0} events/s)",
+            if runs == 1 { "" } else { "s" },
+            dir.display(),
+            totals.events,
+            totals.supplier_calls,
+            totals.records_sent,
+            totals.flushes,
+            totals.crashes,
+            totals.checkpoints_completed,
+            totals.failures_before_landing + totals.failures_after_landing,
+            totals.failures_before_landing,
+            repeated,
+            secs,
+            totals.events as f64 / secs.max(1e-9)
+        );
+        if !defects.is_empty() {
+            let names: Vec<&str> = defects.iter().map(|d| sim::defect_name(*d)).collect();
+            println!("the operator carried the seed bug {}", names.join(" and "));
         }
     }
     Ok(ExitCode::SUCCESS)

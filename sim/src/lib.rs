@@ -9,11 +9,15 @@
 //! one file per run. `steadfast validate` (the conformance crate's `validate` module)
 //! then checks each file against the model.
 //!
+//! - [`durable`]: the durable action operator of flink-agents issue 1158 with its
+//!   source, supplier, group-committing file log, checkpoint coordinator, injected put
+//!   failures, and task crashes with restores.
 //! - [`leadership`]: the dispatcher, the HA stores and, per job, a leader election, a
 //!   runner and its JobMaster processes (FLINK-39704).
 
 #![deny(missing_docs)]
 
+pub mod durable;
 pub mod leadership;
 pub mod log;
 pub mod rng;

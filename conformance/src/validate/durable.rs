@@ -521,6 +521,8 @@ fn event_of(f: &Fields<'_>, names: &Names, line: u64) -> Result<Option<DurableEv
                 completed: flag("completed", f.completed)?,
             },
             Some("failed") => DurableEvent::PutFailed { key: key()? },
+            // A record a restore's rebuild read back: part of the restore.
+            Some("replayed") => return Ok(None),
             Some(_) => DurableEvent::Unknown,
             None => {
                 return Err(err(

@@ -49,7 +49,7 @@ use super::log::{LogError, LogRecord, Offset};
 use super::store::{
     ActionStateStore, PruneReport, PutRecord, Rebuild, RebuildReport, RecoveryMarker, StoreError,
 };
-use super::{args_digest, ActionState, CallOutcome, CallRef, CallResult, Datum};
+use super::{args_digest, ActionState, CallOutcome, CallRef, CallResult, Datum, StateKey};
 
 /// What an action body asks for next.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -943,11 +943,25 @@ impl Operator {
             results = state.call_results.len(),
         );
         if self.defects.cache_before_ack {
-            // The old order caches at the send, before the record has an offset; offset
-            // 0 only widens a later replay.
-            let name = Cow::Borrowed(self.actions[action].name.as_str());
-            self.store
-                .remember(&key, seq, name, state.clone(), record.partition, 0);
+            // The old order caches at the send, before the record has an offset: it is
+            // taken as one past the state's last (offsets of a state still grow).
+            let name = self.actions[action].name.clone();
+            let at = StateKey {
+                key: key.clone(),
+                seq,
+                action: name.clone(),
+            };
+            let offset = self.store.offset_of(&at).map_or(0, |(_, o)| o + 1);
+            self.store.remember(
+                &key,
+                seq,
+                Cow::Owned(name),
+                state.clone(),
+                record.partition,
+                offset,
+                // The old order counts the put done at the send.
+                "acked",
+            );
         }
         Arc::make_mut(&mut self.saving).insert(
             key.clone(),
@@ -981,8 +995,15 @@ impl Operator {
         let action = Cow::Borrowed(self.actions[saving.action].name.as_str());
         // Only now, with the record acknowledged, is the state cached (the fix's order).
         if !self.defects.cache_before_ack {
-            self.store
-                .remember(&key, saving.seq, action, saving.state, partition, offset);
+            self.store.remember(
+                &key,
+                saving.seq,
+                action,
+                saving.state,
+                partition,
+                offset,
+                "acked",
+            );
         }
         match saving.then {
             AfterPut::CallSaved { index } => {

@@ -217,11 +217,15 @@ impl ActionStateStore {
             state,
             partition,
             offset,
+            "acked",
         );
     }
 
-    /// Cache `state` as the latest of `key`, acknowledged at (partition, offset). The
-    /// action's name is taken (or copied, if borrowed) only for a new entry.
+    /// Cache `state` as the latest of `key`, at (partition, offset), logged with
+    /// `outcome`: `acked` for a put's acknowledgement, `replayed` for a record a rebuild
+    /// read back. The action's name is taken (or copied, if borrowed) only for a new
+    /// entry.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn remember(
         &mut self,
         key: &str,
@@ -230,6 +234,7 @@ impl ActionStateStore {
         state: ActionState,
         partition: Partition,
         offset: Offset,
+        outcome: &'static str,
     ) {
         tracing::debug!(
             component = "durable.store",
@@ -241,7 +246,7 @@ impl ActionStateStore {
             offset,
             completed = state.completed,
             results = state.call_results.len(),
-            outcome = "acked",
+            outcome,
         );
         let states = Arc::make_mut(&mut self.states);
         let tracked = |action: Cow<'_, str>, state| Tracked {
@@ -485,8 +490,15 @@ impl Rebuild {
                 self.store.partition_of(&key)
             )));
         }
-        self.store
-            .remember(&key, seq, Cow::Owned(action), state, p, record.offset);
+        self.store.remember(
+            &key,
+            seq,
+            Cow::Owned(action),
+            state,
+            p,
+            record.offset,
+            "replayed",
+        );
         Ok(())
     }
 
