@@ -49,9 +49,9 @@ usage:
   steadfast replay FILE             replay one trace file against the runtime
   steadfast departs MODEL [--property P]
                                     where the runtime leaves an unpatched counterexample
-  steadfast simulate leadership --out DIR [--runs N] [--seed S] [--jobs J] [--bug NAME]
-                                    concurrent, seeded, faulty runs of the machines,
-                                    one NDJSON production log each
+  steadfast simulate MODEL --out DIR [--runs N] [--seed S] [--bug NAME]
+                                    concurrent, seeded, faulty runs of the machines
+                                    (leadership or durable), one NDJSON log each
   steadfast validate LOG...         check each production log against the model
   steadfast bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]
                                     checking speed per design; symmetry reduction
@@ -174,16 +174,23 @@ usage: steadfast departs MODEL [--property P] [--SETTING VALUE]...
 usage: steadfast simulate leadership --out DIR [--runs N] [--seed S] [--jobs J] [--grants G]
                           [--failovers F] [--max-delay-ms D] [--late-signal]
                           [--bug eager-not-finished|revoke-clears-leader]... [--json]
-  runs the production leadership machines on an async runtime with seeded faults
-  (delays, reordering, grant/revoke storms, dispatcher failovers) and writes one
-  NDJSON log per run, DIR/leadership-SEED.ndjson; run i uses seed S+i, so one run
-  replays with --runs 1 --seed S+i; --bug puts a seed bug back into the machines"
+       steadfast simulate durable --out DIR [--runs N] [--seed S] [--keys K] [--inputs I]
+                          [--actions A] [--calls C] [--partitions P] [--crashes X]
+                          [--checkpoints C] [--send-failures F] [--max-delay-ms D]
+                          [--bug end-offset-marker|cache-before-ack]... [--json]
+  runs the production machines on an async runtime with seeded faults and writes
+  one NDJSON log per run, DIR/MODEL-SEED.ndjson; run i uses seed S+i, so one run
+  replays with --runs 1 --seed S+i; --bug puts a seed bug back into the machines.
+  leadership: delays, reordering, grant/revoke storms, dispatcher failovers;
+  durable: the operator with a file log (group commit), a supplier, checkpoints,
+  put failures before and after landing, crashes and restores"
         }
         "validate" => {
             "\
 usage: steadfast validate LOG... [--design D] [--late-signal true|false] [--json]
-  checks each log against the leadership model (design fixed unless --design names
-  another, every interleaving):
+  checks each log against the model its run header names, leadership or durable
+  (design fixed unless --design names another; every interleaving; a durable log
+  under the bounds its header names):
   valid, or the first event no model path explains, with the model states possible
   just before it; a valid log whose every explanation breaks a safety property of
   the model is reported with the property; --late-signal overrides the run header's

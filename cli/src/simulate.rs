@@ -26,7 +26,7 @@ pub fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
     let model = args
         .positional
         .first()
-        .ok_or_else(|| UsageError("`simulate` needs a model: leadership".into()))?;
+        .ok_or_else(|| UsageError("`simulate` needs a model: leadership or durable".into()))?;
     match model.as_str() {
         "leadership" => {}
         "durable" => return simulate_durable(args),

@@ -87,11 +87,32 @@ fn bad_input_exits_with_one_line_naming_the_problem() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     let cases: &[(&[&str], i32, &str)] = &[
-        (&["simulate"], 2, "steadfast: `simulate` needs a model: leadership"),
+        (&["simulate"], 2, "steadfast: `simulate` needs a model: leadership or durable"),
         (
-            &["simulate", "durable", "--out", d],
+            &["simulate", "elsewhere", "--out", d],
             2,
-            "steadfast: `simulate durable` is not available: only the leadership machines have an async driver so far",
+            "steadfast: unknown model `elsewhere` for simulate (known: leadership, durable)",
+        ),
+        (&["simulate", "durable"], 2, "steadfast: `simulate` needs `--out DIR` for the logs"),
+        (
+            &["simulate", "durable", "--out", d, "--bug", "eager-not-finished"],
+            2,
+            "steadfast: unknown bug `eager-not-finished` for durable (known: end-offset-marker, cache-before-ack)",
+        ),
+        (
+            &["simulate", "durable", "--out", d, "--keys", "4"],
+            2,
+            "steadfast: `--keys` must be a number within 1..=3, got `4`",
+        ),
+        (
+            &["simulate", "durable", "--out", d, "--send-failures", "-1"],
+            2,
+            "steadfast: `--send-failures` must be a number within 0..=2, got `-1`",
+        ),
+        (
+            &["simulate", "durable", "--out", d, "--jobs", "4"],
+            2,
+            "steadfast: unknown option `--jobs` for simulate",
         ),
         (&["simulate", "leadership"], 2, "steadfast: `simulate` needs `--out DIR` for the logs"),
         (
@@ -113,7 +134,7 @@ fn bad_input_exits_with_one_line_naming_the_problem() {
         (
             &["validate", "--design", "nope", "x"],
             2,
-            "steadfast: unknown design `nope` for leadership (known: unpatched, process-fix-only, runner-fix-only, fixed, revoke-clears-leader)",
+            "steadfast: unknown design `nope` (leadership: unpatched, process-fix-only, runner-fix-only, fixed, revoke-clears-leader; durable: unpatched, old-put-order, unpruned-tracking, fixed)",
         ),
         (
             &["validate", "--late-signal", "maybe", "x"],
@@ -155,5 +176,87 @@ fn bad_input_exits_with_one_line_naming_the_problem() {
     assert!(
         lines[2].starts_with("0 valid, 0 invalid, 2 unreadable"),
         "{out}"
+    );
+}
+
+#[test]
+fn durable_logs_validate_and_the_marker_bug_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fixed");
+    let out = out.to_str().unwrap();
+    let sim = steadfast(&["simulate", "durable", "--runs", "20", "--out", out]);
+    assert_eq!(sim.status.code(), Some(0), "{}", text(&sim.stderr));
+    let said = text(&sim.stdout);
+    assert!(
+        said.starts_with("wrote 20 durable logs (seeds 0..=19)"),
+        "{said}"
+    );
+    assert!(said.contains(", 0 calls repeated,"), "{said}");
+    let mut logs: Vec<String> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path().to_str().unwrap().to_string())
+        .collect();
+    logs.sort();
+    // The runs' file logs are gone; their production logs stay.
+    assert_eq!(logs.len(), 20, "{logs:?}");
+    assert!(logs.iter().all(|l| l.ends_with(".ndjson")), "{logs:?}");
+    let mut args = vec!["validate"];
+    args.extend(logs.iter().map(String::as_str));
+    let v = steadfast(&args);
+    assert_eq!(v.status.code(), Some(0), "{}", text(&v.stdout));
+    assert!(
+        text(&v.stdout).contains("20 valid, 0 invalid, 0 unreadable"),
+        "{}",
+        text(&v.stdout)
+    );
+
+    let bug = dir.path().join("bug");
+    let bug = bug.to_str().unwrap();
+    let sim = steadfast(&[
+        "simulate",
+        "durable",
+        "--runs",
+        "1",
+        "--seed",
+        "4",
+        "--out",
+        bug,
+        "--bug",
+        "end-offset-marker",
+    ]);
+    assert_eq!(sim.status.code(), Some(0), "{}", text(&sim.stderr));
+    assert!(
+        text(&sim.stdout).contains(", 1 calls repeated,"),
+        "{}",
+        text(&sim.stdout)
+    );
+    let log = format!("{bug}/durable-4.ndjson");
+    let v = steadfast(&["validate", &log]);
+    assert_eq!(v.status.code(), Some(1));
+    let report = text(&v.stdout);
+    assert!(
+        report.contains(
+            "invalid at line 73: durable.supplier call key=key1.0 action=action0 seq=1 index=0"
+        ),
+        "{report}"
+    );
+    assert!(
+        report.contains("durable.operator call_reused key=key1.0 seq=1 action=action0 index=0"),
+        "{report}"
+    );
+    let v = steadfast(&["validate", "--json", &log]);
+    let json: serde_json::Value = serde_json::from_str(&text(&v.stdout)).unwrap();
+    assert_eq!(json["model"], "durable");
+    assert_eq!(json["verdict"]["unexplained"]["line"], 73);
+
+    // A design of the other model is named as the log's problem.
+    let v = steadfast(&["validate", "--design", "revoke-clears-leader", &log]);
+    assert_eq!(v.status.code(), Some(2));
+    assert!(
+        text(&v.stdout).ends_with(
+            "unreadable: unknown design `revoke-clears-leader` for durable (known: unpatched, old-put-order, unpruned-tracking, fixed)"
+        ),
+        "{}",
+        text(&v.stdout)
     );
 }
