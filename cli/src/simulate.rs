@@ -551,8 +551,102 @@ pub fn bench_validation() -> Result<ExitCode, UsageError> {
             format!("{}", valid == runs),
         ]);
     }
-    let _ = std::fs::remove_dir(&dir);
     println!("simulation and trace validation, leadership (default faults, one core each)\n");
     print!("{}", crate::render::table(&rows));
+    bench_durable(&dir)?;
+    let _ = std::fs::remove_dir(&dir);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The durable half of `bench --validation`: runs at the default bounds and at the
+/// largest, each with the file log (fsync on) and group commit.
+fn bench_durable(dir: &Path) -> Result<(), UsageError> {
+    use steadfast_sim::durable as sim;
+    let mut rows = vec![[
+        "bounds",
+        "runs",
+        "events",
+        "simulate s",
+        "driver events/s",
+        "supplier calls/s",
+        "records per flush",
+        "validate s",
+        "validated events/s",
+        "widest",
+        "all valid",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let largest = sim::Config {
+        keys: sim::MAX_KEYS,
+        inputs: sim::MAX_INPUTS,
+        actions: sim::MAX_ACTIONS,
+        calls: sim::MAX_CALLS,
+        partitions: sim::MAX_PARTITIONS,
+        crashes: sim::MAX_CRASHES,
+        checkpoints: sim::MAX_CHECKPOINTS,
+        send_failures: sim::MAX_SEND_FAILURES,
+        ..sim::Config::default()
+    };
+    for (name, base, runs) in [
+        ("default", sim::Config::default(), 200u64),
+        ("largest", largest, 50),
+    ] {
+        let started = Instant::now();
+        let mut totals = sim::Outcome::default();
+        let mut paths = Vec::new();
+        for seed in 0..runs {
+            let config = sim::Config {
+                seed,
+                ..base.clone()
+            };
+            let path = durable_log_path(dir, seed);
+            let data = dir.join(format!("durable-{seed}.data"));
+            std::fs::create_dir(&data)
+                .map_err(|e| UsageError(format!("cannot create `{}`: {e}", data.display())))?;
+            let o = sim::run(&config, &path, &data).map_err(UsageError)?;
+            let _ = std::fs::remove_dir_all(&data);
+            totals.events += o.events;
+            totals.supplier_calls += o.supplier_calls;
+            totals.records_sent += o.records_sent;
+            totals.flushes += o.flushes;
+            paths.push(path);
+        }
+        let simulate_s = started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        let (mut valid, mut widest) = (0u64, 0usize);
+        for path in &paths {
+            let file = std::fs::File::open(path)
+                .map_err(|e| UsageError(format!("cannot open {}: {e}", path.display())))?;
+            let v = validate::validate(file, Options::default())
+                .map_err(|e| UsageError(e.to_string()))?;
+            valid += u64::from(v.is_valid());
+            widest = widest.max(v.widest);
+        }
+        let validate_s = started.elapsed().as_secs_f64();
+        for path in &paths {
+            let _ = std::fs::remove_file(path);
+        }
+        rows.push(vec![
+            name.to_string(),
+            runs.to_string(),
+            totals.events.to_string(),
+            format!("{simulate_s:.2}"),
+            format!("{:.0}", totals.events as f64 / simulate_s),
+            format!("{:.0}", totals.supplier_calls as f64 / simulate_s),
+            format!(
+                "{:.2}",
+                totals.records_sent as f64 / totals.flushes.max(1) as f64
+            ),
+            format!("{validate_s:.2}"),
+            format!("{:.0}", totals.events as f64 / validate_s),
+            widest.to_string(),
+            format!("{}", valid == runs),
+        ]);
+    }
+    println!(
+        "\nsimulation and trace validation, durable (file log with fsync and group commit, one core each)\n"
+    );
+    print!("{}", crate::render::table(&rows));
+    Ok(())
 }

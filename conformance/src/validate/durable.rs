@@ -203,6 +203,8 @@ impl Observed for DurableLog {
     type State = State;
     type Action = Action;
     type Record = DurableEvent;
+    // A durable log rarely meets a state twice: the memo costs more than it saves.
+    const MEMO_LIMIT: usize = 0;
 
     fn actions(&self, state: &State, out: &mut Vec<Action>) {
         self.model.actions(state, out);

@@ -207,6 +207,7 @@ impl Observed for LeadershipLog {
     type State = State;
     type Action = Action;
     type Record = LogRecord;
+    const MEMO_LIMIT: usize = 200_000;
 
     fn actions(&self, state: &State, out: &mut Vec<Action>) {
         self.model.actions(state, out);

@@ -11,15 +11,16 @@ use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::rc::Rc;
 
-/// Most memoised expansions before the memo is cleared.
-const MEMO_LIMIT: usize = 200_000;
-
 /// A model seen through its log: which steps are enabled, where they lead, and which
 /// events each step logs (none for an unobservable step).
 pub(super) trait Observed {
     type State: Clone + Eq + Hash;
-    type Action;
+    type Action: Clone;
     type Record: Clone + Eq + Hash;
+
+    /// Most memoised expansions before the memo is cleared (0: no memo, for models whose
+    /// states are rarely met twice).
+    const MEMO_LIMIT: usize;
 
     /// The enabled steps of `state`, appended to `out`.
     fn actions(&self, state: &Self::State, out: &mut Vec<Self::Action>);
@@ -53,14 +54,28 @@ impl<S, R> Entry<S, R> {
     }
 }
 
-/// The observable steps out of a state, each as its first event, the state it leads to
-/// and its events.
-type Expansion<S, R> = Rc<Vec<(R, S, Rc<[R]>)>>;
+/// An observable step out of a state's unobservable closure: the state it is taken in,
+/// the step, and its events (never empty). The state it leads to is computed only for a
+/// step whose first event is the logged one.
+pub(super) struct Step<S, A, R> {
+    from: S,
+    action: A,
+    events: Rc<[R]>,
+}
+
+/// The observable steps out of a state.
+type Expansion<S, A, R> = Rc<Vec<Step<S, A, R>>>;
+
+/// The memo of a model's expansions.
+type Memo<P> = HashMap<
+    <P as Observed>::State,
+    Expansion<<P as Observed>::State, <P as Observed>::Action, <P as Observed>::Record>,
+>;
 
 /// The model and the memo of its expansions.
 pub(super) struct Search<P: Observed> {
     pub(super) observed: P,
-    memo: HashMap<P::State, Expansion<P::State, P::Record>>,
+    memo: Memo<P>,
     actions: Vec<P::Action>,
 }
 
@@ -74,12 +89,9 @@ impl<P: Observed> Search<P> {
     }
 
     /// Every observable step out of `state`, after any unobservable ones.
-    pub(super) fn expand(&mut self, state: &P::State) -> Expansion<P::State, P::Record> {
+    pub(super) fn expand(&mut self, state: &P::State) -> Expansion<P::State, P::Action, P::Record> {
         if let Some(e) = self.memo.get(state) {
             return e.clone();
-        }
-        if self.memo.len() >= MEMO_LIMIT {
-            self.memo.clear();
         }
         let mut out = Vec::new();
         let mut seen = HashSet::new();
@@ -89,22 +101,29 @@ impl<P: Observed> Search<P> {
             self.actions.clear();
             self.observed.actions(&s, &mut self.actions);
             for action in std::mem::take(&mut self.actions) {
-                let Some(next) = self.observed.next(&s, &action) else {
-                    continue;
-                };
                 let events = self.observed.records(&s, &action);
-                match events.first() {
-                    None => {
+                if events.is_empty() {
+                    if let Some(next) = self.observed.next(&s, &action) {
                         if seen.insert(next.clone()) {
                             todo.push(next);
                         }
                     }
-                    Some(first) => out.push((first.clone(), next, Rc::from(events))),
+                } else {
+                    out.push(Step {
+                        from: s.clone(),
+                        action,
+                        events: Rc::from(events),
+                    });
                 }
             }
         }
         let out = Rc::new(out);
-        self.memo.insert(state.clone(), out.clone());
+        if P::MEMO_LIMIT > 0 {
+            if self.memo.len() >= P::MEMO_LIMIT {
+                self.memo.clear();
+            }
+            self.memo.insert(state.clone(), out.clone());
+        }
         out
     }
 }
@@ -145,16 +164,20 @@ impl<S: Clone + Eq + Hash, R: Clone + Eq + Hash> Tracker<S, R> {
                 }
                 continue;
             }
-            for (first, state, events) in search.expand(&entry.state).iter() {
-                if first == record {
-                    let e = Entry {
-                        state: state.clone(),
-                        rest: events.clone(),
-                        at: 1,
-                    };
-                    if seen.insert(e.clone()) {
-                        next.push(e);
-                    }
+            for step in search.expand(&entry.state).iter() {
+                if step.events[0] != *record {
+                    continue;
+                }
+                let Some(state) = search.observed.next(&step.from, &step.action) else {
+                    continue;
+                };
+                let e = Entry {
+                    state,
+                    rest: step.events.clone(),
+                    at: 1,
+                };
+                if seen.insert(e.clone()) {
+                    next.push(e);
                 }
             }
         }
@@ -185,8 +208,8 @@ impl<S: Clone + Eq + Hash, R: Clone + Eq + Hash> Tracker<S, R> {
             match entry.owed().first() {
                 Some(r) => add(r),
                 None => {
-                    for (first, _, _) in search.expand(&entry.state).iter() {
-                        add(first);
+                    for step in search.expand(&entry.state).iter() {
+                        add(&step.events[0]);
                     }
                 }
             }
