@@ -88,6 +88,20 @@ impl Args {
         found
     }
 
+    /// Removes every occurrence of a repeatable option, in the order given.
+    pub fn take_all(&mut self, name: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        self.options.retain(|(n, v)| {
+            if n == name {
+                found.push(v.clone());
+                false
+            } else {
+                true
+            }
+        });
+        found
+    }
+
     /// Removes and parses a numeric option within `min..=max`.
     pub fn take_number(
         &mut self,

@@ -61,7 +61,7 @@ pub fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
         sim::MAX_DELAY_MS as usize,
     )?;
     let mut defects = Vec::new();
-    while let Some(name) = args.take("bug") {
+    for name in args.take_all("bug") {
         let defect = sim::defect_named(&name).ok_or_else(|| {
             let known: Vec<&str> = DEFECTS.iter().map(|d| sim::defect_name(*d)).collect();
             UsageError(format!(
@@ -200,7 +200,7 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
         sim::MAX_DELAY_MS as usize,
     )? as u64;
     let mut defects = Vec::new();
-    while let Some(name) = args.take("bug") {
+    for name in args.take_all("bug") {
         let defect = sim::defect_named(&name).ok_or_else(|| {
             let known: Vec<&str> = sim::DEFECTS.iter().map(|d| sim::defect_name(*d)).collect();
             UsageError(format!(

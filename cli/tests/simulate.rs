@@ -230,6 +230,24 @@ fn durable_logs_validate_and_the_marker_bug_is_rejected() {
         "{}",
         text(&sim.stdout)
     );
+    // A repeated option is taken whole.
+    let both = dir.path().join("both");
+    let sim = steadfast(&[
+        "simulate",
+        "durable",
+        "--out",
+        both.to_str().unwrap(),
+        "--bug",
+        "end-offset-marker",
+        "--bug",
+        "cache-before-ack",
+    ]);
+    assert!(
+        text(&sim.stdout)
+            .ends_with("the operator carried the seed bug end-offset-marker and cache-before-ack"),
+        "{}",
+        text(&sim.stdout)
+    );
     let log = format!("{bug}/durable-4.ndjson");
     let v = steadfast(&["validate", &log]);
     assert_eq!(v.status.code(), Some(1));

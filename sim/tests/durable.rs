@@ -285,3 +285,40 @@ fn a_seed_replays_its_log_and_its_verdict() {
     let v = check(std::str::from_utf8(&ta).unwrap());
     assert!(matches!(v.verdict, Verdict::Unexplained { .. }));
 }
+
+fn check_design(text: &str, design: &'static str) -> Validation {
+    let options = Options {
+        design: Some(design),
+        ..Options::default()
+    };
+    validate::validate(text.as_bytes(), options).expect("the log is readable")
+}
+
+/// The operator's seed bugs are the model's designs: with the old put order the logs
+/// are all the `old-put-order` design's behaviours, and with the end-offset marker too,
+/// the `unpatched` design's, whose unsafe marker the validator names.
+#[test]
+fn the_seed_bugs_are_the_models_unpatched_designs() {
+    let dir = tempfile::tempdir().unwrap();
+    for seed in 0..40 {
+        let (log, _) = simulate(dir.path(), &seeded(seed, &[Defect::CacheBeforeAck]));
+        let v = check_design(&fs::read_to_string(&log).unwrap(), "old-put-order");
+        assert!(v.is_valid(), "seed {seed}: {:?}", v.verdict);
+    }
+    let both = [Defect::EndOffsetMarker, Defect::CacheBeforeAck];
+    let (mut unsafe_marker, mut rejected_by_fixed) = (0, 0);
+    for seed in 0..60 {
+        let (log, _) = simulate(dir.path(), &seeded(seed, &both));
+        let text = fs::read_to_string(&log).unwrap();
+        let v = check_design(&text, "unpatched");
+        assert!(v.is_valid(), "seed {seed}: {:?}", v.verdict);
+        if v.violations.iter().any(|x| x.property == "marker is safe") {
+            unsafe_marker += 1;
+        }
+        if !check(&text).is_valid() {
+            rejected_by_fixed += 1;
+        }
+    }
+    assert!(unsafe_marker >= 3, "{unsafe_marker} of 60");
+    assert!(rejected_by_fixed >= 15, "{rejected_by_fixed} of 60");
+}

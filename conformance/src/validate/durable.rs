@@ -131,8 +131,12 @@ pub enum DurableEvent {
     Unknown,
 }
 
-/// The events model step `action`, taken in `s`, logs, in order.
-pub fn expected_log(s: &State, action: &Action) -> Vec<DurableEvent> {
+/// The events model step `action`, taken in `s`, logs, in order, in a design that
+/// caches a state at its send (`caches_before_ack`: the unpatched put order) or at its
+/// acknowledgement (the fix's). The old order counts a put saved at the send: the store
+/// logs the state `acked` right after `put_sent`, and the answer (acknowledgement or
+/// failure) logs nothing.
+pub fn expected_log(caches_before_ack: bool, s: &State, action: &Action) -> Vec<DurableEvent> {
     let head = |k: u8| s.head(usize::from(k));
     let call = |k: u8| match s.phase[usize::from(k)] {
         Phase::AtCall(i) => i,
@@ -161,14 +165,28 @@ pub fn expected_log(s: &State, action: &Action) -> Vec<DurableEvent> {
                 Phase::HaveResult(i) => (i + 1, false),
                 _ => (0, true),
             };
-            vec![DurableEvent::PutSent {
+            let (seq, action) = (head(k).seq, head(k).action);
+            let sent = DurableEvent::PutSent {
                 key: k,
-                seq: head(k).seq,
-                action: head(k).action,
+                seq,
+                action,
                 results,
                 completed,
-            }]
+            };
+            if caches_before_ack {
+                let cached = DurableEvent::PutAcked {
+                    key: k,
+                    seq,
+                    action,
+                    results,
+                    completed,
+                };
+                vec![sent, cached]
+            } else {
+                vec![sent]
+            }
         }
+        Action::AckPut(_) | Action::FailPut { .. } if caches_before_ack => Vec::new(),
         Action::AckPut(k) => match s.puts[usize::from(k)] {
             Some(put) => {
                 let r = put.record;
@@ -215,7 +233,7 @@ impl Observed for DurableLog {
     }
 
     fn records(&self, state: &State, action: &Action) -> Vec<DurableEvent> {
-        expected_log(state, action)
+        expected_log(self.model.design.caches_before_ack(), state, action)
     }
 }
 
@@ -858,7 +876,7 @@ mod tests {
                 break;
             }
             let a = enabled[(next() % enabled.len() as u64) as usize];
-            out.extend(expected_log(&s, &a).iter().map(line));
+            out.extend(expected_log(false, &s, &a).iter().map(line));
             out.push(r#"{"fields":{"component":"durable.operator","event":"emit","key":"key0.0","seq":0}}"#.into());
             s = model.next_state(&s, a).unwrap();
         }
