@@ -619,6 +619,15 @@ fn shown(f: &Fields<'_>) -> String {
 /// Validates the log read from `input` against the durable model (design `fixed` unless
 /// `options` names another) under the bounds its run header names.
 pub fn validate_durable(input: impl Read, options: Options) -> Result<Validation, LogError> {
+    validate_within(input, options, super::MAX_PLACES)
+}
+
+/// [`validate_durable`] with at most `limit` places at once.
+fn validate_within(
+    input: impl Read,
+    options: Options,
+    limit: usize,
+) -> Result<Validation, LogError> {
     let design = options.design.unwrap_or("fixed");
     if !Durable::designs().contains(&design) {
         return Err(LogError {
@@ -627,6 +636,12 @@ pub fn validate_durable(input: impl Read, options: Options) -> Result<Validation
                 "unknown design `{design}` for durable (known: {})",
                 Durable::designs().join(", ")
             ),
+        });
+    }
+    if options.late_signal.is_some() {
+        return Err(LogError {
+            line: 0,
+            why: "`late-signal` is a setting of the leadership model, not of durable".into(),
         });
     }
     let mut input = std::io::BufReader::with_capacity(1 << 16, input);
@@ -704,10 +719,11 @@ pub fn validate_durable(input: impl Read, options: Options) -> Result<Validation
                 .filter(|p| p.expectation == stateright::Expectation::Always)
                 .collect();
             let init = model.init_states().remove(0);
-            let tracker = Tracker::new(Entry::new(
+            let mut tracker = Tracker::new(Entry::new(
                 init,
                 vec![DurableEvent::Start { restored: false }],
             ));
+            tracker.limit = limit;
             run = Some((Search::new(DurableLog { model }), names, tracker));
             continue;
         }
@@ -722,7 +738,11 @@ pub fn validate_durable(input: impl Read, options: Options) -> Result<Validation
         let Some(event) = event_of(&f, names, line_no)? else {
             continue;
         };
-        if !tracker.take(search, &event) {
+        let taken = tracker.take(search, &event).map_err(|w| LogError {
+            line: line_no,
+            why: w.why(),
+        })?;
+        if !taken {
             let (possible, shown_states) = tracker.states(REPORTED_STATES);
             let states = shown_states
                 .into_iter()
@@ -1019,6 +1039,35 @@ mod tests {
             matches!(v.verdict, Verdict::Unexplained { line: 3, .. }),
             "{:?}",
             v.verdict
+        );
+    }
+
+    #[test]
+    fn a_log_that_names_too_little_is_refused_not_followed() {
+        let text = walk(3, 60).join("\n");
+        let widest = check(&text.split('\n').map(str::to_owned).collect::<Vec<_>>())
+            .unwrap()
+            .widest;
+        assert!(widest >= 2, "{widest}");
+        assert!(validate_within(text.as_bytes(), Options::default(), widest).is_ok());
+        let e = validate_within(text.as_bytes(), Options::default(), widest - 1).unwrap_err();
+        assert!(e.line > 2, "{e}");
+        assert_eq!(
+            e.why,
+            format!(
+                "more than {} model places are possible at once: the log names too little to follow",
+                widest - 1
+            )
+        );
+        let late = Options {
+            late_signal: Some(true),
+            ..Options::default()
+        };
+        let e = validate_durable(text.as_bytes(), late).unwrap_err();
+        assert!(
+            e.why
+                .contains("`late-signal` is a setting of the leadership model"),
+            "{e}"
         );
     }
 

@@ -39,6 +39,7 @@ use steadfast_model::leadership::{Action, Leadership, State};
 use crate::leadership::{expected_log, settle, start_log, LogRecord};
 
 mod search;
+pub use search::MAX_PLACES;
 use search::{Entry, Observed, Search, Tracker};
 
 pub mod durable;
@@ -460,7 +461,11 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
                 if let std::collections::hash_map::Entry::Vacant(slot) = trackers.entry(job) {
                     let mut tracker = leadership_start(search);
                     for (i, shared) in shared_prefix.iter().enumerate() {
-                        if !tracker.take(search, shared) {
+                        let taken = tracker.take(search, shared).map_err(|w| LogError {
+                            line: line_no,
+                            why: w.why(),
+                        })?;
+                        if !taken {
                             return Err(LogError {
                                 line: line_no,
                                 why: format!(
@@ -478,7 +483,11 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
         };
         for job in targets {
             let tracker = trackers.get_mut(&job).expect("every target is tracked");
-            if !tracker.take(search, &record) {
+            let taken = tracker.take(search, &record).map_err(|w| LogError {
+                line: line_no,
+                why: w.why(),
+            })?;
+            if !taken {
                 let (possible, shown_states) = tracker.states(REPORTED_STATES);
                 let states = shown_states
                     .into_iter()

@@ -128,9 +128,29 @@ impl<P: Observed> Search<P> {
     }
 }
 
+/// Most places one projection may have at once: a log that names too little to follow
+/// is refused rather than followed with unbounded memory.
+pub const MAX_PLACES: usize = 100_000;
+
+/// More places than the limit were possible after an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct TooWide(pub(super) usize);
+
+impl TooWide {
+    /// The one-line reason, for the event's line.
+    pub(super) fn why(self) -> String {
+        format!(
+            "more than {} model places are possible at once: the log names too little to follow",
+            self.0
+        )
+    }
+}
+
 /// One projection of a log being checked: its possible places.
 pub(super) struct Tracker<S, R> {
     pub(super) frontier: Vec<Entry<S, R>>,
+    /// Most places at once ([`MAX_PLACES`] unless a test lowers it).
+    pub(super) limit: usize,
     /// The safety properties (by index) found failing on every path already.
     pub(super) violated: u64,
 }
@@ -139,13 +159,15 @@ impl<S: Clone + Eq + Hash, R: Clone + Eq + Hash> Tracker<S, R> {
     pub(super) fn new(start: Entry<S, R>) -> Self {
         Tracker {
             frontier: vec![start],
+            limit: MAX_PLACES,
             violated: 0,
         }
     }
 
     /// Takes `record`; false when no possible place explains it (the frontier is then
-    /// left as it was, for the report).
-    pub(super) fn take<P>(&mut self, search: &mut Search<P>, record: &R) -> bool
+    /// left as it was, for the report); an error when more places than the limit would
+    /// be possible.
+    pub(super) fn take<P>(&mut self, search: &mut Search<P>, record: &R) -> Result<bool, TooWide>
     where
         P: Observed<State = S, Record = R>,
     {
@@ -180,12 +202,15 @@ impl<S: Clone + Eq + Hash, R: Clone + Eq + Hash> Tracker<S, R> {
                     next.push(e);
                 }
             }
+            if next.len() > self.limit {
+                return Err(TooWide(self.limit));
+            }
         }
         if next.is_empty() {
-            return false;
+            return Ok(false);
         }
         self.frontier = next;
-        true
+        Ok(true)
     }
 
     /// What the possible places expect next, at most a few, each as `render` shows it.
