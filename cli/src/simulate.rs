@@ -277,7 +277,7 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
     if !json {
         let last = seed + runs as u64 - 1;
         println!(
-            "wrote {runs} durable log{} (seeds {seed}..={last}) to {}: {} events, {} supplier calls, {} records in {} flushes, {} crashes, {} checkpoints completed, {} puts failed ({} before landing), {} calls repeated, {:.2} s ({:.0} events/s)",
+            "wrote {runs} durable log{} (seeds {seed}..={last}) to {}: {} events, {} supplier calls, {} records in {} flushes, {} crashes, {} checkpoints completed, failed puts: {} ({} before landing), repeated calls: {}, {:.2} s ({:.0} events/s)",
             if runs == 1 { "" } else { "s" },
             dir.display(),
             totals.events,

@@ -191,7 +191,7 @@ fn durable_logs_validate_and_the_marker_bug_is_rejected() {
         said.starts_with("wrote 20 durable logs (seeds 0..=19)"),
         "{said}"
     );
-    assert!(said.contains(", 0 calls repeated,"), "{said}");
+    assert!(said.contains(", repeated calls: 0,"), "{said}");
     let mut logs: Vec<String> = std::fs::read_dir(out)
         .unwrap()
         .map(|e| e.unwrap().path().to_str().unwrap().to_string())
@@ -226,7 +226,7 @@ fn durable_logs_validate_and_the_marker_bug_is_rejected() {
     ]);
     assert_eq!(sim.status.code(), Some(0), "{}", text(&sim.stderr));
     assert!(
-        text(&sim.stdout).contains(", 1 calls repeated,"),
+        text(&sim.stdout).contains(", repeated calls: 1,"),
         "{}",
         text(&sim.stdout)
     );
