@@ -11,6 +11,16 @@ fn steadfast(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// The files in `dir`, sorted, as strings.
+fn files_in(dir: &str) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path().to_str().unwrap().to_string())
+        .collect();
+    files.sort();
+    files
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).trim().to_string()
 }
@@ -36,11 +46,7 @@ fn simulated_logs_validate_and_a_seed_bug_is_rejected() {
         "{}",
         text(&sim.stdout)
     );
-    let mut logs: Vec<String> = std::fs::read_dir(out)
-        .unwrap()
-        .map(|e| e.unwrap().path().to_str().unwrap().to_string())
-        .collect();
-    logs.sort();
+    let logs = files_in(out);
     assert_eq!(logs.len(), 30);
     assert!(logs.iter().any(|l| l.ends_with("leadership-129.ndjson")));
     let mut args = vec!["validate"];
@@ -192,11 +198,7 @@ fn durable_logs_validate_and_the_marker_bug_is_rejected() {
         "{said}"
     );
     assert!(said.contains(", repeated calls: 0,"), "{said}");
-    let mut logs: Vec<String> = std::fs::read_dir(out)
-        .unwrap()
-        .map(|e| e.unwrap().path().to_str().unwrap().to_string())
-        .collect();
-    logs.sort();
+    let logs = files_in(out);
     // The runs' file logs are gone; their production logs stay.
     assert_eq!(logs.len(), 20, "{logs:?}");
     assert!(logs.iter().all(|l| l.ends_with(".ndjson")), "{logs:?}");

@@ -31,7 +31,7 @@
 //! no model step explains.
 
 use std::borrow::Cow;
-use std::io::{BufRead, Read};
+use std::io::Read;
 
 use serde::Deserialize;
 use stateright::Model;
@@ -39,7 +39,7 @@ use steadfast_model::durable::{Action, Durable, Phase, State};
 use steadfast_model::{Settings, Spec};
 
 use super::search::{Entry, Observed, Search, Tracker};
-use super::{LogError, Options, Validation, Verdict, Violation, MAX_LINE_BYTES};
+use super::{LogError, Options, Validation, Verdict, Violation};
 
 /// Most model states the report lists.
 const REPORTED_STATES: usize = 3;
@@ -644,8 +644,7 @@ fn validate_within(
             why: "`late-signal` is a setting of the leadership model, not of durable".into(),
         });
     }
-    let mut input = std::io::BufReader::with_capacity(1 << 16, input);
-    let mut buf: Vec<u8> = Vec::with_capacity(1024);
+    let mut lines = super::LogLines::new(input);
     let mut line_no = 0u64;
     let mut out = Validation {
         model: "durable",
@@ -660,31 +659,10 @@ fn validate_within(
     let mut run: Option<(Search<DurableLog>, Names, Tracker<State, DurableEvent>)> = None;
     let mut safety: Vec<stateright::Property<Durable>> = Vec::new();
     loop {
-        buf.clear();
-        let read = (&mut input)
-            .take(MAX_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| LogError {
-                line: line_no + 1,
-                why: format!("reading: {e}"),
-            })?;
-        if read == 0 {
+        let Some((line_no_now, text)) = lines.next_line()? else {
             break;
-        }
-        line_no += 1;
-        if buf.last() != Some(&b'\n') && buf.len() > MAX_LINE_BYTES {
-            return Err(LogError {
-                line: line_no,
-                why: format!("longer than {MAX_LINE_BYTES} bytes"),
-            });
-        }
-        let text = std::str::from_utf8(&buf).map_err(|e| LogError {
-            line: line_no,
-            why: format!("not UTF-8 (byte {})", e.valid_up_to()),
-        })?;
-        if text.trim().is_empty() {
-            continue;
-        }
+        };
+        line_no = line_no_now;
         let parsed: Line<'_> = serde_json::from_str(text).map_err(|e| LogError {
             line: line_no,
             why: format!("not a log event: {e}"),
@@ -779,7 +757,7 @@ fn validate_within(
             }
         }
     }
-    out.lines = line_no;
+    out.lines = lines.read();
     let Some((_, names, tracker)) = run.as_ref() else {
         return Err(LogError {
             line: 0,
@@ -1028,6 +1006,7 @@ mod tests {
             ),
             (vec![HEADER.into(), HEADER.into()], "a second run header"),
             (vec![], "the log is empty"),
+            (vec!["".into(), "  ".into(), "".into()], "the log is empty"),
         ];
         for (lines, named) in cases {
             let e = check(&lines).expect_err(named);

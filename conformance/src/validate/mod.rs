@@ -292,6 +292,61 @@ fn route(line: u64, fields: Fields<'_>, span: Option<SpanFields>) -> Result<Rout
     }
 }
 
+/// A log read one line at a time, at most [`MAX_LINE_BYTES`] each, as UTF-8; blank lines
+/// are skipped (but counted).
+struct LogLines<R> {
+    input: std::io::BufReader<R>,
+    buf: Vec<u8>,
+    line: u64,
+}
+
+impl<R: Read> LogLines<R> {
+    fn new(input: R) -> Self {
+        LogLines {
+            input: std::io::BufReader::with_capacity(1 << 16, input),
+            buf: Vec::with_capacity(1024),
+            line: 0,
+        }
+    }
+
+    /// The next non-blank line with its number (1-based), or `None` at the end.
+    fn next_line(&mut self) -> Result<Option<(u64, &str)>, LogError> {
+        loop {
+            self.buf.clear();
+            let read = (&mut self.input)
+                .take(MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut self.buf)
+                .map_err(|e| LogError {
+                    line: self.line + 1,
+                    why: format!("reading: {e}"),
+                })?;
+            if read == 0 {
+                return Ok(None);
+            }
+            self.line += 1;
+            if self.buf.last() != Some(&b'\n') && self.buf.len() > MAX_LINE_BYTES {
+                return Err(LogError {
+                    line: self.line,
+                    why: format!("longer than {MAX_LINE_BYTES} bytes"),
+                });
+            }
+            if self.buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let text = std::str::from_utf8(&self.buf).map_err(|e| LogError {
+                line: self.line,
+                why: format!("not UTF-8 (byte {})", e.valid_up_to()),
+            })?;
+            return Ok(Some((self.line, text)));
+        }
+    }
+
+    /// Lines read so far, blank ones included.
+    fn read(&self) -> u64 {
+        self.line
+    }
+}
+
 /// Validates the log read from `input` against the model its run header names
 /// (`model=durable` for [`durable::validate_durable`]; leadership otherwise, which
 /// also takes logs without a header).
@@ -357,8 +412,7 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
             ),
         });
     }
-    let mut input = std::io::BufReader::with_capacity(1 << 16, input);
-    let mut buf: Vec<u8> = Vec::with_capacity(1024);
+    let mut lines = LogLines::new(input);
     let mut line_no = 0u64;
     let mut search: Option<Search<LeadershipLog>> = None;
     let mut safety: Vec<stateright::Property<Leadership>> = Vec::new();
@@ -377,31 +431,10 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
     let mut order: Vec<u64> = Vec::new();
     let mut shared_prefix: Vec<LogRecord> = Vec::new();
     loop {
-        buf.clear();
-        let read = (&mut input)
-            .take(MAX_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| LogError {
-                line: line_no + 1,
-                why: format!("reading: {e}"),
-            })?;
-        if read == 0 {
+        let Some((line_no_now, text)) = lines.next_line()? else {
             break;
-        }
-        line_no += 1;
-        if buf.last() != Some(&b'\n') && buf.len() > MAX_LINE_BYTES {
-            return Err(LogError {
-                line: line_no,
-                why: format!("longer than {MAX_LINE_BYTES} bytes"),
-            });
-        }
-        let text = std::str::from_utf8(&buf).map_err(|e| LogError {
-            line: line_no,
-            why: format!("not UTF-8 (byte {})", e.valid_up_to()),
-        })?;
-        if text.trim().is_empty() {
-            continue;
-        }
+        };
+        line_no = line_no_now;
         let parsed: Line<'_> = serde_json::from_str(text).map_err(|e| LogError {
             line: line_no,
             why: format!("not a log event: {e}"),
@@ -538,7 +571,7 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
             why: "the log is empty".into(),
         });
     }
-    out.lines = line_no;
+    out.lines = lines.read();
     out.jobs = trackers.len();
     for job in &order {
         let tracker = &trackers[job];
