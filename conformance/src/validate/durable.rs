@@ -658,10 +658,7 @@ fn validate_within(
     };
     let mut run: Option<(Search<DurableLog>, Names, Tracker<State, DurableEvent>)> = None;
     let mut safety: Vec<stateright::Property<Durable>> = Vec::new();
-    loop {
-        let Some((line_no_now, text)) = lines.next_line()? else {
-            break;
-        };
+    while let Some((line_no_now, text)) = lines.next_line()? {
         line_no = line_no_now;
         let parsed: Line<'_> = serde_json::from_str(text).map_err(|e| LogError {
             line: line_no,

@@ -430,10 +430,7 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
     let mut trackers: HashMap<u64, Tracker<State, LogRecord>> = HashMap::new();
     let mut order: Vec<u64> = Vec::new();
     let mut shared_prefix: Vec<LogRecord> = Vec::new();
-    loop {
-        let Some((line_no_now, text)) = lines.next_line()? else {
-            break;
-        };
+    while let Some((line_no_now, text)) = lines.next_line()? {
         line_no = line_no_now;
         let parsed: Line<'_> = serde_json::from_str(text).map_err(|e| LogError {
             line: line_no,
