@@ -619,12 +619,12 @@ fn shown(f: &Fields<'_>) -> String {
 /// Validates the log read from `input` against the durable model (design `fixed` unless
 /// `options` names another) under the bounds its run header names.
 pub fn validate_durable(input: impl Read, options: Options) -> Result<Validation, LogError> {
-    validate_within(input, options, super::MAX_PLACES)
+    validate_lines(super::LogLines::new(input), options, super::MAX_PLACES)
 }
 
-/// [`validate_durable`] with at most `limit` places at once.
-fn validate_within(
-    input: impl Read,
+/// [`validate_durable`] of `lines`, with at most `limit` places at once.
+pub(super) fn validate_lines<R: Read>(
+    mut lines: super::LogLines<R>,
     options: Options,
     limit: usize,
 ) -> Result<Validation, LogError> {
@@ -644,7 +644,6 @@ fn validate_within(
             why: "`late-signal` is a setting of the leadership model, not of durable".into(),
         });
     }
-    let mut lines = super::LogLines::new(input);
     let mut line_no = 0u64;
     let mut out = Validation {
         model: "durable",
@@ -1025,8 +1024,18 @@ mod tests {
             .unwrap()
             .widest;
         assert!(widest >= 2, "{widest}");
-        assert!(validate_within(text.as_bytes(), Options::default(), widest).is_ok());
-        let e = validate_within(text.as_bytes(), Options::default(), widest - 1).unwrap_err();
+        assert!(validate_lines(
+            super::super::LogLines::new(text.as_bytes()),
+            Options::default(),
+            widest
+        )
+        .is_ok());
+        let e = validate_lines(
+            super::super::LogLines::new(text.as_bytes()),
+            Options::default(),
+            widest - 1,
+        )
+        .unwrap_err();
         assert!(e.line > 2, "{e}");
         assert_eq!(
             e.why,
@@ -1045,6 +1054,27 @@ mod tests {
                 .contains("`late-signal` is a setting of the leadership model"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn blank_lines_before_the_header_are_counted_not_kept() {
+        let mut lines = vec![
+            HEADER.to_string(),
+            line(&DurableEvent::Start { restored: false }),
+        ];
+        lines.push(line(&DurableEvent::Unknown));
+        // Far more blank bytes than one line may hold.
+        let blank = "\n".repeat(200_000);
+        let text = format!("{blank}{}", lines.join("\n"));
+        let v = super::super::validate(text.as_bytes(), Options::default()).unwrap();
+        assert_eq!(v.model, "durable");
+        assert!(
+            matches!(v.verdict, Verdict::Unexplained { line: 200_003, .. }),
+            "{:?}",
+            v.verdict
+        );
+        let e = super::super::validate(blank.as_bytes(), Options::default()).unwrap_err();
+        assert_eq!(e.to_string(), "the log is empty");
     }
 
     #[test]

@@ -302,10 +302,15 @@ struct LogLines<R> {
 
 impl<R: Read> LogLines<R> {
     fn new(input: R) -> Self {
+        LogLines::after(input, 0)
+    }
+
+    /// The lines of `input`, the first of which is line `skipped + 1` of the log.
+    fn after(input: R, skipped: u64) -> Self {
         LogLines {
             input: std::io::BufReader::with_capacity(1 << 16, input),
             buf: Vec::with_capacity(1024),
-            line: 0,
+            line: skipped,
         }
     }
 
@@ -352,21 +357,23 @@ impl<R: Read> LogLines<R> {
 /// also takes logs without a header).
 pub fn validate(input: impl Read, options: Options) -> Result<Validation, LogError> {
     let mut input = std::io::BufReader::with_capacity(1 << 16, input);
-    // The first non-blank line says which model; it is read again by the validator.
+    // The first non-blank line says which model; it is read again by the validator,
+    // which is told how many blank lines came before it (they are not kept).
     let mut head: Vec<u8> = Vec::new();
+    let mut blank = 0u64;
     loop {
-        let start = head.len();
+        head.clear();
         let read = (&mut input)
             .take(MAX_LINE_BYTES as u64 + 1)
             .read_until(b'\n', &mut head)
             .map_err(|e| LogError {
-                line: 1,
+                line: blank + 1,
                 why: format!("reading: {e}"),
             })?;
-        let line = &head[start..];
-        if read == 0 || line.len() > MAX_LINE_BYTES || !line.iter().all(u8::is_ascii_whitespace) {
+        if read == 0 || head.len() > MAX_LINE_BYTES || !head.iter().all(u8::is_ascii_whitespace) {
             break;
         }
+        blank += 1;
     }
     #[derive(Deserialize)]
     struct Header<'a> {
@@ -380,20 +387,17 @@ pub fn validate(input: impl Read, options: Options) -> Result<Validation, LogErr
         #[serde(borrow, default)]
         model: Option<Cow<'a, str>>,
     }
-    let first = head
-        .rsplit(|b| *b == b'\n')
-        .find(|l| !l.iter().all(u8::is_ascii_whitespace));
-    let durable = first
-        .and_then(|l| serde_json::from_slice::<Header<'_>>(l).ok())
+    let durable = serde_json::from_slice::<Header<'_>>(&head)
+        .ok()
         .and_then(|h| h.fields)
         .is_some_and(|f| {
             f.component.as_deref() == Some("run") && f.model.as_deref() == Some("durable")
         });
-    let whole = std::io::Cursor::new(head).chain(input);
+    let rest = LogLines::after(std::io::Cursor::new(head).chain(input), blank);
     if durable {
-        durable::validate_durable(whole, options)
+        durable::validate_lines(rest, options, MAX_PLACES)
     } else {
-        validate_leadership(whole, options)
+        leadership_lines(rest, options)
     }
 }
 
@@ -401,6 +405,13 @@ pub fn validate(input: impl Read, options: Options) -> Result<Validation, LogErr
 /// unless `options` names another, every interleaving, the largest bounds the model
 /// has: 4 grants per job, 3 dispatcher epochs).
 pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validation, LogError> {
+    leadership_lines(LogLines::new(input), options)
+}
+
+fn leadership_lines<R: Read>(
+    mut lines: LogLines<R>,
+    options: Options,
+) -> Result<Validation, LogError> {
     use steadfast_model::Spec;
     let design = options.design.unwrap_or("fixed");
     if !Leadership::designs().contains(&design) {
@@ -412,7 +423,6 @@ pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validat
             ),
         });
     }
-    let mut lines = LogLines::new(input);
     let mut line_no = 0u64;
     let mut search: Option<Search<LeadershipLog>> = None;
     let mut safety: Vec<stateright::Property<Leadership>> = Vec::new();
