@@ -553,22 +553,13 @@ fn leadership_lines<R: Read>(
                 return Ok(out);
             }
             out.widest = out.widest.max(tracker.frontier.len());
-            for (i, property) in safety.iter().enumerate() {
-                let bit = 1u64 << i;
-                if tracker.violated & bit == 0
-                    && tracker
-                        .frontier
-                        .iter()
-                        .all(|e| !(property.condition)(&search.observed.model, &e.state))
-                {
-                    tracker.violated |= bit;
-                    out.violations.push(Violation {
-                        property: property.name,
-                        job,
-                        line: line_no,
-                        event: shown(text),
-                    });
-                }
+            for property in tracker.newly_broken(&search.observed.model, &safety) {
+                out.violations.push(Violation {
+                    property,
+                    job,
+                    line: line_no,
+                    event: shown(text),
+                });
             }
         }
     }

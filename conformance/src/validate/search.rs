@@ -242,6 +242,32 @@ impl<S: Clone + Eq + Hash, R: Clone + Eq + Hash> Tracker<S, R> {
         out
     }
 
+    /// The safety properties (of `safety`, at most 64) that now fail in every possible
+    /// place and did not before, by name; each is reported once.
+    pub(super) fn newly_broken<M>(
+        &mut self,
+        model: &M,
+        safety: &[stateright::Property<M>],
+    ) -> Vec<&'static str>
+    where
+        M: stateright::Model<State = S>,
+    {
+        let mut out = Vec::new();
+        for (i, property) in safety.iter().enumerate().take(64) {
+            let bit = 1u64 << i;
+            if self.violated & bit == 0
+                && self
+                    .frontier
+                    .iter()
+                    .all(|e| !(property.condition)(model, &e.state))
+            {
+                self.violated |= bit;
+                out.push(property.name);
+            }
+        }
+        out
+    }
+
     /// Whether some possible place has every step complete.
     pub(super) fn complete(&self) -> bool {
         self.frontier.iter().any(|e| e.owed().is_empty())
