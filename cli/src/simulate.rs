@@ -171,6 +171,21 @@ pub fn durable_log_path(dir: &Path, seed: u64) -> PathBuf {
     dir.join(format!("durable-{seed}.ndjson"))
 }
 
+/// Runs `config` with its log at [`durable_log_path`] in `dir` and its file log in a
+/// data directory beside it, removed after the run (whether the run succeeded or not).
+fn run_durable(
+    dir: &Path,
+    config: &steadfast_sim::durable::Config,
+) -> Result<(PathBuf, steadfast_sim::durable::Outcome), String> {
+    let path = durable_log_path(dir, config.seed);
+    let data = dir.join(format!("durable-{}.data", config.seed));
+    std::fs::create_dir(&data).map_err(|e| format!("cannot create `{}`: {e}", data.display()))?;
+    let outcome = steadfast_sim::durable::run(config, &path, &data);
+    std::fs::remove_dir_all(&data)
+        .map_err(|e| format!("cannot remove `{}`: {e}", data.display()))?;
+    Ok((path, outcome?))
+}
+
 /// `simulate durable --runs N --seed S --out DIR [--bug NAME] [--keys K] [--inputs I]
 /// [--actions A] [--calls C] [--partitions P] [--crashes X] [--checkpoints C]
 /// [--send-failures F] [--max-delay-ms D] [--json]`.
@@ -232,19 +247,8 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
             max_delay_ms,
             defects: defects.clone(),
         };
-        let path = durable_log_path(dir, seed + i);
-        // The run's file log lives beside its production log while it runs.
-        let data = dir.join(format!("durable-{}.data", seed + i));
-        let result = std::fs::create_dir(&data)
-            .map_err(|e| format!("cannot create `{}`: {e}", data.display()))
-            .and_then(|()| {
-                let r = sim::run(&config, &path, &data);
-                std::fs::remove_dir_all(&data)
-                    .map_err(|e| format!("cannot remove `{}`: {e}", data.display()))?;
-                r
-            });
-        match result {
-            Ok(o) => {
+        match run_durable(dir, &config) {
+            Ok((path, o)) => {
                 totals.events += o.events;
                 totals.crashes += o.crashes;
                 totals.checkpoints_completed += o.checkpoints_completed;
@@ -577,20 +581,9 @@ fn bench_durable(dir: &Path) -> Result<(), UsageError> {
     ]
     .map(String::from)
     .to_vec()];
-    let largest = sim::Config {
-        keys: sim::MAX_KEYS,
-        inputs: sim::MAX_INPUTS,
-        actions: sim::MAX_ACTIONS,
-        calls: sim::MAX_CALLS,
-        partitions: sim::MAX_PARTITIONS,
-        crashes: sim::MAX_CRASHES,
-        checkpoints: sim::MAX_CHECKPOINTS,
-        send_failures: sim::MAX_SEND_FAILURES,
-        ..sim::Config::default()
-    };
     for (name, base, runs) in [
         ("default", sim::Config::default(), 200u64),
-        ("largest", largest, 50),
+        ("largest", sim::Config::largest(), 50),
     ] {
         let started = Instant::now();
         let mut totals = sim::Outcome::default();
@@ -600,12 +593,7 @@ fn bench_durable(dir: &Path) -> Result<(), UsageError> {
                 seed,
                 ..base.clone()
             };
-            let path = durable_log_path(dir, seed);
-            let data = dir.join(format!("durable-{seed}.data"));
-            std::fs::create_dir(&data)
-                .map_err(|e| UsageError(format!("cannot create `{}`: {e}", data.display())))?;
-            let o = sim::run(&config, &path, &data).map_err(UsageError)?;
-            let _ = std::fs::remove_dir_all(&data);
+            let (path, o) = run_durable(dir, &config).map_err(UsageError)?;
             totals.events += o.events;
             totals.supplier_calls += o.supplier_calls;
             totals.records_sent += o.records_sent;

@@ -57,9 +57,9 @@ use serde::Serialize;
 use serde_json::json;
 use steadfast::durable::storage::{StdStorage, Storage, StorageFile};
 use steadfast::durable::{
-    partition_for, AckPoll, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Defect, Effect,
-    Event, FileLog, FileLogOptions, Limits, Log, LogError, Operator, OperatorError, PendingAck,
-    PutId, PutRecord, StateKey, StoreError,
+    partition_for, restore_from_log, AckPoll, ActionDef, CallChain, CallOutcome, CallRef,
+    Checkpoint, Defect, Effect, Event, FileLog, FileLogOptions, Limits, Log, LogError, Operator,
+    OperatorError, PendingAck, PutId, PutRecord, StateKey, StoreError,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -102,8 +102,6 @@ const CHECKPOINT_DELAYS: u64 = 3;
 const RETRY_DIVISOR: u64 = 5;
 /// Chance, in percent, that a put is picked to fail while the budget allows one.
 const FAILURE_PERCENT: u64 = 15;
-/// Records read per request while a restore replays the log.
-const REPLAY_BATCH: usize = 256;
 /// The file log's directory as the log names it ([`Rooted`] resolves it).
 const LOG_DIR: &str = "durable-log";
 
@@ -174,6 +172,22 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The largest bounds the driver and the model share, every budget at its bound;
+    /// the other settings are the defaults'.
+    pub fn largest() -> Config {
+        Config {
+            keys: MAX_KEYS,
+            inputs: MAX_INPUTS,
+            actions: MAX_ACTIONS,
+            calls: MAX_CALLS,
+            partitions: MAX_PARTITIONS,
+            crashes: MAX_CRASHES,
+            checkpoints: MAX_CHECKPOINTS,
+            send_failures: MAX_SEND_FAILURES,
+            ..Config::default()
+        }
+    }
+
     /// Why these settings cannot run, if they cannot: one line naming the field.
     pub fn check(&self) -> Result<(), String> {
         let ranges: [(&str, u8, u8, u8); 8] = [
@@ -991,26 +1005,7 @@ fn restore(
     checkpoint: &Checkpoint,
     log: &mut FileLog,
 ) -> Result<Operator, String> {
-    let fail = |e: &dyn std::fmt::Display| format!("restoring checkpoint {}: {e}", checkpoint.id);
-    let mut restoring = Operator::restore(defs.to_vec(), checkpoint).map_err(|e| fail(&e))?;
-    let ends = log.end_offsets().map_err(|e| fail(&e))?;
-    for (p, &end) in ends.iter().enumerate() {
-        let Some(mut next) = restoring.marker().get(p).copied() else {
-            break;
-        };
-        while next < end {
-            let batch = log
-                .read(p as u32, next, REPLAY_BATCH)
-                .map_err(|e| fail(&e))?;
-            if batch.is_empty() {
-                break;
-            }
-            for record in &batch {
-                restoring.feed(record).map_err(|e| fail(&e))?;
-                next = record.offset + 1;
-            }
-        }
-    }
-    let (op, _report) = restoring.finish(&ends).map_err(|e| fail(&e))?;
-    Ok(op)
+    restore_from_log(defs.to_vec(), checkpoint, log)
+        .map(|(op, _report)| op)
+        .map_err(|e| format!("restoring checkpoint {}: {e}", checkpoint.id))
 }

@@ -35,15 +35,8 @@ fn seeded(seed: u64, defects: &[Defect]) -> Config {
 /// The largest bounds the driver and the model share.
 fn largest(seed: u64) -> Config {
     Config {
-        keys: 3,
-        inputs: 3,
-        actions: 2,
-        calls: 3,
-        partitions: 2,
-        crashes: 3,
-        checkpoints: 4,
-        send_failures: 2,
-        ..seeded(seed, &[])
+        seed,
+        ..Config::largest()
     }
 }
 

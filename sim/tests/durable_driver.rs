@@ -207,16 +207,10 @@ fn the_largest_runs_complete_and_keep_the_promise() {
     let dir = tempfile::tempdir().unwrap();
     for seed in 0..10 {
         let config = Config {
-            keys: 3,
-            inputs: 3,
-            actions: 2,
-            calls: 3,
-            partitions: 2,
-            crashes: 3,
-            checkpoints: 4,
-            send_failures: 2,
-            ..config(seed)
+            seed,
+            ..Config::largest()
         };
+        assert_eq!((config.keys, config.calls, config.send_failures), (3, 3, 2));
         let outcome = simulate(dir.path(), &format!("large-{seed}"), &config)
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         assert!(

@@ -528,11 +528,7 @@ fn leadership_lines<R: Read>(
                 why: w.why(),
             })?;
             if !taken {
-                let (possible, shown_states) = tracker.states(REPORTED_STATES);
-                let states = shown_states
-                    .into_iter()
-                    .map(|s| serde_json::to_string(s).unwrap_or_default())
-                    .collect();
+                let (possible, states) = tracker.states(REPORTED_STATES);
                 let expected = tracker.expected(search, |r| {
                     let mut r = r.clone();
                     if r.job.is_some() {

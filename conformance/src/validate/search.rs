@@ -273,13 +273,17 @@ impl<S: Clone + Eq + Hash, R: Clone + Eq + Hash> Tracker<S, R> {
         self.frontier.iter().any(|e| e.owed().is_empty())
     }
 
-    /// The distinct states possible, and the first `limit` of them.
-    pub(super) fn states(&self, limit: usize) -> (usize, Vec<&S>) {
+    /// How many distinct states are possible, and the first `limit` of them as JSON,
+    /// for a report.
+    pub(super) fn states(&self, limit: usize) -> (usize, Vec<String>)
+    where
+        S: serde::Serialize,
+    {
         let mut distinct: HashSet<&S> = HashSet::new();
         let mut shown = Vec::new();
         for e in &self.frontier {
             if distinct.insert(&e.state) && shown.len() < limit {
-                shown.push(&e.state);
+                shown.push(serde_json::to_string(&e.state).unwrap_or_default());
             }
         }
         (distinct.len(), shown)

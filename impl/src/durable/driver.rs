@@ -70,6 +70,33 @@ pub enum DriverError {
     NoSuchCall(usize),
 }
 
+/// The operator restored from `checkpoint` over `log`: every partition read from the
+/// checkpoint's marker to its end, in batches, each record handed to the rebuild.
+pub fn restore_from_log<L: Log>(
+    actions: Vec<ActionDef>,
+    checkpoint: &Checkpoint,
+    log: &mut L,
+) -> Result<(Operator, RebuildReport), DriverError> {
+    let mut restoring = Operator::restore(actions, checkpoint)?;
+    let ends = log.end_offsets()?;
+    for (p, &end) in ends.iter().enumerate() {
+        let Some(mut next) = restoring.marker().get(p).copied() else {
+            break;
+        };
+        while next < end {
+            let batch = log.read(p as u32, next, REPLAY_BATCH)?;
+            if batch.is_empty() {
+                break;
+            }
+            for record in &batch {
+                restoring.feed(record)?;
+                next = record.offset + 1;
+            }
+        }
+    }
+    Ok(restoring.finish(&ends)?)
+}
+
 struct Snapshot {
     id: u64,
     checkpoint: Checkpoint,
@@ -461,24 +488,8 @@ impl<L: Log> Driver<L> {
         let mut log = (self.reopen)()?;
         let (op, report, pos) = match &self.completed {
             Some(snap) => {
-                let mut restoring = Operator::restore(self.actions.clone(), &snap.checkpoint)?;
-                let ends = log.end_offsets()?;
-                for (p, &end) in ends.iter().enumerate() {
-                    let Some(mut next) = restoring.marker().get(p).copied() else {
-                        break;
-                    };
-                    while next < end {
-                        let batch = log.read(p as u32, next, REPLAY_BATCH)?;
-                        if batch.is_empty() {
-                            break;
-                        }
-                        for record in &batch {
-                            restoring.feed(record)?;
-                            next = record.offset + 1;
-                        }
-                    }
-                }
-                let (op, report) = restoring.finish(&ends)?;
+                let (op, report) =
+                    restore_from_log(self.actions.clone(), &snap.checkpoint, &mut log)?;
                 (op, Some(report), snap.source_pos)
             }
             None => (

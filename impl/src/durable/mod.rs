@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "defects")]
 pub use defect::Defect;
-pub use driver::{Driver, DriverError, Reopen, RequestedCall, Supplier};
+pub use driver::{restore_from_log, Driver, DriverError, Reopen, RequestedCall, Supplier};
 pub use file_log::{FileAck, FileLog, FileLogOptions, RecoveryReport, TruncatedTail};
 pub use log::{
     AckError, AckPoll, Cancellation, Log, LogError, LogRecord, Offset, Partition, PendingAck,
