@@ -24,12 +24,18 @@
 //! - `AckPut(k)`: the log takes the record if it has not yet, then [`Event::PutAcked`]
 //!   with its offset;
 //! - `FailPut { key, landed }`: the log takes the record if `landed`, then
-//!   [`Event::PutFailed`]; the operator must fail;
+//!   [`Event::PutFailed`]; the operator must fail (with `handled-put-errors` the model's
+//!   action goes on instead: the runtime departs there by design, see
+//!   `specs/durable-actions.md`);
 //! - `TriggerCheckpoint`: [`Operator::snapshot`] with the next checkpoint id (ids count
 //!   from 1, as the model's do) and the log's end offsets; `CompleteCheckpoint(id)`:
 //!   [`Operator::checkpoint_complete`] of that id, and the sink commits what was emitted
 //!   before its snapshot; older pending checkpoints are subsumed (the coordinator
 //!   forgets them, and so must the operator);
+//! - `CompleteCheckpointUnnotified(id)`: nothing reaches the operator, which keeps the
+//!   checkpoint (and those it subsumes) until a later completion or until a snapshot
+//!   past its bound forgets the oldest; it is the restore point, and its outputs are
+//!   committed at the restore; `AbortCheckpoint(id)`: [`Operator::checkpoint_aborted`];
 //! - `Crash { landed }`: the log takes the in-flight record if `landed`; the coordinator
 //!   aborts every pending checkpoint; the operator, held calls, the pending checkpoints
 //!   and uncommitted outputs are dropped; `Restore`: [`Operator::restore`] from the
@@ -124,6 +130,10 @@ pub fn counterpart(kind: &str) -> &'static str {
             "Operator::snapshot (refused with PutInFlight while a put is in flight)"
         }
         "CompleteCheckpoint" => "Operator::checkpoint_complete",
+        "CompleteCheckpointUnnotified" => {
+            "no event: the operator keeps the checkpoint until a later snapshot or completion"
+        }
+        "AbortCheckpoint" => "Operator::checkpoint_aborted",
         "Crash" => "Operator::checkpoint_aborted per pending checkpoint, then the operator dropped",
         "Restore" => {
             "Operator::restore, Restoring::feed per record from the marker, Restoring::finish"
@@ -545,12 +555,54 @@ impl<V: Variant> Conformant<V> {
                 let ends = rt.ends();
                 let mut checkpoint = rt.op()?.snapshot(id, &ends)?;
                 rt.next_checkpoint += 1;
+                // Past its bound the operator forgets the oldest checkpoint it knows: one
+                // completed without its being told (the model's coordinator never has
+                // more pending than the bound).
+                if rt.known_checkpoints().len() >= rt.names.limits.pending_checkpoints
+                    && !rt.unnotified.is_empty()
+                {
+                    rt.unnotified.remove(0);
+                }
                 V::after_snapshot(&ends, &mut checkpoint);
                 rt.pending.push(Pending {
                     id,
                     checkpoint: Arc::new(checkpoint),
                     outputs_before: rt.uncommitted.len(),
                 });
+                let known = rt.known_checkpoints();
+                let got: Vec<u64> = rt.op()?.pending_checkpoint_ids().collect();
+                if got != known {
+                    rt.reports.push(format!(
+                        "checkpoint {id} taken: the operator knows checkpoints {got:?}, the coordinator left {known:?}"
+                    ));
+                }
+                Ok(())
+            }
+            Action::AbortCheckpoint(id) => {
+                let id = u64::from(id);
+                if rt.pending.first().map(|p| p.id) != Some(id) {
+                    return Err(format!("checkpoint {id} is not the oldest pending").into());
+                }
+                if !rt.op()?.checkpoint_aborted(id) {
+                    return Err(format!("the operator does not know checkpoint {id}").into());
+                }
+                rt.pending.remove(0);
+                Ok(())
+            }
+            Action::CompleteCheckpointUnnotified(id) => {
+                let id = u64::from(id);
+                let at = rt
+                    .pending
+                    .iter()
+                    .position(|p| p.id == id)
+                    .ok_or_else(|| format!("checkpoint {id} is not pending"))?;
+                // The coordinator completes it and subsumes the older ones; the operator
+                // hears of none of them, and the sink commits nothing yet.
+                let done: Vec<Pending> = rt.pending.drain(..=at).collect();
+                rt.unnotified.extend(done.iter().map(|p| p.id));
+                let p = done.into_iter().next_back().expect("position found");
+                rt.unannounced_outputs = p.outputs_before;
+                rt.completed = Some(p.checkpoint);
                 Ok(())
             }
             Action::CompleteCheckpoint(id) => {
@@ -599,6 +651,9 @@ impl<V: Variant> Conformant<V> {
                 for (k, seq) in rt.uncommitted.drain(..p.outputs_before) {
                     Arc::make_mut(&mut rt.committed)[k as usize].push(seq);
                 }
+                // It subsumes every checkpoint completed before it, told or not.
+                rt.unnotified.clear();
+                rt.unannounced_outputs = 0;
                 // Later snapshots counted the outputs just committed.
                 for later in &mut rt.pending {
                     later.outputs_before -= p.outputs_before;
@@ -776,21 +831,15 @@ impl<V: Variant> Conformant<V> {
         {
             probes.push(Action::TriggerCheckpoint);
         }
-        // A snapshot beyond `concurrent-checkpoints` pending, where nothing else holds it
-        // back: the operator's limit (set to that bound) must refuse it.
-        if s.pending_count() == b.concurrent_checkpoints as usize
-            && (!s.any_put() || !b.synchronous_puts)
-            && quiet
-            && s.checkpoints < b.checkpoints
-        {
-            probes.push(Action::TriggerCheckpoint);
-        }
         // Completing a checkpoint that is not pending. With one checkpoint at a time an id
         // stops being pending only as the last one taken: with none pending, that one is
         // the probe (id 0, none taken yet, before the first). With several, every id
         // taken and not pending (completed, subsumed or aborted) is one.
         let pending: Vec<u8> = s.pending_checkpoints().map(|(id, _)| id).collect();
-        if b.concurrent_checkpoints == 1 {
+        if b.lost_completions {
+            // A checkpoint completed without the operator's being told is known to it,
+            // and a late notification of it is one it may take.
+        } else if b.concurrent_checkpoints == 1 {
             if pending.is_empty() {
                 probes.push(Action::CompleteCheckpoint(s.checkpoints));
             }

@@ -230,9 +230,9 @@ fn every_transition_with_two_checkpoints_pending_at_once() {
     assert_eq!(c.unique_states, 3_431);
     assert_eq!(c.transitions, 9_116);
     // Every checkpoint taken and not pending is offered for completion and refused, and
-    // so is a snapshot while a put is in flight, and one with two already pending (the
-    // operator's limit, set to `concurrent-checkpoints`).
-    assert_eq!(c.probes, 7_080);
+    // so is a snapshot while a put is in flight. (A snapshot with two already pending is
+    // no probe: past its bound the operator forgets the oldest rather than refuse.)
+    assert_eq!(c.probes, 6_961);
 }
 
 /// Steps `actions` through the model and the runtime, comparing their views after each;
@@ -282,6 +282,97 @@ fn a_subsumed_checkpoint_is_forgotten_and_a_later_one_stays_pending() {
         matches!(&e, Rejection::Binding(m) if m == "checkpoint 1 is not pending"),
         "{e:?}"
     );
+}
+
+/// Checkpoints aborted without a crash and completions whose notification never
+/// reaches the operator, with two checkpoints pending at once: every transition agrees.
+/// The operator must keep a checkpoint it was never told of until a later completion
+/// subsumes it, and forget the oldest when a snapshot would pass its bound (set to the
+/// model's `concurrent-checkpoints`); the binding checks what it knows at every snapshot
+/// and at every crash.
+#[test]
+fn every_transition_with_checkpoint_aborts_and_lost_completions() {
+    let m = model(
+        "fixed",
+        &[
+            ("checkpoint-aborts", "true"),
+            ("lost-completions", "true"),
+            ("checkpoints", "3"),
+            ("concurrent-checkpoints", "2"),
+        ],
+    );
+    let mut kinds = SYNCHRONOUS_KINDS.to_vec();
+    kinds.extend(["AbortCheckpoint", "CompleteCheckpointUnnotified"]);
+    kinds.sort();
+    let c = full_coverage("fixed, checkpoint aborts and lost completions", &m, &kinds);
+    assert_eq!((c.unique_states, c.transitions), (129_975, 635_601));
+}
+
+/// A lost completion with room for one pending checkpoint: the next snapshot forgets
+/// it (a refusal would stop checkpointing for good), and its output is committed at the
+/// restore that starts from it.
+#[test]
+fn a_lost_completion_is_forgotten_at_the_next_snapshot_and_committed_at_the_restore() {
+    use Action::*;
+    let m = model(
+        "fixed",
+        &[("lost-completions", "true"), ("checkpoints", "3")],
+    );
+    let mut steps = vec![DeliverInput(0), StartAction(0)];
+    for _ in 0..2 {
+        steps.extend([CallSupplier(0), SendPut(0), AckPut(0)]);
+    }
+    steps.extend([CompleteAction(0), AckPut(0), TriggerCheckpoint]);
+    steps.push(CompleteCheckpointUnnotified(1));
+    let states = trace::states_of(&m, 0, &steps).unwrap();
+    let mut rt = DurableBinding::start(&m, &states[0].0);
+    for (state, action) in &states {
+        if let Some(action) = action {
+            DurableBinding::step(&m, &mut rt, state, action).unwrap();
+        }
+    }
+    let known = |rt: &<DurableBinding as Binding>::Runtime| -> Vec<u64> {
+        rt.operator().unwrap().pending_checkpoint_ids().collect()
+    };
+    assert_eq!(known(&rt), [1], "never told of its completion");
+    let mut later = steps.clone();
+    later.push(TriggerCheckpoint);
+    assert_eq!(run(&m, &later), Ok(()));
+    let after = trace::states_of(&m, 0, &later).unwrap();
+    let (state, _) = &after[after.len() - 2];
+    DurableBinding::step(&m, &mut rt, state, &TriggerCheckpoint).unwrap();
+    assert_eq!(known(&rt), [2], "the oldest forgotten");
+    // The output of input 0 waits for the restore from checkpoint 1.
+    let mut restored = steps.clone();
+    restored.extend([Crash { landed: false }, Restore]);
+    assert_eq!(run(&m, &restored), Ok(()));
+    let states = trace::states_of(&m, 0, &restored).unwrap();
+    assert_eq!(states.last().unwrap().0.committed_outputs[0], 1);
+}
+
+/// The fixed design with a put error the action catches (`handled-put-errors`): the
+/// runtime does not implement it. It fails the task on any put error, because the model
+/// shows that catching one whose record landed repeats a call. Along the model's
+/// shortest repeated call the runtime agrees up to the failed put and departs there.
+#[test]
+fn a_handled_put_error_departs_where_the_runtime_fails_the_task() {
+    let m = model(
+        "fixed",
+        &[
+            ("handled-put-errors", "true"),
+            ("send-failures", "1"),
+            ("fail-after-landing", "true"),
+        ],
+    );
+    let path = check::shortest(&m, property::CALL_AT_MOST_ONCE).expect("a counterexample");
+    let actions = path.into_actions();
+    let failed_put = actions
+        .iter()
+        .position(|a| matches!(a, Action::FailPut { landed: true, .. }))
+        .expect("a put fails after landing");
+    let (step, fields) = run(&m, &actions).unwrap_err();
+    assert_eq!(step, failed_put + 1);
+    assert!(fields.contains("failed: false | true"), "{fields}");
 }
 
 #[test]

@@ -516,8 +516,9 @@ fn duplicate_action_names_are_refused() {
     );
 }
 
-/// Every queue is bounded: inputs waiting behind a key's current one, and pending
-/// checkpoints. A refusal leaves the operator as it was.
+/// Every queue is bounded: inputs waiting behind a key's current one (refused past the
+/// bound, leaving the operator as it was), and pending checkpoints (the oldest
+/// forgotten past the bound).
 #[test]
 fn bounded_queues_refuse_and_change_nothing() {
     let mut op = operator(vec![ActionDef::new("act", LookupThenPublish)]);
@@ -548,13 +549,34 @@ fn bounded_queues_refuse_and_change_nothing() {
         "{err:?}"
     );
     assert_eq!(format!("{op:?}"), before);
+    // Past the checkpoint bound, a snapshot forgets the oldest pending one (its
+    // notification may never come): checkpoint 1's completion then prunes nothing, and
+    // checkpoint 2's still does.
     op.snapshot(1, &[0]).unwrap();
-    assert_eq!(
-        op.snapshot(2, &[0]).unwrap_err(),
-        OperatorError::TooManyPendingCheckpoints(1)
-    );
-    assert!(op.checkpoint_complete(1).is_some());
+    assert_eq!(op.pending_checkpoint_ids().collect::<Vec<_>>(), [1]);
     op.snapshot(2, &[0]).unwrap();
+    assert_eq!(op.pending_checkpoint_ids().collect::<Vec<_>>(), [2]);
+    assert!(op.checkpoint_complete(1).is_none());
+    assert!(!op.checkpoint_aborted(1));
+    assert!(op.checkpoint_complete(2).is_some());
+    assert_eq!(op.pending_checkpoint_ids().count(), 0);
+}
+
+/// Lost completion notifications do not stop checkpointing: with room for one pending
+/// checkpoint and a hundred notifications never delivered, every snapshot is taken and
+/// the latest one's completion is still known.
+#[test]
+fn lost_completion_notifications_do_not_stop_checkpoints() {
+    let mut op = operator(vec![ActionDef::new("act", LookupThenPublish)]);
+    op.set_limits(steadfast::durable::Limits {
+        pending_inputs_per_key: 4,
+        pending_checkpoints: 1,
+    });
+    for id in 1..=100 {
+        op.snapshot(id, &[0]).unwrap();
+    }
+    assert_eq!(op.pending_checkpoint_ids().collect::<Vec<_>>(), [100]);
+    assert!(op.checkpoint_complete(100).is_some());
 }
 
 /// A send that fails before landing: the put reports the error, nothing is

@@ -188,6 +188,17 @@ pub enum Action {
     /// completes: prune, commit output. Every older pending checkpoint is subsumed: it is
     /// dropped and never completes.
     CompleteCheckpoint(u8),
+    /// The pending checkpoint with this id completes at the coordinator (it is the one a
+    /// restore starts from, and older pending ones are subsumed), but its notification
+    /// never reaches the operator or the sink: nothing is pruned and no output is
+    /// committed until a later checkpoint's notification or a restore
+    /// (`lost-completions`; Flink does not guarantee `notifyCheckpointComplete`).
+    CompleteCheckpointUnnotified(u8),
+    /// The oldest pending checkpoint is aborted (it expired or a task declined it) and
+    /// the operator is told; it never completes, and the checkpoints taken after it stay
+    /// pending (`checkpoint-aborts`). Only the oldest: checkpoints expire in trigger
+    /// order, and Flink's default runs one at a time.
+    AbortCheckpoint(u8),
     /// The task fails; everything not checkpointed is lost. An in-flight send that had
     /// not landed lands (`landed`) or is lost: both are explored. With concurrent puts,
     /// the sends that land first do so by [`Action::LandPut`] steps, and a crash loses
@@ -236,6 +247,13 @@ pub struct Bounds {
     /// Offsets are renumbered by rank after every step (an exact reduction); off, they
     /// are the positions a real partition would assign.
     pub compact_offsets: bool,
+    /// The oldest pending checkpoint may be aborted without a crash.
+    pub checkpoint_aborts: bool,
+    /// A checkpoint may complete without its notification reaching the operator.
+    pub lost_completions: bool,
+    /// A failed put of a call's result reaches the action as an error it catches and
+    /// continues from; otherwise (and always for a completion's put) the task fails.
+    pub handled_put_errors: bool,
 }
 
 const PARAMS: &[Param] = &[
@@ -350,6 +368,21 @@ const PARAMS: &[Param] = &[
         help: "renumber offsets by rank after every step (exact reduction; off: real positions)",
         kind: ParamKind::Bool { default: true },
     },
+    Param {
+        name: "checkpoint-aborts",
+        help: "the oldest pending checkpoint may be aborted without a crash",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
+        name: "lost-completions",
+        help: "a checkpoint may complete without its notification reaching the operator",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
+        name: "handled-put-errors",
+        help: "a failed put of a call's result reaches the action, which catches it and goes on",
+        kind: ParamKind::Bool { default: false },
+    },
 ];
 
 const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
@@ -400,6 +433,39 @@ const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
         &[
             ("concurrent-checkpoints", "2"),
             ("checkpoints", "3"),
+            ("inputs", "1"),
+        ],
+    ),
+    (
+        "checkpoint-aborts",
+        &[
+            ("checkpoint-aborts", "true"),
+            ("checkpoints", "3"),
+            ("inputs", "1"),
+        ],
+    ),
+    (
+        "lost-completions",
+        &[
+            ("lost-completions", "true"),
+            ("checkpoints", "3"),
+            ("inputs", "1"),
+        ],
+    ),
+    (
+        "handled-put-errors",
+        &[
+            ("handled-put-errors", "true"),
+            ("send-failures", "1"),
+            ("inputs", "1"),
+        ],
+    ),
+    (
+        "handled-put-errors-after-landing",
+        &[
+            ("handled-put-errors", "true"),
+            ("send-failures", "1"),
+            ("fail-after-landing", "true"),
             ("inputs", "1"),
         ],
     ),
@@ -588,6 +654,30 @@ impl Durable {
         }
     }
 
+    /// Pending checkpoint `id` completes at the coordinator: it and every older pending
+    /// one leave, the newer ones move up, and it becomes the checkpoint a restore starts
+    /// from. `None` when it is not pending.
+    fn complete(&self, s: &State, next: &mut State, id: u8) -> Option<Checkpoint> {
+        let (at, c) = s
+            .pending_checkpoints()
+            .enumerate()
+            .find_map(|(at, (pending, c))| (pending == id).then_some((at, c)))?;
+        next.pending = [None; MAX_CONCURRENT];
+        next.pending[..MAX_CONCURRENT - at - 1].copy_from_slice(&s.pending[at + 1..]);
+        next.completed = Some(c);
+        Some(c)
+    }
+
+    /// The sink commits the outputs of the inputs checkpoint `c` counts finished.
+    fn commit_outputs(&self, s: &State, next: &mut State, c: &Checkpoint) {
+        for k in 0..self.bounds.keys as usize {
+            if c.finished[k] > s.committed_outputs[k] && s.crashes > 0 {
+                next.events.output_after_restore = true;
+            }
+            next.committed_outputs[k] = c.finished[k];
+        }
+    }
+
     fn any_running(&self, s: &State) -> bool {
         s.phase[..self.bounds.keys as usize]
             .iter()
@@ -623,7 +713,10 @@ impl Model for Durable {
             | Action::CompleteAction(k) => Some(1 + usize::from(k)),
             Action::CallSupplier(_) => Some(1 + keys),
             Action::LandPut(_) | Action::AckPut(_) | Action::FailPut { .. } => Some(2 + keys),
-            Action::TriggerCheckpoint | Action::CompleteCheckpoint(_) => Some(3 + keys),
+            Action::TriggerCheckpoint
+            | Action::CompleteCheckpoint(_)
+            | Action::CompleteCheckpointUnnotified(_)
+            | Action::AbortCheckpoint(_) => Some(3 + keys),
             Action::Crash { .. } | Action::Restore => None,
         };
         Some(crate::picture::of_path(self, &path, &lanes, lane))
@@ -730,6 +823,18 @@ impl Model for Durable {
         if quiet {
             for (id, _) in s.pending_checkpoints() {
                 actions.push(Action::CompleteCheckpoint(id));
+            }
+            // The abort's notification runs on the mailbox, like a completion's.
+            if b.checkpoint_aborts {
+                if let Some((id, _)) = s.pending_checkpoints().next() {
+                    actions.push(Action::AbortCheckpoint(id));
+                }
+            }
+        }
+        // A completion whose notification is lost asks nothing of the operator.
+        if b.lost_completions {
+            for (id, _) in s.pending_checkpoints() {
+                actions.push(Action::CompleteCheckpointUnnotified(id));
             }
         }
         if self.can_crash(s) {
@@ -840,6 +945,12 @@ impl Model for Durable {
                     // Old order: flush does not surface the send's error; the action goes
                     // on with the state cached as if saved.
                     self.after_put(&mut next, k);
+                } else if self.bounds.handled_put_errors && matches!(s.phase[k], Phase::AwaitPut(_))
+                {
+                    // The error reaches the action's code, which catches it and goes on
+                    // to its next call: nothing cached, no offset tracked; the action's
+                    // own state keeps the result, so its next put carries it.
+                    self.after_put(&mut next, k);
                 } else {
                     next.failed = true;
                 }
@@ -863,26 +974,26 @@ impl Model for Durable {
                 next.checkpoints += 1;
             }
             Action::CompleteCheckpoint(id) => {
-                let (at, c) = s
-                    .pending_checkpoints()
-                    .enumerate()
-                    .find_map(|(at, (pending, c))| (pending == id).then_some((at, c)))?;
-                // It and every older pending checkpoint leave; the newer ones move up.
-                next.pending = [None; MAX_CONCURRENT];
-                next.pending[..MAX_CONCURRENT - at - 1].copy_from_slice(&s.pending[at + 1..]);
+                let c = self.complete(s, &mut next, id)?;
                 for sk in self.slot_range() {
                     if sk.seq < c.finished[sk.key as usize] {
                         next.cache.set(sk.slot(), None);
                         next.acked_offset.set(sk.slot(), None);
                     }
                 }
-                for k in 0..self.bounds.keys as usize {
-                    if c.finished[k] > s.committed_outputs[k] && s.crashes > 0 {
-                        next.events.output_after_restore = true;
-                    }
-                    next.committed_outputs[k] = c.finished[k];
+                self.commit_outputs(s, &mut next, &c);
+            }
+            Action::CompleteCheckpointUnnotified(id) => {
+                // Restorable, but nothing pruned and nothing committed.
+                self.complete(s, &mut next, id)?;
+            }
+            Action::AbortCheckpoint(id) => {
+                // Only the oldest: the newer pending ones move up, keeping their ids.
+                if s.pending_checkpoints().next()?.0 != id {
+                    return None;
                 }
-                next.completed = Some(c);
+                next.pending = [None; MAX_CONCURRENT];
+                next.pending[..MAX_CONCURRENT - 1].copy_from_slice(&s.pending[1..]);
             }
             Action::Crash { landed } => {
                 if self.any_running(s) {
@@ -920,6 +1031,9 @@ impl Model for Durable {
                     next.next_seq = c.next_seq;
                     next.finished = c.finished;
                     next.next_action = c.next_action;
+                    // The sink commits the restored checkpoint's output (a lost
+                    // notification left it uncommitted; otherwise this changes nothing).
+                    self.commit_outputs(s, &mut next, &c);
                     // Last writer wins per state key: a replay from the marker ends with
                     // each key's latest record if that one is at or after the marker.
                     for sk in self.slot_range() {
@@ -952,6 +1066,8 @@ impl Model for Durable {
                 | Action::SendPut(_)
                 | Action::CompleteAction(_)
                 | Action::TriggerCheckpoint
+                | Action::CompleteCheckpointUnnotified(_)
+                | Action::AbortCheckpoint(_)
         );
         if self.bounds.compact_offsets && moves_offsets {
             self.compact_offsets(&mut next);
@@ -1008,6 +1124,9 @@ impl Spec for Durable {
             mid_action_checkpoints: settings.flag("mid-action-checkpoints"),
             restart_without_checkpoint: settings.flag("restart-without-checkpoint"),
             compact_offsets: settings.flag("compact-offsets"),
+            checkpoint_aborts: settings.flag("checkpoint-aborts"),
+            lost_completions: settings.flag("lost-completions"),
+            handled_put_errors: settings.flag("handled-put-errors"),
         };
         if bounds.partitions > bounds.keys {
             return Err(SettingsError(format!(

@@ -698,3 +698,158 @@ fn concurrent_puts_land_and_are_answered_in_any_order() {
     assert!(state.cached(key(1)).is_some() && state.cached(key(0)).is_none());
     assert!(!state.any_put());
 }
+
+#[test]
+fn checkpoint_and_put_error_scenarios_have_pinned_counts() {
+    // Their verdicts are checked with the other scenarios; these are their sizes, per
+    // design in table order.
+    for (scenario, pinned) in [
+        ("checkpoint-aborts", [99_783, 48_999, 49_435, 48_999]),
+        ("lost-completions", [113_537, 57_123, 57_603, 57_123]),
+        ("handled-put-errors", [163_573, 89_007, 85_951, 85_479]),
+        (
+            "handled-put-errors-after-landing",
+            [171_241, 116_103, 109_397, 108_871],
+        ),
+    ] {
+        for (design, count) in DESIGNS.into_iter().zip(pinned) {
+            let model = Durable::scenario(design, scenario).unwrap();
+            let (unique, _) = verdicts_of(&model);
+            assert_eq!(unique, count, "{scenario} / {}", design.name());
+        }
+    }
+}
+
+#[test]
+fn an_abort_drops_only_the_oldest_pending_checkpoint_and_keeps_later_ids() {
+    use Action::*;
+    let settings = Settings::parse(
+        Durable::params(),
+        &[
+            ("checkpoint-aborts", "true"),
+            ("concurrent-checkpoints", "2"),
+            ("checkpoints", "3"),
+        ],
+    )
+    .unwrap();
+    let model = Durable::build("fixed", &settings).unwrap();
+    let init = model.init_states().remove(0);
+    let two = Path::from_actions(
+        &model,
+        init.clone(),
+        &[TriggerCheckpoint, TriggerCheckpoint],
+    )
+    .unwrap();
+    let state = two.last_state();
+    let actions = enabled(&model, state);
+    assert!(actions.contains(&AbortCheckpoint(1)), "{actions:?}");
+    assert!(
+        !actions.contains(&AbortCheckpoint(2)),
+        "only the oldest: {actions:?}"
+    );
+    assert!(model.next_state(state, AbortCheckpoint(2)).is_none());
+    let aborted = model.next_state(state, AbortCheckpoint(1)).unwrap();
+    let ids: Vec<u8> = aborted.pending_checkpoints().map(|(id, _)| id).collect();
+    assert_eq!(ids, [2]);
+    assert_eq!(aborted.completed, None);
+    // The slot is free again; checkpoint 2 still completes under its own id.
+    let after = model.next_state(&aborted, TriggerCheckpoint).unwrap();
+    let ids: Vec<u8> = after.pending_checkpoints().map(|(id, _)| id).collect();
+    assert_eq!(ids, [2, 3]);
+    let done = model.next_state(&after, CompleteCheckpoint(2)).unwrap();
+    let ids: Vec<u8> = done.pending_checkpoints().map(|(id, _)| id).collect();
+    assert_eq!(ids, [3]);
+    // Off by default.
+    let plain = Durable::new(Design::Fixed);
+    let one = Path::from_actions(&plain, init, &[TriggerCheckpoint]).unwrap();
+    assert!(!enabled(&plain, one.last_state())
+        .iter()
+        .any(|a| matches!(a, AbortCheckpoint(_))));
+}
+
+#[test]
+fn a_lost_completion_is_restorable_and_its_output_is_committed_at_the_restore() {
+    use Action::*;
+    let model = Durable::scenario(Design::Fixed, "lost-completions").unwrap();
+    let init = model.init_states().remove(0);
+    let mut steps = vec![DeliverInput(0), StartAction(0)];
+    for _ in 0..2 {
+        steps.extend([CallSupplier(0), SendPut(0), AckPut(0)]);
+    }
+    steps.extend([
+        CompleteAction(0),
+        AckPut(0),
+        TriggerCheckpoint,
+        CompleteCheckpointUnnotified(1),
+    ]);
+    let path = Path::from_actions(&model, init.clone(), &steps).unwrap();
+    let state = path.last_state();
+    let key = StateKey {
+        key: 0,
+        seq: 0,
+        action: 0,
+    };
+    // Restorable, nothing pruned, nothing committed.
+    assert_eq!(state.completed.map(|c| c.finished[0]), Some(1));
+    assert!(state.cached(key).is_some(), "not pruned");
+    assert_eq!(state.committed_outputs[0], 0);
+    assert_eq!(state.pending_count(), 0);
+    // The crash keeps the output uncommitted; the restore commits it.
+    steps.extend([Crash { landed: false }, Restore]);
+    let path = Path::from_actions(&model, init, &steps).unwrap();
+    let restored = path.last_state();
+    assert_eq!(restored.committed_outputs[0], 1);
+    assert!(restored.events.output_after_restore);
+    let words = model.describe_step(state, &CompleteCheckpointUnnotified(1));
+    assert!(words.contains("notification is lost"), "{words}");
+}
+
+/// The fixed design's shortest repeated call when the action catches a put error and
+/// the failed send had landed: the checkpoint taken next tracks no offset of that
+/// state, so its marker passes the record, and the restored action calls again.
+#[test]
+fn a_handled_put_error_after_landing_repeats_a_call_in_the_fixed_design() {
+    use Action::*;
+    let model = Durable::scenario(Design::Fixed, "handled-put-errors-after-landing").unwrap();
+    let path = check::shortest(&model, property::CALL_AT_MOST_ONCE).expect("a counterexample");
+    assert_eq!(
+        path.clone().into_actions(),
+        [
+            DeliverInput(0),
+            StartAction(0),
+            CallSupplier(0),
+            SendPut(0),
+            FailPut {
+                key: 0,
+                landed: true
+            },
+            TriggerCheckpoint,
+            CompleteCheckpoint(1),
+            Crash { landed: false },
+            Restore,
+            StartAction(0),
+            CallSupplier(0),
+        ]
+    );
+    let trace = check::trace_of(&model, path);
+    assert!(
+        trace.steps[4]
+            .description
+            .contains("the action catches the error and goes on"),
+        "{}",
+        trace.steps[4].description
+    );
+    assert_eq!(
+        trace.shape.as_deref(),
+        Some("a record landed but its send failed; the marker skips it")
+    );
+    // Failing the task instead (the default) holds, as does catching an error of a
+    // send that never landed.
+    for scenario in ["fail-after-landing", "handled-put-errors"] {
+        let model = Durable::scenario(Design::Fixed, scenario).unwrap();
+        assert!(
+            check::shortest(&model, property::CALL_AT_MOST_ONCE).is_none(),
+            "{scenario}"
+        );
+    }
+}

@@ -119,9 +119,11 @@ impl EagerDurable {
         match *a {
             Action::DeliverInput(k) | Action::CallSupplier(k) => Some(vec![k]),
             Action::Restore => Some((0..self.model.bounds.keys).collect()),
-            Action::TriggerCheckpoint | Action::CompleteCheckpoint(_) | Action::Crash { .. } => {
-                Some(Vec::new())
-            }
+            Action::TriggerCheckpoint
+            | Action::CompleteCheckpoint(_)
+            | Action::CompleteCheckpointUnnotified(_)
+            | Action::AbortCheckpoint(_)
+            | Action::Crash { .. } => Some(Vec::new()),
             _ => None,
         }
     }

@@ -176,6 +176,13 @@ pub struct Runtime<V: Variant> {
     pub(super) committed: Arc<Vec<Vec<u64>>>,
     /// Checkpoints taken and not completed, oldest first.
     pub(super) pending: Vec<Pending>,
+    /// Checkpoints the coordinator completed without telling the operator, which must
+    /// still know them until a later completion subsumes them or a snapshot past its
+    /// bound forgets the oldest; oldest first.
+    pub(super) unnotified: Vec<u64>,
+    /// How many of the oldest `uncommitted` outputs a completed checkpoint covers whose
+    /// notification the sink never had: a restore commits them.
+    pub(super) unannounced_outputs: usize,
     pub(super) completed: Option<Arc<Checkpoint>>,
     pub(super) next_checkpoint: u64,
     /// Prune and rebuild reports that disagree with the model's step.
@@ -216,6 +223,8 @@ impl<V: Variant> Clone for Runtime<V> {
             uncommitted: self.uncommitted.clone(),
             committed: Arc::clone(&self.committed),
             pending: self.pending.clone(),
+            unnotified: self.unnotified.clone(),
+            unannounced_outputs: self.unannounced_outputs,
             completed: self.completed.clone(),
             next_checkpoint: self.next_checkpoint,
             reports: self.reports.clone(),
@@ -251,6 +260,8 @@ impl<V: Variant> Runtime<V> {
             supplier_calls: Arc::default(),
             uncommitted: Vec::new(),
             pending: Vec::new(),
+            unnotified: Vec::new(),
+            unannounced_outputs: 0,
             completed: None,
             next_checkpoint: 1,
             reports: Vec::new(),
@@ -469,12 +480,13 @@ impl<V: Variant> Runtime<V> {
     }
 
     /// The task fails: the coordinator aborts every pending checkpoint, each of which the
-    /// operator must know; every other checkpoint taken (completed, subsumed, or lost
+    /// operator must know, as it must know those completed without its being told;
+    /// every other checkpoint taken (completed, subsumed, aborted, forgotten, or lost
     /// with an earlier operator) must be unknown to it.
     pub(super) fn abort_checkpoints(&mut self) {
         let Some(op) = self.op.as_mut() else { return };
         for id in 1..self.next_checkpoint {
-            let pending = self.pending.iter().any(|p| p.id == id);
+            let pending = self.pending.iter().any(|p| p.id == id) || self.unnotified.contains(&id);
             if op.checkpoint_aborted(id) != pending {
                 self.reports.push(format!(
                     "aborting checkpoint {id}: the operator {} it",
@@ -500,7 +512,17 @@ impl<V: Variant> Runtime<V> {
         self.in_flight = Default::default();
         self.last_put = None;
         self.pending.clear();
-        self.uncommitted.clear();
+        self.unnotified.clear();
+        // Outputs a completed checkpoint covers stay, for the restore to commit.
+        self.uncommitted.truncate(self.unannounced_outputs);
+    }
+
+    /// The checkpoints the operator must know, oldest first: those completed without its
+    /// being told, then the pending ones.
+    pub(super) fn known_checkpoints(&self) -> Vec<u64> {
+        let mut ids = self.unnotified.clone();
+        ids.extend(self.pending.iter().map(|p| p.id));
+        ids
     }
 
     /// Restores; the rebuild's report when there was a checkpoint to restore from.
@@ -527,6 +549,12 @@ impl<V: Variant> Runtime<V> {
         op.set_scheduling(self.scheduling);
         op.set_limits(self.names.limits);
         self.op = Some(op);
+        // The sink commits what the restored checkpoint covers and was not committed
+        // (its completion's notification never came).
+        for (k, seq) in self.uncommitted.drain(..) {
+            Arc::make_mut(&mut self.committed)[k as usize].push(seq);
+        }
+        self.unannounced_outputs = 0;
         Ok(report)
     }
 }

@@ -350,9 +350,6 @@ pub enum OperatorError {
         /// Its bound.
         limit: usize,
     },
-    /// Too many checkpoints are pending (unchanged): complete or abort one first.
-    #[error("{0} checkpoints are pending already")]
-    TooManyPendingCheckpoints(usize),
     /// The operator failed earlier and accepts nothing more; restore it (unchanged).
     #[error("operator failed earlier: {0}")]
     Failed(String),
@@ -383,7 +380,10 @@ impl From<StoreError> for OperatorError {
 pub struct Limits {
     /// Inputs of one key waiting behind its current one.
     pub pending_inputs_per_key: usize,
-    /// Checkpoints snapshotted and neither completed nor aborted.
+    /// Checkpoints snapshotted whose completion or abort the operator has not heard of
+    /// (at least one is kept). A snapshot past it forgets the oldest: Flink may never
+    /// deliver a checkpoint's notification, and refusing snapshots would stop
+    /// checkpointing for good.
     pub pending_checkpoints: usize,
 }
 
@@ -1363,11 +1363,6 @@ impl Operator {
         if let Some(key) = self.saving.keys().min() {
             return Err(OperatorError::PutInFlight { key: key.clone() });
         }
-        if self.pending_checkpoints.len() >= self.limits.pending_checkpoints {
-            return Err(OperatorError::TooManyPendingCheckpoints(
-                self.pending_checkpoints.len(),
-            ));
-        }
         let bounds = boundaries(self.keys.iter());
         let mut marker = self.store.recovery_marker(log_ends, &bounds)?;
         if self.defects.end_offset_marker {
@@ -1381,7 +1376,24 @@ impl Operator {
             marker = ?marker.offsets,
             keys = self.keys.len(),
         );
-        Arc::make_mut(&mut self.pending_checkpoints).insert(id, bounds);
+        let pending = Arc::make_mut(&mut self.pending_checkpoints);
+        // Flink does not guarantee that a completion or abort reaches the operator, so a
+        // full list holds checkpoints the coordinator has finished with: the oldest goes.
+        // If it was still pending, its completion prunes nothing; a later completion
+        // prunes what it would have.
+        while pending.len() >= self.limits.pending_checkpoints.max(1) {
+            let Some((evicted, _)) = pending.pop_first() else {
+                break;
+            };
+            tracing::info!(
+                component = "durable.operator",
+                event = "checkpoint_evicted",
+                checkpoint = evicted,
+                limit = self.limits.pending_checkpoints,
+            );
+        }
+        pending.insert(id, bounds);
+        debug_assert!(pending.len() <= self.limits.pending_checkpoints.max(1));
         Ok(Checkpoint {
             id,
             keys: self
@@ -1411,6 +1423,12 @@ impl Operator {
             keys_dropped = report.keys_dropped,
         );
         Some(report)
+    }
+
+    /// The checkpoints snapshotted whose completion or abort this operator has not been
+    /// told of (and has not forgotten past [`Limits::pending_checkpoints`]), oldest first.
+    pub fn pending_checkpoint_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.pending_checkpoints.keys().copied()
     }
 
     /// Checkpoint `id` was aborted: forget it. Returns whether it was pending.

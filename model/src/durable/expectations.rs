@@ -110,5 +110,51 @@ pub(super) fn table() -> Vec<Expectation> {
             rows.extend(verdict_rows(scenario, p, [R, R, R, R]));
         }
     }
+    // A checkpoint aborted without a crash, and a completion whose notification never
+    // reaches the operator (nothing pruned, output committed late): every verdict of
+    // the default table.
+    for scenario in ["checkpoint-aborts", "lost-completions"] {
+        for (p, v) in default {
+            rows.extend(verdict_rows(scenario, p, v));
+        }
+    }
+    // A failed put of a call's result that the action catches and goes on from. Failing
+    // before landing, the verdicts of `failed-send`; after landing, the fixed design
+    // repeats a call: a checkpoint taken before the action's next acknowledged put
+    // has no offset of that state to rewind its marker to, and skips the landed record.
+    let handled: [(&str, [Verdict; 4]); 6] = [
+        (CALL_AT_MOST_ONCE, [Ce, H, H, H]),
+        (FINISHED_STAYS_FINISHED, [H, H, H, H]),
+        (SAME_OUTPUT, [H, H, H, H]),
+        (CACHE_HOLDS_LOG, [Ce, Ce, H, H]),
+        (BOUNDED_TRACKING, [H, H, Ce, H]),
+        (MARKER_IS_SAFE, [Ce, H, H, H]),
+    ];
+    let handled_after_landing: [(&str, [Verdict; 4]); 6] = [
+        (CALL_AT_MOST_ONCE, [Ce, Ce, Ce, Ce]),
+        (FINISHED_STAYS_FINISHED, [H, H, H, H]),
+        (SAME_OUTPUT, [H, H, H, H]),
+        (CACHE_HOLDS_LOG, [Ce, Ce, H, H]),
+        (BOUNDED_TRACKING, [H, H, Ce, H]),
+        (MARKER_IS_SAFE, [Ce, Ce, Ce, Ce]),
+    ];
+    for (scenario, table) in [
+        ("handled-put-errors", handled),
+        ("handled-put-errors-after-landing", handled_after_landing),
+    ] {
+        for (p, v) in table {
+            rows.extend(verdict_rows(scenario, p, v));
+        }
+    }
+    for scenario in [
+        "checkpoint-aborts",
+        "lost-completions",
+        "handled-put-errors",
+        "handled-put-errors-after-landing",
+    ] {
+        for p in REACHABILITY {
+            rows.extend(verdict_rows(scenario, p, [R, R, R, R]));
+        }
+    }
     rows
 }

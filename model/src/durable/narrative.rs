@@ -25,6 +25,10 @@ impl Action {
             }
             Action::TriggerCheckpoint => "checkpoint triggered".to_string(),
             Action::CompleteCheckpoint(id) => format!("checkpoint {id} completes"),
+            Action::CompleteCheckpointUnnotified(id) => {
+                format!("checkpoint {id} completes, its notification lost")
+            }
+            Action::AbortCheckpoint(id) => format!("checkpoint {id} is aborted"),
             Action::Crash { landed: false } => "crash: any in-flight put is lost".to_string(),
             Action::Crash { landed: true } => "crash: the in-flight put lands first".to_string(),
             Action::Restore => "restore from the latest checkpoint".to_string(),
@@ -33,6 +37,21 @@ impl Action {
 }
 
 impl Durable {
+    /// "; checkpoint(s) … subsumed" for the pending checkpoints older than `id`, or "".
+    fn subsumed(&self, s: &State, id: u8) -> String {
+        let older: Vec<String> = s
+            .pending_checkpoints()
+            .map(|(older, _)| older)
+            .filter(|older| *older < id)
+            .map(|older| older.to_string())
+            .collect();
+        match older.len() {
+            0 => String::new(),
+            1 => format!("; checkpoint {} subsumed", older[0]),
+            _ => format!("; checkpoints {} subsumed", older.join(", ")),
+        }
+    }
+
     /// The state in the domain's words: per key its progress and running action, the
     /// store's cache, the log, the in-flight put, checkpoints, crashes, outputs and the
     /// supplier's runs; slots beyond the bounds and empty ones are left out.
@@ -256,6 +275,10 @@ impl Durable {
                 };
                 let then = if self.design.caches_before_ack() {
                     "the error is not seen and the action goes on"
+                } else if self.bounds.handled_put_errors
+                    && matches!(s.phase[key as usize], Phase::AwaitPut(_))
+                {
+                    "the action catches the error and goes on, nothing cached"
                 } else {
                     "the error reaches the action and the task fails"
                 };
@@ -281,18 +304,18 @@ impl Durable {
                 )
             }
             Action::CompleteCheckpoint(id) => {
-                let subsumed: Vec<String> = s
-                    .pending_checkpoints()
-                    .map(|(older, _)| older)
-                    .filter(|older| *older < id)
-                    .map(|older| older.to_string())
-                    .collect();
-                let subsumed = match subsumed.len() {
-                    0 => String::new(),
-                    1 => format!("; checkpoint {} subsumed", subsumed[0]),
-                    _ => format!("; checkpoints {} subsumed", subsumed.join(", ")),
-                };
+                let subsumed = self.subsumed(s, id);
                 format!("checkpoint {id} completes; finished states pruned{subsumed}")
+            }
+            Action::CompleteCheckpointUnnotified(id) => {
+                format!(
+                    "checkpoint {id} completes at the coordinator, but its notification is lost: \
+                     nothing pruned, its output not yet committed{}",
+                    self.subsumed(s, id)
+                )
+            }
+            Action::AbortCheckpoint(id) => {
+                format!("checkpoint {id} is aborted (expired or declined); the operator forgets it")
             }
             Action::Crash { landed } => {
                 let unlanded = s.puts_in_flight().filter(|p| p.offset.is_none()).count();
