@@ -36,6 +36,8 @@
 //!   checkpoint (and those it subsumes) until a later completion or until a snapshot
 //!   past its bound forgets the oldest; it is the restore point, and its outputs are
 //!   committed at the restore; `AbortCheckpoint(id)`: [`Operator::checkpoint_aborted`];
+//! - `LandZombie`: the log appends the record of the put a crash left in flight
+//!   (`zombie-sends`); no operator sees it land;
 //! - `Crash { landed }`: the log takes the in-flight record if `landed`; the coordinator
 //!   aborts every pending checkpoint; the operator, held calls, the pending checkpoints
 //!   and uncommitted outputs are dropped; `Restore`: [`Operator::restore`] from the
@@ -134,6 +136,7 @@ pub fn counterpart(kind: &str) -> &'static str {
             "no event: the operator keeps the checkpoint until a later snapshot or completion"
         }
         "AbortCheckpoint" => "Operator::checkpoint_aborted",
+        "LandZombie" => "the log appends the record a crashed operator's Effect::Append sent",
         "Crash" => "Operator::checkpoint_aborted per pending checkpoint, then the operator dropped",
         "Restore" => {
             "Operator::restore, Restoring::feed per record from the marker, Restoring::finish"
@@ -671,11 +674,25 @@ impl<V: Variant> Conformant<V> {
                         rt.land(put.record.state_key.key)?;
                     }
                 }
+                // A send the crash does not stop stays with the producer.
+                if s.zombie.is_none() {
+                    if let Some(record) = m.next_state(s, *a).and_then(|n| n.zombie) {
+                        let k = usize::from(record.state_key.key);
+                        let put = rt.in_flight[k].as_ref().ok_or_else(|| {
+                            format!("no put of key {k} in flight to outlive the crash")
+                        })?;
+                        rt.zombie = Some(Arc::clone(&put.record));
+                    }
+                }
                 rt.abort_checkpoints();
                 rt.crash();
                 Ok(())
             }
+            Action::LandZombie => rt.land_zombie().map(|_| ()).map_err(Rejection::from),
             Action::Restore => {
+                if m.bounds.fenced_producer {
+                    rt.zombie = None;
+                }
                 let report = rt.restore()?;
                 if let Some(op) = &rt.op {
                     cross_check_cache(op, &mut rt.reports);

@@ -308,6 +308,24 @@ fn every_transition_with_checkpoint_aborts_and_lost_completions() {
     assert_eq!((c.unique_states, c.transitions), (129_975, 635_601));
 }
 
+/// A send its crash did not stop lands later (`zombie-sends`), before or after the
+/// restore read the log, fenced at the restore or not: no operator sees it land, and
+/// every restore reads what the log then holds.
+#[test]
+fn every_transition_with_zombie_sends() {
+    let mut kinds = SYNCHRONOUS_KINDS.to_vec();
+    kinds.push("LandZombie");
+    kinds.sort();
+    for (fenced, pinned) in [("false", (218_193, 540_491)), ("true", (37_637, 89_323))] {
+        let m = model(
+            "fixed",
+            &[("zombie-sends", "true"), ("fenced-producer", fenced)],
+        );
+        let c = full_coverage(&format!("fixed, zombie sends, fenced {fenced}"), &m, &kinds);
+        assert_eq!((c.unique_states, c.transitions), pinned, "fenced {fenced}");
+    }
+}
+
 /// A lost completion with room for one pending checkpoint: the next snapshot forgets
 /// it (a refusal would stop checkpointing for good), and its output is committed at the
 /// restore that starts from it.
@@ -1080,4 +1098,7 @@ fn the_eager_binding_refuses_concurrent_puts_by_name() {
     let settings = Settings::parse(Durable::params(), &[("concurrent-puts", "true")]).unwrap();
     let e = EagerDurable::build("fixed", &settings).unwrap_err();
     assert!(e.0.contains("no concurrent puts"), "{e}");
+    let settings = Settings::parse(Durable::params(), &[("zombie-sends", "true")]).unwrap();
+    let e = EagerDurable::build("fixed", &settings).unwrap_err();
+    assert!(e.0.contains("zombie-sends"), "{e}");
 }

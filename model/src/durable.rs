@@ -209,6 +209,9 @@ pub enum Action {
     },
     /// Restore from the latest completed checkpoint and replay the log from its marker.
     Restore,
+    /// The send a crash left with the producer (`zombie-sends`) lands at the end of its
+    /// partition, over whatever its state key holds by then.
+    LandZombie,
 }
 
 /// Bounds and environment assumptions, read once from [`Settings`].
@@ -254,6 +257,12 @@ pub struct Bounds {
     /// A failed put of a call's result reaches the action as an error it catches and
     /// continues from; otherwise (and always for a completion's put) the task fails.
     pub handled_put_errors: bool,
+    /// A crash may leave its unlanded send with the producer, to land later (sequential
+    /// puts; one such send at a time).
+    pub zombie_sends: bool,
+    /// A restore fences the earlier incarnation's producer: its sends land only before
+    /// the restore, or never.
+    pub fenced_producer: bool,
 }
 
 const PARAMS: &[Param] = &[
@@ -383,6 +392,17 @@ const PARAMS: &[Param] = &[
         help: "a failed put of a call's result reaches the action, which catches it and goes on",
         kind: ParamKind::Bool { default: false },
     },
+    Param {
+        name: "zombie-sends",
+        help: "a crash may leave its unlanded send with the producer, to land later",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
+        name: "fenced-producer",
+        help:
+            "a restore fences the crashed incarnation's producer (its sends land before, or never)",
+        kind: ParamKind::Bool { default: false },
+    },
 ];
 
 const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
@@ -466,6 +486,15 @@ const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
             ("handled-put-errors", "true"),
             ("send-failures", "1"),
             ("fail-after-landing", "true"),
+            ("inputs", "1"),
+        ],
+    ),
+    ("zombie-sends", &[("zombie-sends", "true"), ("inputs", "1")]),
+    (
+        "zombie-sends-fenced",
+        &[
+            ("zombie-sends", "true"),
+            ("fenced-producer", "true"),
             ("inputs", "1"),
         ],
     ),
@@ -574,16 +603,23 @@ impl Durable {
         let Some(put) = next.puts[k].as_mut() else {
             unreachable!("land without a put of key {k} in flight");
         };
+        debug_assert!(put.offset.is_none(), "a put lands once");
         let record = put.record;
+        let offset = self.append(next, record);
+        if let Some(put) = next.puts[k].as_mut() {
+            put.offset = Some(offset);
+        }
+    }
+
+    /// `record` lands at the end of its partition and becomes its state key's latest;
+    /// returns its offset.
+    fn append(&self, next: &mut State, record: Record) -> u8 {
         let p = self.partition(record.state_key.key);
         let offset = next.log_len[p];
-        debug_assert!(put.offset.is_none(), "a put lands once");
-        put.offset = Some(offset);
-        let slot = record.state_key.slot();
         let mut landed = next.landed_states(record.state_key);
         landed.insert(record.state);
         next.log.set(
-            slot,
+            record.state_key.slot(),
             Some(Records {
                 latest: record.state,
                 offset,
@@ -591,6 +627,7 @@ impl Durable {
             }),
         );
         next.log_len[p] += 1;
+        offset
     }
 
     /// Renumbers the offsets of every partition by rank, keeping their order and
@@ -712,7 +749,10 @@ impl Model for Durable {
             | Action::SendPut(k)
             | Action::CompleteAction(k) => Some(1 + usize::from(k)),
             Action::CallSupplier(_) => Some(1 + keys),
-            Action::LandPut(_) | Action::AckPut(_) | Action::FailPut { .. } => Some(2 + keys),
+            Action::LandPut(_)
+            | Action::AckPut(_)
+            | Action::FailPut { .. }
+            | Action::LandZombie => Some(2 + keys),
             Action::TriggerCheckpoint
             | Action::CompleteCheckpoint(_)
             | Action::CompleteCheckpointUnnotified(_)
@@ -731,6 +771,9 @@ impl Model for Durable {
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
         let b = self.bounds;
+        if s.zombie.is_some() && (s.down || !b.fenced_producer) {
+            actions.push(Action::LandZombie);
+        }
         if s.down {
             actions.push(Action::Restore);
             return;
@@ -1009,9 +1052,18 @@ impl Model for Durable {
                         .key;
                     self.land(&mut next, k as usize);
                 }
+                // A send still in the producer's hands may outlive the crash.
+                let zombie = match s.zombie {
+                    None if self.bounds.zombie_sends && !landed => s
+                        .puts_in_flight()
+                        .find(|p| p.offset.is_none())
+                        .map(|p| p.record),
+                    kept => kept,
+                };
                 // Everything volatile goes; the log, the completed checkpoint, committed
                 // output and ghost counters stay. An unlanded send is lost.
                 next = State {
+                    zombie,
                     log: next.log,
                     log_len: next.log_len,
                     completed: s.completed,
@@ -1025,8 +1077,16 @@ impl Model for Durable {
                     ..State::empty()
                 };
             }
+            Action::LandZombie => {
+                self.append(&mut next, s.zombie?);
+                next.zombie = None;
+            }
             Action::Restore => {
                 next.down = false;
+                if self.bounds.fenced_producer {
+                    // The new producer fences the old one: its send never lands.
+                    next.zombie = None;
+                }
                 if let Some(c) = s.completed {
                     next.next_seq = c.next_seq;
                     next.finished = c.finished;
@@ -1127,7 +1187,14 @@ impl Spec for Durable {
             checkpoint_aborts: settings.flag("checkpoint-aborts"),
             lost_completions: settings.flag("lost-completions"),
             handled_put_errors: settings.flag("handled-put-errors"),
+            zombie_sends: settings.flag("zombie-sends"),
+            fenced_producer: settings.flag("fenced-producer"),
         };
+        if bounds.zombie_sends && bounds.concurrent_puts {
+            return Err(SettingsError(
+                "`zombie-sends` needs sequential puts (`concurrent-puts false`)".into(),
+            ));
+        }
         if bounds.partitions > bounds.keys {
             return Err(SettingsError(format!(
                 "`partitions` ({}) must not exceed `keys` ({}): a partition without keys holds nothing",

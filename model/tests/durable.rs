@@ -340,6 +340,13 @@ fn bad_settings_are_errors_naming_the_problem() {
     );
     let e = Durable::scenario(Design::Fixed, "lossy").unwrap_err();
     assert!(e.0.contains("unknown scenario `lossy`"), "{e}");
+    let s = Settings::parse(
+        params,
+        &[("zombie-sends", "true"), ("concurrent-puts", "true")],
+    )
+    .unwrap();
+    let e = Durable::build("fixed", &s).unwrap_err();
+    assert!(e.0.contains("`zombie-sends` needs sequential puts"), "{e}");
 }
 
 #[test]
@@ -711,6 +718,8 @@ fn checkpoint_and_put_error_scenarios_have_pinned_counts() {
             "handled-put-errors-after-landing",
             [171_241, 116_103, 109_397, 108_871],
         ),
+        ("zombie-sends", [237_421, 134_961, 135_399, 134_961]),
+        ("zombie-sends-fenced", [43_621, 24_169, 24_265, 24_169]),
     ] {
         for (design, count) in DESIGNS.into_iter().zip(pinned) {
             let model = Durable::scenario(design, scenario).unwrap();
@@ -852,4 +861,100 @@ fn a_handled_put_error_after_landing_repeats_a_call_in_the_fixed_design() {
             "{scenario}"
         );
     }
+}
+
+/// A send a crash did not stop (`zombie-sends`): its shortest repeated call in the fixed
+/// design lands it after the restore read the log; it can also land over a newer record
+/// of its state key, so that a later restore reads fewer results than were saved. A
+/// restore that fences the crashed producer (`zombie-sends-fenced`) holds.
+#[test]
+fn a_zombie_send_repeats_a_call_in_the_fixed_design_unless_the_producer_is_fenced() {
+    use Action::*;
+    let model = Durable::scenario(Design::Fixed, "zombie-sends").unwrap();
+    let path = check::shortest(&model, property::CALL_AT_MOST_ONCE).expect("a counterexample");
+    assert_eq!(
+        path.into_actions(),
+        [
+            DeliverInput(0),
+            StartAction(0),
+            CallSupplier(0),
+            TriggerCheckpoint,
+            SendPut(0),
+            CompleteCheckpoint(1),
+            Crash { landed: false },
+            Restore,
+            LandZombie,
+            StartAction(0),
+            CallSupplier(0),
+        ]
+    );
+    // The overwrite: the restored action saves both results, then the zombie's older
+    // state lands over them; checkpoint 2's marker is the acknowledged offset of the
+    // newer record, so the second restore replays both and keeps the zombie's.
+    let settings = Settings::parse(
+        Durable::params(),
+        &[("zombie-sends", "true"), ("inputs", "1"), ("crashes", "2")],
+    )
+    .unwrap();
+    let model = Durable::build("fixed", &settings).unwrap();
+    let mut steps = vec![
+        DeliverInput(0),
+        TriggerCheckpoint,
+        CompleteCheckpoint(1),
+        StartAction(0),
+        CallSupplier(0),
+        SendPut(0),
+        Crash { landed: false },
+        Restore,
+        StartAction(0),
+        CallSupplier(0),
+        SendPut(0),
+        AckPut(0),
+        CallSupplier(0),
+        SendPut(0),
+        AckPut(0),
+        LandZombie,
+    ];
+    let init = model.init_states().remove(0);
+    let key = StateKey {
+        key: 0,
+        seq: 0,
+        action: 0,
+    };
+    let path = Path::from_actions(&model, init.clone(), &steps).unwrap();
+    let state = path.last_state();
+    assert_eq!(state.latest_record(key).map(|(st, _)| st.calls()), Some(1));
+    assert!(
+        state.landed_states(key).holds_call(1),
+        "call 1's result landed before"
+    );
+    steps.extend([
+        TriggerCheckpoint,
+        CompleteCheckpoint(2),
+        Crash { landed: false },
+        Restore,
+        StartAction(0),
+        ReuseResult(0),
+        CallSupplier(0),
+    ]);
+    let path = Path::from_actions(&model, init, &steps).unwrap();
+    assert!(path.last_state().events.repeated_call);
+    // Fenced: the zombie lands before the restore or never, and the fix holds.
+    let fenced = Durable::scenario(Design::Fixed, "zombie-sends-fenced").unwrap();
+    assert!(check::shortest(&fenced, property::CALL_AT_MOST_ONCE).is_none());
+    let crashed = [
+        DeliverInput(0),
+        TriggerCheckpoint,
+        CompleteCheckpoint(1),
+        StartAction(0),
+        CallSupplier(0),
+        SendPut(0),
+        Crash { landed: false },
+    ];
+    let path = Path::from_actions(&fenced, fenced.init_states().remove(0), &crashed).unwrap();
+    let down = path.last_state();
+    assert!(down.zombie.is_some());
+    assert!(enabled(&fenced, down).contains(&LandZombie));
+    let restored = fenced.next_state(down, Restore).unwrap();
+    assert!(restored.zombie.is_none(), "fenced at the restore");
 }

@@ -123,6 +123,7 @@ impl EagerDurable {
             | Action::CompleteCheckpoint(_)
             | Action::CompleteCheckpointUnnotified(_)
             | Action::AbortCheckpoint(_)
+            | Action::LandZombie
             | Action::Crash { .. } => Some(Vec::new()),
             _ => None,
         }
@@ -260,6 +261,13 @@ impl Spec for EagerDurable {
             return Err(SettingsError(
                 "durable-eager runs one key's work to its end with each put answered in turn, \
                  so it has no concurrent puts (the stepwise `durable` binding checks them)"
+                    .to_string(),
+            ));
+        }
+        if model.bounds.zombie_sends {
+            return Err(SettingsError(
+                "durable-eager crashes inside a run, where no send outlives the crash; \
+                 the stepwise `durable` binding checks `zombie-sends`"
                     .to_string(),
             ));
         }

@@ -166,6 +166,8 @@ pub struct Runtime<V: Variant> {
     pub(super) returned: Arc<BTreeMap<u8, (CallRef, CallOutcome)>>,
     /// Per model key, its put in flight.
     pub(super) in_flight: [Option<InFlight>; model::MAX_KEYS],
+    /// A record a crashed operator sent that may still land (`zombie-sends`).
+    pub(super) zombie: Option<Arc<PutRecord>>,
     /// The last put this operator sent: put ids grow, from 0 for each operator.
     pub(super) last_put: Option<PutId>,
     /// Supplier runs per durable call (its state key in model indices, its index).
@@ -218,6 +220,7 @@ impl<V: Variant> Clone for Runtime<V> {
             requested: Arc::clone(&self.requested),
             returned: Arc::clone(&self.returned),
             in_flight: self.in_flight.clone(),
+            zombie: self.zombie.clone(),
             last_put: self.last_put,
             supplier_calls: Arc::clone(&self.supplier_calls),
             uncommitted: self.uncommitted.clone(),
@@ -256,6 +259,7 @@ impl<V: Variant> Runtime<V> {
             requested: Arc::default(),
             returned: Arc::default(),
             in_flight: Default::default(),
+            zombie: None,
             last_put: None,
             supplier_calls: Arc::default(),
             uncommitted: Vec::new(),
@@ -406,6 +410,23 @@ impl<V: Variant> Runtime<V> {
             value: put.record.value.clone(),
         }));
         put.landed = Some(offset);
+        Ok(offset)
+    }
+
+    /// The crashed operator's send lands at the end of its partition.
+    pub(super) fn land_zombie(&mut self) -> Result<Offset, String> {
+        let record = self
+            .zombie
+            .take()
+            .ok_or_else(|| "no send of a crashed operator is left".to_string())?;
+        let partition = Arc::make_mut(&mut self.log[record.partition as usize]);
+        let offset = partition.len() as Offset;
+        partition.push(Arc::new(LogRecord {
+            partition: record.partition,
+            offset,
+            key: record.key.clone(),
+            value: record.value.clone(),
+        }));
         Ok(offset)
     }
 

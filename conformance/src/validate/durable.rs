@@ -205,10 +205,13 @@ pub fn expected_log(caches_before_ack: bool, s: &State, action: &Action) -> Vec<
             checkpoint: s.checkpoints + 1,
         }],
         Action::CompleteCheckpoint(id) => vec![DurableEvent::CheckpointComplete { checkpoint: id }],
-        // Never enabled here: the validator's model leaves `checkpoint-aborts` and
-        // `lost-completions` off, as the driver neither aborts a checkpoint without a
+        // Never enabled here: the validator's model leaves `checkpoint-aborts`,
+        // `lost-completions` and `zombie-sends` off, as the driver neither aborts a checkpoint without a
         // crash nor loses a notification.
-        Action::AbortCheckpoint(_) | Action::CompleteCheckpointUnnotified(_) => Vec::new(),
+        // `zombie-sends` too: a crash's sends are lost or landed, never later.
+        Action::AbortCheckpoint(_)
+        | Action::CompleteCheckpointUnnotified(_)
+        | Action::LandZombie => Vec::new(),
         Action::Crash { .. } => vec![DurableEvent::Crash],
         Action::Restore => vec![DurableEvent::Start {
             restored: s.completed.is_some(),

@@ -146,11 +146,31 @@ pub(super) fn table() -> Vec<Expectation> {
             rows.extend(verdict_rows(scenario, p, v));
         }
     }
+    // A send the crash did not stop lands later, after the restore read the log or over
+    // a newer record of its state key: every design repeats a call. A restore that
+    // fences the crashed producer (its sends land before the restore or never) gives
+    // back the default table.
+    let zombie: [(&str, [Verdict; 4]); 6] = [
+        (CALL_AT_MOST_ONCE, [Ce, Ce, Ce, Ce]),
+        (FINISHED_STAYS_FINISHED, [H, H, H, H]),
+        (SAME_OUTPUT, [H, H, H, H]),
+        (CACHE_HOLDS_LOG, [H, H, H, H]),
+        (BOUNDED_TRACKING, [H, H, Ce, H]),
+        (MARKER_IS_SAFE, [Ce, Ce, Ce, Ce]),
+    ];
+    for (p, v) in zombie {
+        rows.extend(verdict_rows("zombie-sends", p, v));
+    }
+    for (p, v) in default {
+        rows.extend(verdict_rows("zombie-sends-fenced", p, v));
+    }
     for scenario in [
         "checkpoint-aborts",
         "lost-completions",
         "handled-put-errors",
         "handled-put-errors-after-landing",
+        "zombie-sends",
+        "zombie-sends-fenced",
     ] {
         for p in REACHABILITY {
             rows.extend(verdict_rows(scenario, p, [R, R, R, R]));

@@ -32,6 +32,7 @@ impl Action {
             Action::Crash { landed: false } => "crash: any in-flight put is lost".to_string(),
             Action::Crash { landed: true } => "crash: the in-flight put lands first".to_string(),
             Action::Restore => "restore from the latest checkpoint".to_string(),
+            Action::LandZombie => "the crashed incarnation's send lands".to_string(),
         }
     }
 }
@@ -143,6 +144,14 @@ impl Durable {
             let _ = writeln!(
                 out,
                 "in-flight put: {}: {}, {at}",
+                name(r.state_key),
+                saved(r.state)
+            );
+        }
+        if let Some(r) = s.zombie {
+            let _ = writeln!(
+                out,
+                "send of a crashed incarnation, not landed: {}: {}",
                 name(r.state_key),
                 saved(r.state)
             );
@@ -319,14 +328,32 @@ impl Durable {
             }
             Action::Crash { landed } => {
                 let unlanded = s.puts_in_flight().filter(|p| p.offset.is_none()).count();
+                let zombie = self.bounds.zombie_sends && s.zombie.is_none();
                 let send = match (unlanded, landed) {
                     (0, _) => "",
                     (_, true) => "; the in-flight send lands, unacknowledged",
+                    (1, false) if zombie => {
+                        "; the in-flight send stays with the producer and may land later"
+                    }
                     (1, false) => "; the in-flight send is lost",
                     (_, false) => "; the in-flight sends are lost",
                 };
                 format!("the task crashes{send}")
             }
+            Action::LandZombie => match s.zombie {
+                Some(r) => {
+                    let p = self.partition(r.state_key.key);
+                    format!(
+                        "the crashed incarnation's send of key {} input {} ({} call result(s){}) lands at partition {p} offset {}, over what the key holds",
+                        r.state_key.key,
+                        r.state_key.seq,
+                        r.state.calls(),
+                        if r.state.completed() { ", completed" } else { "" },
+                        s.log_len[p]
+                    )
+                }
+                None => "no send of a crashed incarnation is left".to_string(),
+            },
             Action::Restore => match s.completed {
                 Some(c) => {
                     let marker: Vec<String> = (0..self.bounds.partitions as usize)

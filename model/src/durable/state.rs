@@ -614,6 +614,9 @@ pub struct State {
     pub failed_sends: u8,
     /// Per key, outputs committed by the sink (it commits per completed checkpoint).
     pub committed_outputs: [u8; MAX_KEYS],
+    /// A send of an earlier incarnation that its crash did not stop (`zombie-sends`): the
+    /// producer may still deliver it, at any later time, over newer records.
+    pub zombie: Option<Record>,
     /// Ghost: supplier runs per (state key, call).
     pub supplier_runs: Runs,
     /// Ghost: what the last step did.
@@ -642,6 +645,7 @@ impl State {
             crashes: 0,
             failed_sends: 0,
             committed_outputs: [0; MAX_KEYS],
+            zombie: None,
             supplier_runs: Runs::ZERO,
             events: Events::NONE,
         }
@@ -815,7 +819,11 @@ impl std::hash::Hash for State {
             | (self.events.code() as u64) << 56;
         let keys1 = le3(self.next_seq) | le3(self.finished) << 24;
         let keys2 = le3(self.next_action) | le3(self.phase.map(Phase::code)) << 24;
-        let keys3 = le3(self.committed_outputs) | le3(self.key_boundary) << 24;
+        let zombie = self
+            .zombie
+            .map_or(0xFF, |r| (r.state_key.slot() as u8) << 3 | r.state.index());
+        let keys3 =
+            le3(self.committed_outputs) | le3(self.key_boundary) << 24 | (zombie as u64) << 48;
         // Per key, its put's record (slot and state; the slot names the key) and offset.
         let puts = self.puts.iter().enumerate().fold(0, |word, (k, put)| {
             let (record, offset) = match put {
@@ -1003,6 +1011,12 @@ mod tests {
             s.puts[last_key] = put(last, Some(0));
         });
         with(&|s| s.failed_sends = 1);
+        with(&|s| {
+            s.zombie = Some(Record {
+                state_key: StateKey::of_slot(0),
+                state: st,
+            })
+        });
         with(&|s| s.events.duplicate_output = true);
         with(&|s| {
             s.pending[2] = Some(Checkpoint {

@@ -14,7 +14,7 @@ pub type Renaming = [u8; MAX_KEYS];
 
 const SLOTS_PER_KEY: usize = MAX_INPUTS * MAX_ACTIONS;
 const SIGNATURE: usize =
-    7 + 3 * (MAX_CONCURRENT + 1) + 4 + 9 * SLOTS_PER_KEY + SLOTS_PER_KEY * MAX_CALLS;
+    7 + 3 * (MAX_CONCURRENT + 1) + 4 + 3 + 9 * SLOTS_PER_KEY + SLOTS_PER_KEY * MAX_CALLS;
 
 /// A phase as bytes that order like the phase's parts.
 fn phase_bytes(p: Phase) -> [u8; 2] {
@@ -70,6 +70,13 @@ fn signature(s: &State, k: usize) -> [u8; SIGNATURE] {
     let [_, calls, completed] = state_bytes(mine.map(|p| p.record.state));
     let landed = mine.and_then(|p| p.offset).map_or(0, |o| o + 1);
     for b in [relative, calls, completed, landed] {
+        put(b);
+    }
+    // The key's zombie send, if the zombie is of this key.
+    let zombie = s.zombie.filter(|r| r.state_key.key as usize == k);
+    let relative = zombie.map_or(0, |r| 1 + r.state_key.slot() as u8 % SLOTS_PER_KEY as u8);
+    let [_, calls, completed] = state_bytes(zombie.map(|r| r.state));
+    for b in [relative, calls, completed] {
         put(b);
     }
     let first = k * SLOTS_PER_KEY;
@@ -130,6 +137,10 @@ pub fn rename(s: &State, to: &Renaming) -> State {
             put
         });
     }
+    t.zombie = s.zombie.map(|mut r| {
+        r.state_key.key = to[r.state_key.key as usize];
+        r
+    });
     t
 }
 
@@ -233,14 +244,16 @@ mod tests {
     #[test]
     fn renamings_commute_with_the_model_and_the_representative_is_canonical() {
         // Failed sends (before and after landing) with two keys; three keys without; two
-        // keys with two checkpoints pending at once; every key's put in flight at once.
-        for (keys, partitions, failures, checkpoints, concurrent, puts) in [
-            ("3", "1", "0", "1", "1", "false"),
-            ("3", "2", "0", "1", "1", "false"),
-            ("2", "1", "1", "1", "1", "false"),
-            ("2", "1", "0", "2", "2", "false"),
-            ("3", "1", "0", "1", "1", "true"),
-            ("2", "1", "1", "1", "1", "true"),
+        // keys with two checkpoints pending at once; every key's put in flight at once; a
+        // send that outlives its crash.
+        for (keys, partitions, failures, checkpoints, concurrent, puts, zombie) in [
+            ("3", "1", "0", "1", "1", "false", "false"),
+            ("3", "2", "0", "1", "1", "false", "false"),
+            ("2", "1", "1", "1", "1", "false", "false"),
+            ("2", "1", "0", "2", "2", "false", "false"),
+            ("3", "1", "0", "1", "1", "true", "false"),
+            ("2", "1", "1", "1", "1", "true", "false"),
+            ("3", "1", "0", "1", "1", "false", "true"),
         ] {
             for design in DESIGNS {
                 let m = model(
@@ -255,8 +268,13 @@ mod tests {
                         ("send-failures", failures),
                         ("fail-after-landing", "true"),
                         ("concurrent-puts", puts),
+                        ("zombie-sends", zombie),
                     ],
                 );
+                if zombie == "true" {
+                    // The zombie is renamed: some reachable state has one.
+                    assert!(reachable(&m).iter().any(|s| s.zombie.is_some()));
+                }
                 if puts == "true" {
                     // The puts are renamed: some reachable state has several.
                     assert!(reachable(&m).iter().any(|s| s.puts_in_flight().count() > 1));
