@@ -206,9 +206,9 @@ pub fn expected_log(caches_before_ack: bool, s: &State, action: &Action) -> Vec<
         }],
         Action::CompleteCheckpoint(id) => vec![DurableEvent::CheckpointComplete { checkpoint: id }],
         // Never enabled here: the validator's model leaves `checkpoint-aborts`,
-        // `lost-completions` and `zombie-sends` off, as the driver neither aborts a checkpoint without a
-        // crash nor loses a notification.
-        // `zombie-sends` too: a crash's sends are lost or landed, never later.
+        // `lost-completions` and `zombie-sends` off, as the driver never aborts a
+        // checkpoint without a crash, never loses a notification, and lands or loses a
+        // crash's sends before it reopens the log.
         Action::AbortCheckpoint(_)
         | Action::CompleteCheckpointUnnotified(_)
         | Action::LandZombie => Vec::new(),
