@@ -34,7 +34,11 @@
 //! - *checkpoints* capture keyed state and the recovery marker, complete (prune, commit
 //!   outputs), and are restored after a crash. Up to `concurrent-checkpoints` may be
 //!   pending at once (Flink's `max-concurrent-checkpoints`, default 1); completing one
-//!   subsumes the older pending ones, as Flink's coordinator and the operator do.
+//!   subsumes the older pending ones, as Flink's coordinator and the operator do;
+//! - *faults*, each a setting off by default beyond one crash: sends that fail before or
+//!   after landing, checkpoints aborted without a crash, completion notifications that
+//!   never arrive, put errors the action catches, and sends that outlive their crash
+//!   (zombies), landing later unless the restore fences the old producer.
 //!
 //! This file holds the designs, bounds, actions and transitions; the rest is split by
 //! concern: `state` (the typed state and its fingerprint), [`property`] (names and
