@@ -561,7 +561,7 @@ impl<V: Variant> Conformant<V> {
                 // Past its bound the operator forgets the oldest checkpoint it knows: one
                 // completed without its being told (the model's coordinator never has
                 // more pending than the bound).
-                if rt.known_checkpoints().len() >= rt.names.limits.pending_checkpoints
+                if rt.unnotified.len() + rt.pending.len() >= rt.names.limits.pending_checkpoints
                     && !rt.unnotified.is_empty()
                 {
                     rt.unnotified.remove(0);
@@ -675,7 +675,7 @@ impl<V: Variant> Conformant<V> {
                     }
                 }
                 // A send the crash does not stop stays with the producer.
-                if s.zombie.is_none() {
+                if m.bounds.zombie_sends && s.zombie.is_none() {
                     if let Some(record) = m.next_state(s, *a).and_then(|n| n.zombie) {
                         let k = usize::from(record.state_key.key);
                         let put = rt.in_flight[k].as_ref().ok_or_else(|| {

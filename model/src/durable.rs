@@ -604,15 +604,15 @@ impl Durable {
 
     /// Key `k`'s in-flight put's record lands at the end of its partition.
     fn land(&self, next: &mut State, k: usize) {
-        let Some(put) = next.puts[k].as_mut() else {
+        let Some(put) = next.puts[k] else {
             unreachable!("land without a put of key {k} in flight");
         };
         debug_assert!(put.offset.is_none(), "a put lands once");
-        let record = put.record;
-        let offset = self.append(next, record);
-        if let Some(put) = next.puts[k].as_mut() {
-            put.offset = Some(offset);
-        }
+        let offset = self.append(next, put.record);
+        next.puts[k] = Some(Put {
+            offset: Some(offset),
+            ..put
+        });
     }
 
     /// `record` lands at the end of its partition and becomes its state key's latest;
@@ -703,10 +703,22 @@ impl Durable {
             .pending_checkpoints()
             .enumerate()
             .find_map(|(at, (pending, c))| (pending == id).then_some((at, c)))?;
-        next.pending = [None; MAX_CONCURRENT];
-        next.pending[..MAX_CONCURRENT - at - 1].copy_from_slice(&s.pending[at + 1..]);
+        Self::leave_pending(s, next, at);
         next.completed = Some(c);
         Some(c)
+    }
+
+    /// The pending checkpoints up to slot `at` leave; the newer ones move up, keeping
+    /// their ids (ids are counted back from the newest).
+    fn leave_pending(s: &State, next: &mut State, at: usize) {
+        next.pending = [None; MAX_CONCURRENT];
+        next.pending[..MAX_CONCURRENT - at - 1].copy_from_slice(&s.pending[at + 1..]);
+    }
+
+    /// A failed put of key `k` that the action catches and goes on from: with
+    /// `handled-put-errors`, a call result's put (a completion's put is the operator's).
+    pub(super) fn catches_put_error(&self, s: &State, k: usize) -> bool {
+        self.bounds.handled_put_errors && matches!(s.phase[k], Phase::AwaitPut(_))
     }
 
     /// The sink commits the outputs of the inputs checkpoint `c` counts finished.
@@ -992,8 +1004,7 @@ impl Model for Durable {
                     // Old order: flush does not surface the send's error; the action goes
                     // on with the state cached as if saved.
                     self.after_put(&mut next, k);
-                } else if self.bounds.handled_put_errors && matches!(s.phase[k], Phase::AwaitPut(_))
-                {
+                } else if self.catches_put_error(s, k) {
                     // The error reaches the action's code, which catches it and goes on
                     // to its next call: nothing cached, no offset tracked; the action's
                     // own state keeps the result, so its next put carries it.
@@ -1035,12 +1046,11 @@ impl Model for Durable {
                 self.complete(s, &mut next, id)?;
             }
             Action::AbortCheckpoint(id) => {
-                // Only the oldest: the newer pending ones move up, keeping their ids.
+                // Only the oldest.
                 if s.pending_checkpoints().next()?.0 != id {
                     return None;
                 }
-                next.pending = [None; MAX_CONCURRENT];
-                next.pending[..MAX_CONCURRENT - 1].copy_from_slice(&s.pending[1..]);
+                Self::leave_pending(s, &mut next, 0);
             }
             Action::Crash { landed } => {
                 if self.any_running(s) {

@@ -401,14 +401,7 @@ impl<V: Variant> Runtime<V> {
         if let Some(offset) = put.landed {
             return Ok(offset);
         }
-        let partition = Arc::make_mut(&mut self.log[put.record.partition as usize]);
-        let offset = partition.len() as Offset;
-        partition.push(Arc::new(LogRecord {
-            partition: put.record.partition,
-            offset,
-            key: put.record.key.clone(),
-            value: put.record.value.clone(),
-        }));
+        let offset = append(&mut self.log, &put.record);
         put.landed = Some(offset);
         Ok(offset)
     }
@@ -419,15 +412,7 @@ impl<V: Variant> Runtime<V> {
             .zombie
             .take()
             .ok_or_else(|| "no send of a crashed operator is left".to_string())?;
-        let partition = Arc::make_mut(&mut self.log[record.partition as usize]);
-        let offset = partition.len() as Offset;
-        partition.push(Arc::new(LogRecord {
-            partition: record.partition,
-            offset,
-            key: record.key.clone(),
-            value: record.value.clone(),
-        }));
-        Ok(offset)
+        Ok(append(&mut self.log, &record))
     }
 
     /// Key `k`'s in-flight put is acknowledged (landing first if it has not).
@@ -578,6 +563,19 @@ impl<V: Variant> Runtime<V> {
         self.unannounced_outputs = 0;
         Ok(report)
     }
+}
+
+/// `record` lands at the end of its partition of `log`; returns its offset.
+fn append(log: &mut Partitions, record: &PutRecord) -> Offset {
+    let partition = Arc::make_mut(&mut log[record.partition as usize]);
+    let offset = partition.len() as Offset;
+    partition.push(Arc::new(LogRecord {
+        partition: record.partition,
+        offset,
+        key: record.key.clone(),
+        value: record.value.clone(),
+    }));
+    offset
 }
 
 /// A checkpoint no operator could have written, made from a real one by breaking one

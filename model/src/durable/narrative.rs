@@ -284,9 +284,7 @@ impl Durable {
                 };
                 let then = if self.design.caches_before_ack() {
                     "the error is not seen and the action goes on"
-                } else if self.bounds.handled_put_errors
-                    && matches!(s.phase[key as usize], Phase::AwaitPut(_))
-                {
+                } else if self.catches_put_error(s, key as usize) {
                     "the action catches the error and goes on, nothing cached"
                 } else {
                     "the error reaches the action and the task fails"
