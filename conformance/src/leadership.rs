@@ -286,6 +286,7 @@ fn apply(
         }
         // Taken by the runtime already, as soon as it became possible.
         Action::CloseRunner => {}
+        Action::CrashJobManager => rt.driver.crash_jobmanager(),
     }
     Ok(())
 }
@@ -394,6 +395,8 @@ impl Binding for LeadershipBinding {
                 }
             }
             DispatcherState::Leading => probes.push(Action::RecoverJob),
+            // A dead dispatcher has no leadership to lose.
+            DispatcherState::Crashed => probes.push(Action::DispatcherFailover),
         }
         // The dispatcher handles a runner result once, after the runner completed it.
         if !(s.has_runner && s.runner_result.is_set() && !s.result_handled) {
@@ -433,6 +436,9 @@ impl Binding for LeadershipBinding {
             }
             "CloseRunner" => {
                 "taken by the runtime within the step that enabled it; checked by its log record"
+            }
+            "CrashJobManager" => {
+                "Driver::crash_jobmanager (dispatcher and runner dropped, Dispatcher::after_crash; the stores kept)"
             }
             _ => "(unknown action kind)",
         }

@@ -8,7 +8,9 @@
 
 use std::collections::BTreeSet;
 
-use steadfast::leadership::{JobStatus, ProcessResult, ProcessState, RunnerResult, Session};
+use steadfast::leadership::{
+    JobResultStore, JobStatus, ProcessResult, ProcessState, RunnerResult, Session,
+};
 use steadfast_conformance::cover::{cover, cover_threads, Coverage};
 use steadfast_conformance::leadership::{
     check_log, collect, expected_log, logged_step, observe_runtime, realise,
@@ -74,7 +76,12 @@ fn full_coverage(what: &str, m: &Leadership) -> Coverage {
     assert_eq!(c.unique_states, checked.unique_states, "{what}");
     assert_eq!(c.transitions, checked.generated_states - 1, "{what}");
     let kinds: Vec<&str> = c.kinds.keys().map(String::as_str).collect();
-    assert_eq!(kinds, KINDS, "{what}: every action kind is taken");
+    let mut want = KINDS.to_vec();
+    if m.jobmaster_crash {
+        want.push("CrashJobManager");
+        want.sort();
+    }
+    assert_eq!(kinds, want, "{what}: every action kind is taken");
     assert_eq!(c.steps, c.transitions + c.probes, "{what}");
     report(what, &c);
     c
@@ -105,6 +112,89 @@ fn every_transition_conforms_at_the_largest_bounds() {
     late.push(("late-signal", "true"));
     let c = full_coverage("fixed, largest bounds, late-signal", &fixed(&late));
     assert_eq!((c.unique_states, c.transitions), (49_896, 87_239));
+}
+
+#[test]
+fn every_transition_conforms_when_a_jobmanager_may_crash() {
+    let crash = [("jobmaster-crash", "true")];
+    let c = full_coverage("fixed, jobmaster-crash", &fixed(&crash));
+    assert_eq!((c.unique_states, c.transitions), (15_194, 31_373));
+    let mut late = LARGEST.to_vec();
+    late.extend([("late-signal", "true"), ("jobmaster-crash", "true")]);
+    let c = full_coverage(
+        "fixed, largest bounds, late-signal, jobmaster-crash",
+        &fixed(&late),
+    );
+    assert_eq!((c.unique_states, c.transitions), (118_927, 237_623));
+}
+
+/// A crash in the runtime is what it is in the model: a decision that reached no entry
+/// is run again by the next leader; one that reached its entry is cleaned up and never
+/// run again.
+#[test]
+fn a_jobmanager_crash_reruns_only_an_unrecorded_job() {
+    use Action::*;
+    let m = fixed(&[("jobmaster-crash", "true")]);
+    let (state, rt) = drive(
+        &m,
+        &[
+            GrantLeadership(1),
+            RunGrant(1),
+            DecideTerminal(Status::Finished),
+            CrashJobManager,
+            RecoverJob,
+            GrantLeadership(2),
+            RunGrant(2),
+        ],
+    );
+    assert!(state.crash_lost);
+    let seen = observe_runtime(&rt);
+    assert_eq!(seen.dispatcher_epoch, 2);
+    assert_eq!(seen.runners_started, 2);
+    let sessions: Vec<(Session, ProcessState)> = seen
+        .processes
+        .iter()
+        .map(|p| (p.session, p.state))
+        .collect();
+    assert_eq!(
+        sessions,
+        [
+            (Session(1), ProcessState::Terminated),
+            (Session(2), ProcessState::Running)
+        ]
+    );
+
+    let (state, rt) = drive(
+        &m,
+        &[
+            GrantLeadership(1),
+            RunGrant(1),
+            DecideTerminal(Status::Failed),
+            DeliverTerminalSignal(1),
+            CheckLeadershipInForward(1),
+            HandleRunnerResult,
+            CrashJobManager,
+            RecoverJob,
+            RemoveJobGraph,
+            MarkResultClean,
+        ],
+    );
+    assert!(!state.crash_lost);
+    let seen = observe_runtime(&rt);
+    assert_eq!(seen.runner, None);
+    assert_eq!((seen.dispatcher_epoch, seen.runners_started), (2, 1));
+    assert!(!seen.job_graph_present);
+    assert_eq!(
+        seen.job_result_entry,
+        steadfast::leadership::JobResultEntry::Clean
+    );
+    assert_eq!(
+        rt.driver
+            .environment()
+            .results
+            .status(steadfast::leadership::JobId(1)),
+        Some(JobStatus::Failed)
+    );
 }
 
 #[test]

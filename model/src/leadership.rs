@@ -106,6 +106,10 @@ pub enum Action {
     MarkResultClean,
     /// The next dispatcher leader starts and recovers JobGraphs without an entry.
     RecoverJob,
+    /// The JobManager process of the current epoch dies (killed, its host lost): its
+    /// dispatcher, runner, processes and scheduler vanish without closing, completing a
+    /// result or writing the JobResultStore; the election expires its sessions.
+    CrashJobManager,
 }
 
 /// Which code the runner and the process run.
@@ -230,6 +234,11 @@ const PARAMS: &[Param] = &[
         kind: ParamKind::Bool { default: false },
     },
     Param {
+        name: "jobmaster-crash",
+        help: "a JobManager process may die without closing anything (no result, no JobResultStore write)",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
         name: "old-runner-first",
         help: "the next dispatcher leader starts only after the old runner terminated",
         kind: ParamKind::Bool { default: true },
@@ -254,6 +263,10 @@ const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
     (
         "all-late-signal",
         &[("ordering", "all"), ("late-signal", "true")],
+    ),
+    (
+        "jobmaster-crash",
+        &[("ordering", "all"), ("jobmaster-crash", "true")],
     ),
 ];
 
@@ -292,6 +305,8 @@ pub struct Leadership {
     /// Whether the next dispatcher leader waits for the old runner to terminate (when
     /// not, it still waits for the old dispatcher to handle the runner's result).
     pub old_runner_first: bool,
+    /// Whether a JobManager process may die without closing anything.
+    pub jobmaster_crash: bool,
     focus: Option<&'static str>,
 }
 
@@ -412,6 +427,7 @@ impl Leadership {
             current_leader: 0,
             pending_terminal: None,
             runner_terminated: false,
+            runner_killed: false,
             processes: [Process::UNUSED; MAX_GRANTS],
             process_count: 0,
             signal: 0,
@@ -426,6 +442,7 @@ impl Leadership {
             decider: 0,
             lost_terminal: false,
             unfenced: false,
+            crash_lost: false,
         }
     }
 }
@@ -467,9 +484,10 @@ impl Model for Leadership {
                     1 + usize::from(id)
                 }
                 Action::DecideTerminal(_) => 2 + p,
-                Action::DispatcherFailover | Action::HandleRunnerResult | Action::RecoverJob => {
-                    3 + p
-                }
+                Action::DispatcherFailover
+                | Action::HandleRunnerResult
+                | Action::RecoverJob
+                | Action::CrashJobManager => 3 + p,
                 Action::RemoveJobGraph | Action::MarkResultClean => 4 + p,
             })
         };
@@ -529,6 +547,8 @@ impl Model for Leadership {
                 ProcessState::Running => self.ordering != Ordering::B,
                 ProcessState::Closing => true,
                 ProcessState::Terminated => self.late_signal,
+                // A crash drops the signal with the scheduler that sent it.
+                ProcessState::Killed => false,
             };
             if enabled {
                 actions.push(Action::DeliverTerminalSignal(s.signal));
@@ -561,7 +581,7 @@ impl Model for Leadership {
         {
             actions.push(Action::HandleRunnerResult);
         }
-        if s.job_result == JobResultEntry::Dirty {
+        if s.job_result == JobResultEntry::Dirty && s.dispatcher != DispatcherState::Crashed {
             if s.job_graph {
                 actions.push(Action::RemoveJobGraph);
             } else {
@@ -574,11 +594,21 @@ impl Model for Leadership {
         {
             actions.push(Action::DispatcherFailover);
         }
-        if s.dispatcher == DispatcherState::Stopping
-            && (!s.has_runner
-                || (s.result_handled && (s.runner_terminated || !self.old_runner_first)))
-        {
+        let old_dispatcher_done = match s.dispatcher {
+            DispatcherState::Leading => false,
+            DispatcherState::Stopping => {
+                !s.has_runner
+                    || (s.result_handled && (s.runner_terminated || !self.old_runner_first))
+            }
+            // Nothing of the dead JobManager is left to wait for.
+            DispatcherState::Crashed => true,
+        };
+        if old_dispatcher_done {
             actions.push(Action::RecoverJob);
+        }
+        if self.jobmaster_crash && s.dispatcher != DispatcherState::Crashed && s.epoch < self.epochs
+        {
+            actions.push(Action::CrashJobManager);
         }
     }
 
@@ -736,6 +766,37 @@ impl Model for Leadership {
             Action::MarkResultClean => {
                 next.job_result = JobResultEntry::Clean;
             }
+            Action::CrashJobManager => {
+                // A decision that reached no JobResultStore entry dies with the process.
+                if next.decided.is_some() && next.job_result == JobResultEntry::Absent {
+                    next.crash_lost = true;
+                }
+                next.dispatcher = DispatcherState::Crashed;
+                next.issued = 0;
+                let epoch = next.epoch;
+                for p in next.processes[..usize::from(next.process_count)].iter_mut() {
+                    if p.epoch == epoch {
+                        p.state = ProcessState::Killed;
+                        p.forward_pending = false;
+                    }
+                }
+                if next.signal != 0 && Self::process(&next, next.signal).epoch == epoch {
+                    next.signal = 0;
+                }
+                // The runner is gone with nothing to hand over: no result to handle, no
+                // close to wait for. `has_runner` still says whether this epoch started
+                // one.
+                next.runner = RunnerState::Stopped;
+                next.runner_result = Outcome::Unset;
+                next.result_handled = false;
+                next.runner_terminated = true;
+                next.runner_killed = true;
+                next.chain = [ChainOp::Empty; CHAIN_CAPACITY];
+                next.chain_len = 0;
+                next.current = 0;
+                next.current_leader = 0;
+                next.pending_terminal = None;
+            }
             Action::RecoverJob => {
                 next.epoch += 1;
                 next.dispatcher = DispatcherState::Leading;
@@ -759,13 +820,16 @@ impl Model for Leadership {
                 next.current_leader = 0;
                 next.pending_terminal = None;
                 next.runner_terminated = !recover;
+                if recover {
+                    next.runner_killed = false;
+                }
             }
         }
         Some(next)
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        check::select(property::all(), self.focus)
+        check::select(property::all(self), self.focus)
     }
 }
 
@@ -820,11 +884,20 @@ impl Spec for Leadership {
             late_signal: settings.flag("late-signal"),
             decide_while_closing: settings.flag("decide-while-closing"),
             old_runner_first: settings.flag("old-runner-first"),
+            jobmaster_crash: settings.flag("jobmaster-crash"),
             focus: None,
         })
     }
 
     fn focus(&self, property: Option<&str>) -> Result<Self, SettingsError> {
+        if let Some(setting) = property.and_then(property::needs) {
+            if !self.settings.flag(setting) {
+                return Err(SettingsError(format!(
+                    "property `{}` needs `--{setting} true`",
+                    property.unwrap_or_default()
+                )));
+            }
+        }
         let focus = match property {
             None => None,
             Some(name) => Some(

@@ -68,6 +68,9 @@ pub(crate) fn word(text: &str) -> Cow<'static, str> {
         "process",
         "dispatcher",
         "election",
+        "jobmanager",
+        "crash",
+        "crashed",
         "leadership_granted",
         "leadership_revoked",
         "terminal_signal_delivered",
@@ -450,7 +453,9 @@ pub(super) fn election_record(
 /// Whether process `id` belongs to the runner the driver holds (the latest one), which
 /// is the one the binding's events reach.
 pub(super) fn of_latest_runner(s: &State, id: u8) -> bool {
-    s.processes[usize::from(id) - 1].epoch == latest_runner_epoch(s)
+    let p = &s.processes[usize::from(id) - 1];
+    // A crash took its runner with it: the driver holds none for it.
+    !s.runner_killed && p.epoch == latest_runner_epoch(s)
 }
 
 /// The structured events the runtime must emit when the binding realises `action` at
@@ -511,6 +516,15 @@ pub(super) fn expected_log_into(
             before.epoch,
             "applied",
         )),
+        Action::CrashJobManager => out.push(LogRecord {
+            component: Cow::Borrowed("jobmanager"),
+            event: Cow::Borrowed("crash"),
+            session: None,
+            job: Some(u64::from(JOB.0)),
+            epoch: Some(u64::from(before.epoch)),
+            status: None,
+            outcome: Cow::Borrowed("crashed"),
+        }),
         _ => step_log(model, before, action, out),
     }
 }
@@ -536,7 +550,15 @@ pub fn start_log(init: &State) -> Vec<LogRecord> {
 /// The events a forbidden step produces when the runtime refuses it: the refusal of the
 /// event the binding delivered, and nothing else.
 pub(super) fn refusal_log(before: &State, action: &Action, out: &mut Vec<LogRecord>) {
+    // After a crash the driver holds no runner: it refuses every runner event before
+    // any machine sees it.
+    let runner_gone = before.runner_killed;
     match *action {
+        Action::RunGrant(_)
+        | Action::RunRevoke
+        | Action::TerminateService(_)
+        | Action::CheckLeadershipInForward(_)
+            if runner_gone => {}
         Action::RunGrant(s) => out.push(runner_refusal(Event::LeadershipGranted {
             session: Session(u32::from(s)),
         })),

@@ -126,7 +126,10 @@ pub(super) fn observe_model_into(s: &State, out: &mut Observation) {
                 state: match p.state {
                     model::ProcessState::Running => ProcessState::Running,
                     model::ProcessState::Closing => ProcessState::Closing,
-                    model::ProcessState::Terminated => ProcessState::Terminated,
+                    // The runtime keeps a killed process on record as terminated.
+                    model::ProcessState::Terminated | model::ProcessState::Killed => {
+                        ProcessState::Terminated
+                    }
                 },
                 result: process_result(p.result),
                 forward_pending: p.forward_pending,
@@ -143,7 +146,8 @@ pub(super) fn observe_model_into(s: &State, out: &mut Observation) {
         .filter(|_| s.processes[usize::from(s.current) - 1].epoch == s.epoch);
     *out = Observation {
         issued_session: session(s.issued).filter(|_| live),
-        runner: s.has_runner.then(|| RunnerView {
+        // A crashed JobManager's runner is gone; the runtime holds none.
+        runner: (s.has_runner && !s.runner_killed).then(|| RunnerView {
             state: match s.runner {
                 model::RunnerState::Running => RunnerState::Running,
                 model::RunnerState::JobCompleted => RunnerState::JobCompleted,
@@ -179,13 +183,14 @@ pub(super) fn observe_model_into(s: &State, out: &mut Observation) {
 }
 
 /// The store request the model's state has the dispatcher wait on: the next step of
-/// global cleanup while the entry is dirty.
+/// global cleanup while the entry is dirty and a dispatcher lives to ask.
 pub(super) fn model_store_request(s: &State) -> Option<DispatcherEffect> {
-    (s.job_result == model::JobResultEntry::Dirty).then_some(if s.job_graph {
-        DispatcherEffect::RemoveJobGraph { job: JOB }
-    } else {
-        DispatcherEffect::MarkEntryClean { job: JOB }
-    })
+    (s.job_result == model::JobResultEntry::Dirty && s.dispatcher != DispatcherState::Crashed)
+        .then_some(if s.job_graph {
+            DispatcherEffect::RemoveJobGraph { job: JOB }
+        } else {
+            DispatcherEffect::MarkEntryClean { job: JOB }
+        })
 }
 
 /// The epoch of the latest runner the dispatcher started. Recovery only ever stops (the

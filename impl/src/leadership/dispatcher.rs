@@ -293,6 +293,19 @@ impl Dispatcher {
         Self::default()
     }
 
+    /// The dispatcher a JobManager runs after the one running `self` died (killed, its
+    /// host lost): not leader, no runners, no jobs, no request outstanding; nothing of
+    /// the dead one's work survives but what it wrote to the stores. The epoch and
+    /// runner counters carry on, as the HA services' leader epochs do in Flink, so the
+    /// next leadership gain starts the next epoch.
+    pub fn after_crash(&self) -> Dispatcher {
+        Dispatcher {
+            epoch: self.epoch,
+            runners_started: self.runners_started,
+            ..Dispatcher::default()
+        }
+    }
+
     /// Whether the dispatcher is leader.
     pub fn is_leader(&self) -> bool {
         self.leader

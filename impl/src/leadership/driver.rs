@@ -22,7 +22,7 @@ use super::error::LeadershipError;
 use super::projection::{LeadershipProjection, ProcessProjection};
 use super::runner::{Effect, Event, Runner};
 use super::store::{InMemoryJobGraphStore, InMemoryJobResultStore, JobGraphStore, JobResultStore};
-use super::types::{JobId, JobResultEntry, RunnerState, Session};
+use super::types::{JobId, JobResultEntry, ProcessState, RunnerState, Session};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::collections::VecDeque;
@@ -274,6 +274,34 @@ impl Driver {
     /// The dispatcher loses leadership and closes its runners.
     pub fn dispatcher_lose_leadership(&mut self) -> Driven {
         self.dispatch(DispatcherEvent::LeadershipLost)
+    }
+
+    /// The JobManager process dies: its dispatcher, runner and processes vanish without
+    /// closing, completing a result or writing a store ([`Dispatcher::after_crash`]);
+    /// the election expires the session the runner held, and requests, answers and
+    /// notifications on their way to the dead process are lost. The stores keep what
+    /// they hold; the processes stay on record as terminated, with the results they had.
+    pub fn crash_jobmanager(&mut self) {
+        if let Some(runner) = self.runner.take() {
+            self.retired
+                .extend(runner.projection().processes.into_iter().map(|mut p| {
+                    p.state = ProcessState::Terminated;
+                    p
+                }));
+        }
+        self.dispatcher = self.dispatcher.after_crash();
+        self.env.issued = None;
+        self.election_inbox.clear();
+        self.queries.clear();
+        self.store_requests.clear();
+        self.runner_results.clear();
+        tracing::debug!(
+            component = "jobmanager",
+            event = "crash",
+            job = self.job.0,
+            epoch = self.dispatcher.epoch(),
+            outcome = "crashed",
+        );
     }
 
     /// A client submits the job.

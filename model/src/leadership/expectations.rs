@@ -9,7 +9,7 @@ pub(super) fn table() -> Vec<Expectation> {
     use Verdict::*;
     // Per design: the safety verdicts under ordering A, ordering B and all.
     type Row = (&'static str, [Verdict; 3]);
-    let safety: [(Design, [Row; 6]); 5] = [
+    let safety: [(Design, [Row; 7]); 5] = [
         (
             Design::Unpatched,
             [
@@ -19,6 +19,7 @@ pub(super) fn table() -> Vec<Expectation> {
                 (ONE_LIVE_PROCESS, [Holds; 3]),
                 (FENCED_SESSIONS, [Holds; 3]),
                 (STORES_AGREE, [Holds; 3]),
+                (ONLY_A_CRASH_LOSES, [Counterexample; 3]),
             ],
         ),
         (
@@ -30,6 +31,7 @@ pub(super) fn table() -> Vec<Expectation> {
                 (ONE_LIVE_PROCESS, [Holds; 3]),
                 (FENCED_SESSIONS, [Holds; 3]),
                 (STORES_AGREE, [Holds; 3]),
+                (ONLY_A_CRASH_LOSES, [Counterexample; 3]),
             ],
         ),
         (
@@ -41,6 +43,7 @@ pub(super) fn table() -> Vec<Expectation> {
                 (ONE_LIVE_PROCESS, [Holds; 3]),
                 (FENCED_SESSIONS, [Holds; 3]),
                 (STORES_AGREE, [Holds; 3]),
+                (ONLY_A_CRASH_LOSES, [Holds, Counterexample, Counterexample]),
             ],
         ),
         (
@@ -52,6 +55,7 @@ pub(super) fn table() -> Vec<Expectation> {
                 (ONE_LIVE_PROCESS, [Holds; 3]),
                 (FENCED_SESSIONS, [Holds; 3]),
                 (STORES_AGREE, [Holds; 3]),
+                (ONLY_A_CRASH_LOSES, [Holds; 3]),
             ],
         ),
         // The mutant loses a terminal result forwarded after a revoke under every
@@ -65,15 +69,16 @@ pub(super) fn table() -> Vec<Expectation> {
                 (ONE_LIVE_PROCESS, [Holds; 3]),
                 (FENCED_SESSIONS, [Holds; 3]),
                 (STORES_AGREE, [Holds; 3]),
+                (ONLY_A_CRASH_LOSES, [Counterexample; 3]),
             ],
         ),
     ];
     // The scenarios' names, from the one table that defines them: each ordering on
     // time, then each ordering with late signals.
-    let &[(ordering_a, _), (ordering_b, _), (all, _), (late_a, _), (late_b, _), (late_all, _)] =
+    let &[(ordering_a, _), (ordering_b, _), (all, _), (late_a, _), (late_b, _), (late_all, _), (crash, _)] =
         super::SCENARIOS
     else {
-        unreachable!("the leadership model has six scenarios");
+        unreachable!("the leadership model has seven scenarios");
     };
     let on_time = [ordering_a, ordering_b, all];
     let late = [late_a, late_b, late_all];
@@ -95,7 +100,8 @@ pub(super) fn table() -> Vec<Expectation> {
             for (i, scenario) in late.iter().enumerate() {
                 let lost = design == Design::Fixed
                     && i > 0
-                    && [NO_REANIMATION, NO_MASKING, SET_ONCE].contains(&property);
+                    && [NO_REANIMATION, NO_MASKING, SET_ONCE, ONLY_A_CRASH_LOSES]
+                        .contains(&property);
                 table.push(Expectation {
                     design: design.name(),
                     scenario,
@@ -103,7 +109,25 @@ pub(super) fn table() -> Vec<Expectation> {
                     expected: if lost { Counterexample } else { verdicts[i] },
                 });
             }
+            // A JobManager crash (ordering all) kills a decision the JobResultStore has
+            // not recorded in every design: the next leader runs the job again, and its
+            // runner ends SUSPENDED. Every other row keeps its `all` verdict: the fixed
+            // design loses a decision only to the crash.
+            let killed = [NO_REANIMATION, NO_MASKING].contains(&property);
+            table.push(Expectation {
+                design: design.name(),
+                scenario: crash,
+                property,
+                expected: if killed { Counterexample } else { verdicts[2] },
+            });
         }
+        // The crash's own reachability property comes with its setting only.
+        table.push(Expectation {
+            design: design.name(),
+            scenario: crash,
+            property: CRASH_LOSES,
+            expected: Reached,
+        });
         // Reachability: every scenario reaches the steps it allows. Ordering A keeps
         // the signal out of closes (window B unreachable); ordering B delivers it only
         // to a closing process (window A unreachable). Under ordering B only the fixed
@@ -116,6 +140,7 @@ pub(super) fn table() -> Vec<Expectation> {
             (late_a, Reached, Unreached),
             (late_b, Unreached, Reached),
             (late_all, Reached, Reached),
+            (crash, Reached, Reached),
         ] {
             let under_b = scenario == ordering_b || scenario == late_b;
             let finishes = if under_b && !(design.process_fix() && design.runner_fix()) {

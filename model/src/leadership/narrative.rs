@@ -28,6 +28,7 @@ impl Action {
             Action::RemoveJobGraph => "dispatcher removes the JobGraph".to_string(),
             Action::MarkResultClean => "dispatcher marks the result entry clean".to_string(),
             Action::RecoverJob => "next dispatcher leader starts and recovers".to_string(),
+            Action::CrashJobManager => "JobManager process crashes".to_string(),
         }
     }
 }
@@ -106,6 +107,7 @@ impl Leadership {
                     ProcessState::Running => "",
                     ProcessState::Closing => " while it closes",
                     ProcessState::Terminated => " after its service terminated",
+                    ProcessState::Killed => " after its JobManager died",
                 };
                 if p.result == Outcome::Unset {
                     format!(
@@ -195,6 +197,19 @@ impl Leadership {
             Action::MarkResultClean => {
                 "the dispatcher marks the JobResultStore entry clean".to_string()
             }
+            Action::CrashJobManager => {
+                let mut words = format!(
+                    "the JobManager process of epoch {} crashes: its dispatcher, runner and processes vanish without a result",
+                    before.epoch
+                );
+                if after.crash_lost {
+                    words.push_str(&format!(
+                        "; the decided {} dies with it, unrecorded",
+                        before.decided.map_or("status", Status::word)
+                    ));
+                }
+                words
+            }
             Action::RecoverJob => {
                 if after.has_runner {
                     format!(
@@ -212,6 +227,17 @@ impl Leadership {
     }
 
     pub(super) fn shape(&self, path: &[(State, Option<Action>)]) -> Option<String> {
+        // A crash that killed an unrecorded decision explains every loss after it.
+        let crash = path.iter().any(|(before, action)| {
+            *action == Some(Action::CrashJobManager)
+                && !before.crash_lost
+                && self
+                    .next_state(before, Action::CrashJobManager)
+                    .is_some_and(|a| a.crash_lost)
+        });
+        if crash {
+            return Some("JobManager crash before the result was recorded".to_string());
+        }
         // A signal still in flight when its process's service terminates is the residual
         // window of the fix (only with `late-signal`).
         let late = path.iter().any(|(before, action)| {

@@ -3,7 +3,7 @@
 
 use stateright::Property;
 
-use super::{JobResultEntry, Leadership, Outcome, ProcessState, RunnerState};
+use super::{JobResultEntry, Leadership, Outcome, ProcessState, RunnerState, State};
 
 /// No new process once a scheduler decided a globally terminal status.
 pub const NO_REANIMATION: &str = "no reanimation";
@@ -17,6 +17,9 @@ pub const ONE_LIVE_PROCESS: &str = "one live process";
 pub const FENCED_SESSIONS: &str = "fenced sessions";
 /// The JobGraph store and the JobResultStore agree.
 pub const STORES_AGREE: &str = "stores agree";
+/// A decision is reanimated or masked only after a JobManager crash killed it before
+/// the JobResultStore recorded it.
+pub const ONLY_A_CRASH_LOSES: &str = "only a crash loses a decision";
 /// The job's JobResultStore entry is clean.
 pub const JOB_FINISHES: &str = "a job finishes";
 /// The dispatcher handled a SUSPENDED result.
@@ -30,44 +33,58 @@ pub const WINDOW_B: &str = "a revoke lands inside window B";
 pub const REGRANT: &str = "a regrant happens";
 /// A dispatcher failover recovers the job into a new runner.
 pub const FAILOVER_RECOVERS: &str = "a dispatcher failover recovers a job";
+/// A JobManager crash kills a decision the JobResultStore has not recorded.
+pub const CRASH_LOSES: &str = "a crash loses a decision";
 
 /// The safety properties, in model order.
-pub const SAFETY: [&str; 6] = [
+pub const SAFETY: [&str; 7] = [
     NO_REANIMATION,
     NO_MASKING,
     SET_ONCE,
     ONE_LIVE_PROCESS,
     FENCED_SESSIONS,
     STORES_AGREE,
+    ONLY_A_CRASH_LOSES,
 ];
 
 /// The reachability properties, in model order.
-pub const REACHABILITY: [&str; 6] = [
+pub const REACHABILITY: [&str; 7] = [
     JOB_FINISHES,
     JOB_SUSPENDED,
     WINDOW_A,
     WINDOW_B,
     REGRANT,
     FAILOVER_RECOVERS,
+    CRASH_LOSES,
 ];
 
-/// Every property, safety first.
-pub(super) fn all() -> Vec<Property<Leadership>> {
-    vec![
-        Property::<Leadership>::always(NO_REANIMATION, |_, s| {
-            s.decider == 0 || s.process_count == s.decider
-        }),
-        Property::<Leadership>::always(NO_MASKING, |_, s| match s.decided {
-            Some(status) if s.has_runner && s.runner_result.is_set() => {
-                s.runner_result == Outcome::Terminal(status)
-            }
-            _ => true,
-        }),
+/// No process was created after the deciding one.
+fn not_reanimated(s: &State) -> bool {
+    s.decider == 0 || s.process_count == s.decider
+}
+
+/// A runner result set after a decision is the decided status.
+fn not_masked(s: &State) -> bool {
+    match s.decided {
+        Some(status) if s.has_runner && s.runner_result.is_set() => {
+            s.runner_result == Outcome::Terminal(status)
+        }
+        _ => true,
+    }
+}
+
+/// Every property of `model`, safety first: the reachability of a fault comes only
+/// with the setting that injects it, so a model without it reports no property it
+/// cannot reach.
+pub(super) fn all(model: &Leadership) -> Vec<Property<Leadership>> {
+    let mut all = vec![
+        Property::<Leadership>::always(NO_REANIMATION, |_, s| not_reanimated(s)),
+        Property::<Leadership>::always(NO_MASKING, |_, s| not_masked(s)),
         Property::<Leadership>::always(SET_ONCE, |_, s| !s.lost_terminal),
         Property::<Leadership>::always(ONE_LIVE_PROCESS, |_, s| {
             s.processes[..s.process_count as usize]
                 .iter()
-                .filter(|p| p.state != ProcessState::Terminated)
+                .filter(|p| !matches!(p.state, ProcessState::Terminated | ProcessState::Killed))
                 .count()
                 <= 1
         }),
@@ -77,6 +94,11 @@ pub(super) fn all() -> Vec<Property<Leadership>> {
             let never_recovered_after_entry =
                 s.job_result == JobResultEntry::Absent || !s.has_runner || s.entry_epoch == s.epoch;
             removed_after_entry && never_recovered_after_entry
+        }),
+        // Checked at every state, so a loss before the crash is caught before the crash
+        // could excuse it.
+        Property::<Leadership>::always(ONLY_A_CRASH_LOSES, |_, s| {
+            s.crash_lost || (not_reanimated(s) && not_masked(s))
         }),
         Property::<Leadership>::sometimes(JOB_FINISHES, |_, s| {
             s.job_result == JobResultEntry::Clean
@@ -105,5 +127,16 @@ pub(super) fn all() -> Vec<Property<Leadership>> {
                 .any(|w| w[0].epoch == w[1].epoch)
         }),
         Property::<Leadership>::sometimes(FAILOVER_RECOVERS, |_, s| s.epoch > 1 && s.has_runner),
-    ]
+    ];
+    if model.jobmaster_crash {
+        all.push(Property::<Leadership>::sometimes(CRASH_LOSES, |_, s| {
+            s.crash_lost
+        }));
+    }
+    all
+}
+
+/// The setting a property needs, for the properties that come with one.
+pub fn needs(name: &str) -> Option<&'static str> {
+    (name == CRASH_LOSES).then_some("jobmaster-crash")
 }

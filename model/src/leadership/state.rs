@@ -93,6 +93,9 @@ pub enum ProcessState {
     Closing,
     /// Its JobMaster service terminated.
     Terminated,
+    /// Its JobManager process died (setting `jobmaster-crash`): gone without closing,
+    /// its result as it was.
+    Killed,
 }
 
 /// One process (`JobMasterServiceProcess`), created by one grant.
@@ -149,6 +152,9 @@ pub enum DispatcherState {
     Leading,
     /// Lost leadership; waits for its runner to terminate before the next leader starts.
     Stopping,
+    /// Its JobManager process died (setting `jobmaster-crash`): nothing of this epoch
+    /// runs any more, and the next leader starts without waiting.
+    Crashed,
 }
 
 /// The whole system: election, runner, processes, scheduler signal, dispatcher, stores
@@ -180,6 +186,9 @@ pub struct State {
     pub pending_terminal: Option<Status>,
     /// The runner's close completed (its process terminated).
     pub runner_terminated: bool,
+    /// The latest runner died with its JobManager (setting `jobmaster-crash`), running
+    /// or long terminated: none is left to receive anything until the next one starts.
+    pub runner_killed: bool,
 
     /// Processes in creation order; `processes[i]` has id `i + 1`.
     pub processes: [Process; MAX_GRANTS],
@@ -214,10 +223,13 @@ pub struct State {
     /// Ghost: a process changed the runner although its session was neither the issued
     /// one nor the runner's current process leader.
     pub unfenced: bool,
+    /// Ghost: a JobManager crash killed a decision before any JobResultStore entry
+    /// recorded it (Flink then runs the job again, by design: `specs/leadership.md`).
+    pub crash_lost: bool,
 }
 
 /// Bytes of [`State::pack`].
-const PACKED_LEN: usize = 22 + CHAIN_CAPACITY + 4 * MAX_GRANTS;
+const PACKED_LEN: usize = 23 + CHAIN_CAPACITY + 4 * MAX_GRANTS;
 
 impl Status {
     fn code(self) -> u8 {
@@ -265,7 +277,8 @@ impl State {
         b[19] = self.decider;
         b[20] = self.lost_terminal as u8;
         b[21] = self.unfenced as u8;
-        let mut i = 22;
+        b[22] = self.crash_lost as u8 | (self.runner_killed as u8) << 1;
+        let mut i = 23;
         for op in self.chain {
             b[i] = match op {
                 ChainOp::Empty => 0,
