@@ -70,6 +70,7 @@ fn conform_one<B: Binding>(
     let threads = args.take_number("threads", 1, 1, 64)?;
     crate::budget::watch(args, "conform")?;
     let model: B::Model = build(args)?;
+    B::supports(&model).map_err(UsageError)?;
     let mut report = serde_json::json!({
         "model": <B::Model as Spec>::NAME,
         "design": model.design_name(),
@@ -355,6 +356,7 @@ fn departs_of<B: Binding>(args: &mut Args) -> Result<ExitCode, UsageError> {
     }
     let property = args.take("property");
     let model: B::Model = build(args)?;
+    B::supports(&model).map_err(UsageError)?;
     let (chosen, path) = match property {
         // A named property goes straight to its focused run: no full check first.
         Some(p) => {

@@ -85,10 +85,14 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
             "steadfast: `--symmetry` needs `--dfs`: stateright ignores symmetry reduction in breadth-first runs",
         ),
         (
+            &["conform", "leadership", "--dispatcher-overlap", "true"],
+            "steadfast: the driver runs one JobManager, so an old dispatcher still stopping",
+        ),
+        (
             &["check", "leadership", "--dfs", "--symmetry", "--statuses", "1"],
             "steadfast: `--symmetry`: model leadership (design fixed, decide-while-closing=false \
-             epochs=3 grants=3 jobmaster-crash=false late-signal=false old-runner-first=true ordering=all \
-             statuses=1) has no \
+             dispatcher-overlap=false epochs=3 fenced-result-store=false grants=3 jobmaster-crash=false \
+             late-signal=false old-runner-first=true ordering=all statuses=1) has no \
              interchangeable components to reduce by symmetry",
         ),
     ];

@@ -105,6 +105,10 @@ impl Runtime {
 /// Binds [`Leadership`] to the production leadership machines.
 pub struct LeadershipBinding;
 
+/// Why the binding has no counterpart for the model's overlapping dispatchers.
+pub const OVERLAP_UNSUPPORTED: &str = "the driver runs one JobManager, so an old dispatcher \
+    still stopping beside the next leader (`dispatcher-overlap`) has no runtime counterpart yet";
+
 /// The model's steps the runtime takes by itself, as soon as they are possible.
 const OWN_STEPS: [Action; 1] = [Action::CloseRunner];
 
@@ -287,6 +291,9 @@ fn apply(
         // Taken by the runtime already, as soon as it became possible.
         Action::CloseRunner => {}
         Action::CrashJobManager => rt.driver.crash_jobmanager(),
+        Action::CloseOldRunner | Action::OldDispatcherHandlesResult => {
+            return Err(OVERLAP_UNSUPPORTED.into());
+        }
     }
     Ok(())
 }
@@ -297,6 +304,13 @@ impl Binding for LeadershipBinding {
     type Action = Action;
     type Runtime = Runtime;
     type Projection = Observation;
+
+    fn supports(model: &Leadership) -> Result<(), String> {
+        if model.dispatcher_overlap {
+            return Err(OVERLAP_UNSUPPORTED.to_string());
+        }
+        Ok(())
+    }
 
     fn start(_: &Leadership, init: &State) -> Runtime {
         let (mut rt, seen) = collect(Runtime::started);
@@ -437,6 +451,7 @@ impl Binding for LeadershipBinding {
             "CloseRunner" => {
                 "taken by the runtime within the step that enabled it; checked by its log record"
             }
+            "CloseOldRunner" | "OldDispatcherHandlesResult" => OVERLAP_UNSUPPORTED,
             "CrashJobManager" => {
                 "Driver::crash_jobmanager (dispatcher and runner dropped, Dispatcher::after_crash; the stores kept)"
             }

@@ -44,6 +44,14 @@ pub trait Binding {
     /// The observable projection both sides produce.
     type Projection: Serialize + PartialEq + Debug;
 
+    /// Whether the runtime has a counterpart for every step of `model` at its settings;
+    /// `Err` says, in one line, which setting it lacks. Commands refuse such a model
+    /// before they replay anything.
+    fn supports(model: &Self::Model) -> Result<(), String> {
+        let _ = model;
+        Ok(())
+    }
+
     /// The runtime in the situation of the model's initial state `init`.
     fn start(model: &Self::Model, init: &Self::State) -> Self::Runtime;
 

@@ -644,6 +644,10 @@ impl<B: Binding> Replayer<B> {
                 file: file.to_string(),
                 problem: e.to_string(),
             })?;
+        B::supports(&model).map_err(|problem| TraceError::Settings {
+            file: file.to_string(),
+            problem,
+        })?;
         if first.action.is_some() {
             return Err(malformed(
                 file,

@@ -1189,3 +1189,32 @@ fn the_log_of_the_initial_situation_is_checked_too() {
     // The binding's start runs the same check: nothing to report.
     assert_eq!(LeadershipBinding::start(&m, &init).log, "");
 }
+
+/// The runtime has one JobManager per driver: a model with an old dispatcher stopping
+/// beside the next leader is refused by name, before anything is replayed.
+#[test]
+fn overlapping_dispatchers_are_refused_by_name() {
+    use Action::*;
+    let m = fixed(&[("dispatcher-overlap", "true")]);
+    let why = LeadershipBinding::supports(&m).unwrap_err();
+    assert!(why.contains("`dispatcher-overlap`"), "{why}");
+    assert!(LeadershipBinding::supports(&fixed(&[("jobmaster-crash", "true")])).is_ok());
+    let path = [
+        GrantLeadership(1),
+        RunGrant(1),
+        DispatcherFailover,
+        RecoverJob,
+        TerminateService(1),
+        CheckLeadershipInForward(1),
+        CloseOldRunner,
+    ];
+    let file = trace::to_json(&m, 0, &path).expect("a path of the model");
+    let loaded = trace::parse("overlap.json", &serde_json::to_string(&file).unwrap()).unwrap();
+    match trace::replay::<LeadershipBinding>(&loaded) {
+        Err(TraceError::Settings { file, problem }) => {
+            assert_eq!(file, "overlap.json");
+            assert_eq!(problem, why);
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -67,8 +67,8 @@ mod state;
 mod symmetry;
 
 pub use state::{
-    ChainOp, DispatcherState, JobResultEntry, Outcome, Process, ProcessState, RunnerState, State,
-    Status,
+    ChainOp, DispatcherState, JobResultEntry, OldRunner, Outcome, Process, ProcessState,
+    RunnerState, State, Status,
 };
 
 /// One step of the system, named after the Flink event it stands for.
@@ -106,6 +106,13 @@ pub enum Action {
     MarkResultClean,
     /// The next dispatcher leader starts and recovers JobGraphs without an entry.
     RecoverJob,
+    /// The old runner's close completes while the next leader runs (setting
+    /// `dispatcher-overlap`).
+    CloseOldRunner,
+    /// The old dispatcher, still stopping on its host, handles its runner's result: a
+    /// terminal one is written to the JobResultStore unless the store fences it out
+    /// (setting `fenced-result-store`).
+    OldDispatcherHandlesResult,
     /// The JobManager process of the current epoch dies (killed, its host lost): its
     /// dispatcher, runner, processes and scheduler vanish without closing, completing a
     /// result or writing the JobResultStore; the election expires its sessions.
@@ -239,6 +246,16 @@ const PARAMS: &[Param] = &[
         kind: ParamKind::Bool { default: false },
     },
     Param {
+        name: "dispatcher-overlap",
+        help: "the next dispatcher leader, on another host, may start while the old one is still stopping",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
+        name: "fenced-result-store",
+        help: "the JobResultStore refuses the writes of a dispatcher that is no longer leader",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
         name: "old-runner-first",
         help: "the next dispatcher leader starts only after the old runner terminated",
         kind: ParamKind::Bool { default: true },
@@ -267,6 +284,18 @@ const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
     (
         "jobmaster-crash",
         &[("ordering", "all"), ("jobmaster-crash", "true")],
+    ),
+    (
+        "dispatcher-overlap",
+        &[("ordering", "all"), ("dispatcher-overlap", "true")],
+    ),
+    (
+        "dispatcher-overlap-fenced",
+        &[
+            ("ordering", "all"),
+            ("dispatcher-overlap", "true"),
+            ("fenced-result-store", "true"),
+        ],
     ),
 ];
 
@@ -307,6 +336,10 @@ pub struct Leadership {
     pub old_runner_first: bool,
     /// Whether a JobManager process may die without closing anything.
     pub jobmaster_crash: bool,
+    /// Whether the next dispatcher leader may start while the old one still stops.
+    pub dispatcher_overlap: bool,
+    /// Whether the JobResultStore refuses writes of a dispatcher no longer leader.
+    pub fenced_result_store: bool,
     focus: Option<&'static str>,
 }
 
@@ -371,6 +404,32 @@ impl Leadership {
         }
     }
 
+    /// Whether process `id` belongs to the old runner (a stopping epoch's).
+    fn of_old_runner(state: &State, id: u8) -> bool {
+        state.old.is_some() && Self::process(state, id).epoch + 1 == state.epoch
+    }
+
+    /// Whether the old runner's close may complete: its process terminated and (runner
+    /// fix) its forward settled.
+    fn old_close_can_complete(&self, state: &State) -> bool {
+        let Some(o) = state.old else { return false };
+        if o.terminated {
+            return false;
+        }
+        o.current == 0 || {
+            let p = Self::process(state, o.current);
+            p.state == ProcessState::Terminated && !(self.design.runner_fix() && p.forward_pending)
+        }
+    }
+
+    /// The old runner is done once it terminated and its dispatcher handled its result:
+    /// that dispatcher's stop completes and nothing of its epoch acts any more.
+    fn retire_old(state: &mut State) {
+        if state.old.is_some_and(|o| o.terminated && o.result_handled) {
+            state.old = None;
+        }
+    }
+
     fn push(state: &mut State, op: ChainOp) {
         state.chain[state.chain_len as usize] = op;
         state.chain_len += 1;
@@ -428,6 +487,7 @@ impl Leadership {
             pending_terminal: None,
             runner_terminated: false,
             runner_killed: false,
+            old: None,
             processes: [Process::UNUSED; MAX_GRANTS],
             process_count: 0,
             signal: 0,
@@ -479,7 +539,8 @@ impl Model for Leadership {
                 Action::RunGrant(_)
                 | Action::RunRevoke
                 | Action::CheckLeadershipInForward(_)
-                | Action::CloseRunner => 1,
+                | Action::CloseRunner
+                | Action::CloseOldRunner => 1,
                 Action::DeliverTerminalSignal(id) | Action::TerminateService(id) => {
                     1 + usize::from(id)
                 }
@@ -487,6 +548,7 @@ impl Model for Leadership {
                 Action::DispatcherFailover
                 | Action::HandleRunnerResult
                 | Action::RecoverJob
+                | Action::OldDispatcherHandlesResult
                 | Action::CrashJobManager => 3 + p,
                 Action::RemoveJobGraph | Action::MarkResultClean => 4 + p,
             })
@@ -596,15 +658,26 @@ impl Model for Leadership {
         }
         let old_dispatcher_done = match s.dispatcher {
             DispatcherState::Leading => false,
+            // On another host the next leader does not wait for the old one's stop.
             DispatcherState::Stopping => {
-                !s.has_runner
+                self.dispatcher_overlap
+                    || !s.has_runner
                     || (s.result_handled && (s.runner_terminated || !self.old_runner_first))
             }
             // Nothing of the dead JobManager is left to wait for.
             DispatcherState::Crashed => true,
         };
-        if old_dispatcher_done {
+        // At most two dispatchers overlap: a third leader waits for the oldest's stop.
+        if old_dispatcher_done && s.old.is_none() {
             actions.push(Action::RecoverJob);
+        }
+        if self.old_close_can_complete(s) {
+            actions.push(Action::CloseOldRunner);
+        }
+        if s.old
+            .is_some_and(|o| o.result.is_set() && !o.result_handled)
+        {
+            actions.push(Action::OldDispatcherHandlesResult);
         }
         if self.jobmaster_crash && s.dispatcher != DispatcherState::Crashed && s.epoch < self.epochs
         {
@@ -677,15 +750,36 @@ impl Model for Leadership {
             Action::DeliverTerminalSignal(id) => {
                 next.signal = 0;
                 let status = next.decided.expect("a signal follows a decision");
-                let same_epoch = Self::process(&next, id).epoch == next.epoch;
+                let runner_unset = if Self::process(&next, id).epoch == next.epoch {
+                    next.runner_result == Outcome::Unset
+                } else {
+                    Self::of_old_runner(&next, id)
+                        && next.old.is_some_and(|o| o.result == Outcome::Unset)
+                };
                 let p = Self::process_mut(&mut next, id);
                 if p.result == Outcome::Unset {
                     p.result = Outcome::Terminal(status);
                     p.forward_pending = true;
-                } else if same_epoch && next.runner_result == Outcome::Unset {
+                } else if runner_unset {
                     // The process result is already NotFinished: the terminal value
                     // is a no-op while nobody has told the dispatcher anything yet.
                     next.lost_terminal = true;
+                }
+            }
+            Action::CheckLeadershipInForward(id) if Self::of_old_runner(s, id) => {
+                // The old runner is closed: its leadership check fails, and only the
+                // fixed runner's cache can keep a terminal result.
+                let p = *Self::process(&next, id);
+                Self::process_mut(&mut next, id).forward_pending = false;
+                let runner_fix = self.design.runner_fix();
+                let o = next.old.as_mut().expect("of_old_runner");
+                let terminal = p.result.terminal();
+                if terminal.is_some() && o.result == Outcome::Unset {
+                    if runner_fix && p.session == o.current_leader {
+                        o.pending_terminal = terminal;
+                    } else {
+                        next.lost_terminal = true;
+                    }
                 }
             }
             Action::CheckLeadershipInForward(id) => {
@@ -766,6 +860,32 @@ impl Model for Leadership {
             Action::MarkResultClean => {
                 next.job_result = JobResultEntry::Clean;
             }
+            Action::CloseOldRunner => {
+                let runner_fix = self.design.runner_fix();
+                let o = next.old.as_mut().expect("guarded");
+                o.terminated = true;
+                if runner_fix && o.result == Outcome::Unset {
+                    o.result = match o.pending_terminal {
+                        Some(status) => Outcome::Terminal(status),
+                        None => Outcome::Suspended,
+                    };
+                }
+                Self::retire_old(&mut next);
+            }
+            Action::OldDispatcherHandlesResult => {
+                let o = next.old.as_mut().expect("guarded");
+                o.result_handled = true;
+                let terminal = matches!(o.result, Outcome::Terminal(_) | Outcome::AlreadyDone);
+                // The old dispatcher is no longer leader: a fenced store refuses it.
+                if terminal
+                    && !self.fenced_result_store
+                    && next.job_result == JobResultEntry::Absent
+                {
+                    next.job_result = JobResultEntry::Dirty;
+                    next.entry_epoch = next.epoch - 1;
+                }
+                Self::retire_old(&mut next);
+            }
             Action::CrashJobManager => {
                 // A decision that reached no JobResultStore entry dies with the process.
                 if next.decided.is_some() && next.job_result == JobResultEntry::Absent {
@@ -798,12 +918,31 @@ impl Model for Leadership {
                 next.pending_terminal = None;
             }
             Action::RecoverJob => {
+                // On another host the old dispatcher goes on stopping: its runner's
+                // close and its result handling are still to come.
+                let stopping = self.dispatcher_overlap
+                    && next.dispatcher == DispatcherState::Stopping
+                    && next.has_runner
+                    && !(next.result_handled && next.runner_terminated);
+                if stopping {
+                    next.old = Some(OldRunner {
+                        result: next.runner_result,
+                        pending_terminal: next.pending_terminal,
+                        current: next.current,
+                        current_leader: next.current_leader,
+                        terminated: next.runner_terminated,
+                        result_handled: next.result_handled,
+                    });
+                }
+                let epoch = next.epoch;
                 next.epoch += 1;
                 next.dispatcher = DispatcherState::Leading;
                 next.issued = 0;
                 for p in next.processes.iter_mut() {
-                    // The old runner is gone: its late callbacks change nothing.
-                    p.forward_pending = false;
+                    // A runner that is gone changes nothing with its late callbacks.
+                    if !(stopping && p.epoch == epoch) {
+                        p.forward_pending = false;
+                    }
                 }
                 let recover = next.job_graph && next.job_result == JobResultEntry::Absent;
                 next.has_runner = recover;
@@ -885,6 +1024,8 @@ impl Spec for Leadership {
             decide_while_closing: settings.flag("decide-while-closing"),
             old_runner_first: settings.flag("old-runner-first"),
             jobmaster_crash: settings.flag("jobmaster-crash"),
+            dispatcher_overlap: settings.flag("dispatcher-overlap"),
+            fenced_result_store: settings.flag("fenced-result-store"),
             focus: None,
         })
     }

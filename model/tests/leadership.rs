@@ -12,7 +12,7 @@ use steadfast_model::leadership::{
 };
 use steadfast_model::{Spec, Verdict};
 
-const SCENARIOS: [&str; 7] = [
+const SCENARIOS: [&str; 9] = [
     "ordering-a",
     "ordering-b",
     "all",
@@ -20,15 +20,21 @@ const SCENARIOS: [&str; 7] = [
     "ordering-b-late-signal",
     "all-late-signal",
     "jobmaster-crash",
+    "dispatcher-overlap",
+    "dispatcher-overlap-fenced",
 ];
 
+/// The scenarios that inject a fault of the dispatcher handoff (the last three).
+const FAULT_SCENARIOS: usize = 3;
+
 /// The smallest bounds at which every counterexample of the table still shows, except
-/// under a JobManager crash ([`SMALLEST_WITH_CRASH`]).
+/// under a handoff fault ([`SMALLEST_WITH_FAULTS`]).
 const SMALLEST: [(&str, &str); 3] = [("grants", "2"), ("epochs", "2"), ("statuses", "1")];
 
-/// The smallest bounds for the crash column: the crash takes one failover, and a
-/// masked result after it needs another (the new runner is closed by the next one).
-const SMALLEST_WITH_CRASH: [(&str, &str); 3] =
+/// The smallest bounds for the handoff faults' columns: the crash or the overlap takes
+/// one failover, and a masked result after it needs another (the new runner is closed
+/// by the next one).
+const SMALLEST_WITH_FAULTS: [(&str, &str); 3] =
     [("grants", "2"), ("epochs", "3"), ("statuses", "1")];
 
 fn model(design: &str, scenario: &str, overrides: &[(&str, &str)]) -> Leadership {
@@ -90,11 +96,16 @@ fn table_covers_every_design_scenario_and_property() {
     let table = Leadership::expectations();
     // Every property in every cell, but a fault's own reachability property only with
     // its fault.
-    assert_eq!(table.len(), 5 * 7 * 13 + 5);
+    assert_eq!(table.len(), 5 * 9 * 13 + 5 * 3);
     for design in Leadership::designs() {
         for scenario in SCENARIOS {
             for name in property::SAFETY.iter().chain(property::REACHABILITY.iter()) {
-                if property::needs(name).is_some() && scenario != "jobmaster-crash" {
+                let with_fault = match property::needs(name) {
+                    None => true,
+                    Some("jobmaster-crash") => scenario == "jobmaster-crash",
+                    Some(_) => scenario.starts_with("dispatcher-overlap"),
+                };
+                if !with_fault {
                     continue;
                 }
                 let n = table
@@ -148,6 +159,16 @@ fn verdicts_and_state_counts_at_default_bounds() {
         (("runner-fix-only", "jobmaster-crash"), 25645),
         (("fixed", "jobmaster-crash"), 15194),
         (("revoke-clears-leader", "jobmaster-crash"), 23531),
+        (("unpatched", "dispatcher-overlap"), 232864),
+        (("process-fix-only", "dispatcher-overlap"), 124580),
+        (("runner-fix-only", "dispatcher-overlap"), 56234),
+        (("fixed", "dispatcher-overlap"), 35878),
+        (("revoke-clears-leader", "dispatcher-overlap"), 65908),
+        (("unpatched", "dispatcher-overlap-fenced"), 216844),
+        (("process-fix-only", "dispatcher-overlap-fenced"), 109757),
+        (("runner-fix-only", "dispatcher-overlap-fenced"), 48233),
+        (("fixed", "dispatcher-overlap-fenced"), 28294),
+        (("revoke-clears-leader", "dispatcher-overlap-fenced"), 57118),
     ]
     .into_iter()
     .collect();
@@ -165,16 +186,19 @@ fn verdicts_and_state_counts_at_default_bounds() {
 
 #[test]
 fn verdicts_and_state_counts_at_smallest_bounds() {
-    let (crash, others) = SCENARIOS.split_last().expect("the crash column is last");
+    let (others, faults) = SCENARIOS.split_at(SCENARIOS.len() - FAULT_SCENARIOS);
     let mut counts = assert_table_of(others, &SMALLEST);
-    counts.extend(assert_table_of(&[crash], &SMALLEST_WITH_CRASH));
-    // With two epochs the crash spends the only failover: the fixed design's rerun
+    counts.extend(assert_table_of(faults, &SMALLEST_WITH_FAULTS));
+    // With two epochs the fault spends the only failover: the fixed design's rerun
     // runner is never closed, so nothing masks the decision.
-    let two_epochs = run(&model("fixed", crash, &SMALLEST));
-    assert_eq!(
-        two_epochs.verdict(property::NO_MASKING),
-        Some(Verdict::Holds)
-    );
+    for fault in faults {
+        let two_epochs = run(&model("fixed", fault, &SMALLEST));
+        assert_eq!(
+            two_epochs.verdict(property::NO_MASKING),
+            Some(Verdict::Holds),
+            "{fault}"
+        );
+    }
     let pinned: BTreeMap<(&str, &str), usize> = [
         (("unpatched", "ordering-a"), 799),
         (("unpatched", "ordering-b"), 694),
@@ -211,6 +235,16 @@ fn verdicts_and_state_counts_at_smallest_bounds() {
         (("runner-fix-only", "jobmaster-crash"), 2193),
         (("fixed", "jobmaster-crash"), 1520),
         (("revoke-clears-leader", "jobmaster-crash"), 2068),
+        (("unpatched", "dispatcher-overlap"), 13571),
+        (("process-fix-only", "dispatcher-overlap"), 8091),
+        (("runner-fix-only", "dispatcher-overlap"), 4772),
+        (("fixed", "dispatcher-overlap"), 3373),
+        (("revoke-clears-leader", "dispatcher-overlap"), 5340),
+        (("unpatched", "dispatcher-overlap-fenced"), 12750),
+        (("process-fix-only", "dispatcher-overlap-fenced"), 7318),
+        (("runner-fix-only", "dispatcher-overlap-fenced"), 4244),
+        (("fixed", "dispatcher-overlap-fenced"), 2868),
+        (("revoke-clears-leader", "dispatcher-overlap-fenced"), 4787),
     ]
     .into_iter()
     .collect();
@@ -844,12 +878,18 @@ fn state_graph_is_acyclic_and_matches_the_checker() {
 #[test]
 fn no_runner_ever_finds_a_job_result_entry_at_grant() {
     // The dispatcher recovers only JobGraphs without an entry, and a completed runner
-    // ignores grants, so the "job already done" branch of the grant is never taken.
+    // ignores grants, so without overlapping dispatchers (and with a crash, which
+    // writes nothing) the "job already done" branch of the grant is never taken.
     for design in Leadership::designs() {
-        let graph = state_graph(&model(design, "all", &[("late-signal", "true")]));
-        assert!(graph
-            .keys()
-            .all(|s| s.runner_result != Outcome::AlreadyDone));
+        for scenario in ["all-late-signal", "jobmaster-crash"] {
+            let graph = state_graph(&model(design, scenario, &[]));
+            assert!(
+                graph
+                    .keys()
+                    .all(|s| s.runner_result != Outcome::AlreadyDone),
+                "{design} {scenario}"
+            );
+        }
     }
 }
 
@@ -896,6 +936,8 @@ fn designs_params_and_scenarios_are_declared() {
             "late-signal",
             "decide-while-closing",
             "jobmaster-crash",
+            "dispatcher-overlap",
+            "fenced-result-store",
             "old-runner-first"
         ]
     );
@@ -1151,5 +1193,98 @@ fn a_jobmanager_crash_reruns_an_unrecorded_decision_and_nothing_else_loses_it_wh
             Action::DecideTerminal(Status::Finished),
             Action::DispatcherFailover,
         ]
+    );
+}
+
+#[test]
+fn overlapping_dispatchers_run_the_job_twice_and_a_late_entry_meets_the_next_grant() {
+    use Action::*;
+    // Across hosts the next dispatcher leader recovers the job while the old one is
+    // still stopping: no runner fix helps, the job runs again.
+    let m = model("fixed", "dispatcher-overlap", &[]);
+    let (actions, path) = shortest_actions(&m, property::NO_REANIMATION);
+    assert_eq!(
+        actions,
+        [
+            GrantLeadership(1),
+            RunGrant(1),
+            DecideTerminal(Status::Finished),
+            DispatcherFailover,
+            RecoverJob,
+            GrantLeadership(2),
+            RunGrant(2),
+        ]
+    );
+    assert_eq!(
+        check::trace_of(&m, path).shape.as_deref(),
+        Some("dispatcher leaders overlap")
+    );
+    // Two processes live at once, before anything is decided.
+    let (actions, _) = shortest_actions(&m, property::ONE_LIVE_PROCESS);
+    assert_eq!(
+        actions,
+        [
+            GrantLeadership(1),
+            RunGrant(1),
+            DispatcherFailover,
+            RecoverJob,
+            GrantLeadership(2),
+            RunGrant(2),
+        ]
+    );
+    // The old dispatcher, no longer leader, writes the entry after the new leader
+    // recovered the job: the stores say the job is done while a newer runner runs it.
+    let (actions, _) = shortest_actions(&m, property::STORES_AGREE);
+    assert_eq!(
+        actions,
+        [
+            GrantLeadership(1),
+            RunGrant(1),
+            DecideTerminal(Status::Finished),
+            DeliverTerminalSignal(1),
+            CheckLeadershipInForward(1),
+            DispatcherFailover,
+            RecoverJob,
+            OldDispatcherHandlesResult,
+        ]
+    );
+    // ...and the new runner's grant then finds it: the "job already done" branch.
+    let (actions, path) = shortest_actions(&m, property::ALREADY_DONE);
+    assert_eq!(
+        actions,
+        [
+            GrantLeadership(1),
+            RunGrant(1),
+            DecideTerminal(Status::Finished),
+            DeliverTerminalSignal(1),
+            CheckLeadershipInForward(1),
+            DispatcherFailover,
+            RecoverJob,
+            GrantLeadership(2),
+            OldDispatcherHandlesResult,
+            RunGrant(2),
+        ]
+    );
+    let last = path.last_state();
+    assert_eq!(last.runner_result, Outcome::AlreadyDone);
+    assert_eq!(last.process_count, 1);
+    let report = run(&m);
+    assert_eq!(report.verdict(property::SET_ONCE), Some(Verdict::Holds));
+    assert_eq!(
+        report.verdict(property::FENCED_SESSIONS),
+        Some(Verdict::Holds)
+    );
+
+    // A store that fences the old dispatcher out keeps the stores in agreement, and no
+    // grant ever finds an entry; the job still runs twice.
+    let fenced = run(&model("fixed", "dispatcher-overlap-fenced", &[]));
+    assert_eq!(fenced.verdict(property::STORES_AGREE), Some(Verdict::Holds));
+    assert_eq!(
+        fenced.verdict(property::ALREADY_DONE),
+        Some(Verdict::Unreached)
+    );
+    assert_eq!(
+        fenced.verdict(property::NO_REANIMATION),
+        Some(Verdict::Counterexample)
     );
 }

@@ -75,10 +75,10 @@ pub(super) fn table() -> Vec<Expectation> {
     ];
     // The scenarios' names, from the one table that defines them: each ordering on
     // time, then each ordering with late signals.
-    let &[(ordering_a, _), (ordering_b, _), (all, _), (late_a, _), (late_b, _), (late_all, _), (crash, _)] =
+    let &[(ordering_a, _), (ordering_b, _), (all, _), (late_a, _), (late_b, _), (late_all, _), (crash, _), (overlap, _), (fenced, _)] =
         super::SCENARIOS
     else {
-        unreachable!("the leadership model has seven scenarios");
+        unreachable!("the leadership model has nine scenarios");
     };
     let on_time = [ordering_a, ordering_b, all];
     let late = [late_a, late_b, late_all];
@@ -120,14 +120,41 @@ pub(super) fn table() -> Vec<Expectation> {
                 property,
                 expected: if killed { Counterexample } else { verdicts[2] },
             });
+            // Overlapping dispatcher leaders (ordering all): the next leader recovers
+            // the job before the old one recorded its end, so every design runs it
+            // again and has two live processes; the old dispatcher's late entry
+            // contradicts the new runner unless the store fences it out.
+            let overlapped = [
+                NO_REANIMATION,
+                NO_MASKING,
+                ONE_LIVE_PROCESS,
+                ONLY_A_CRASH_LOSES,
+            ]
+            .contains(&property);
+            for (scenario, stores_disagree) in [(overlap, true), (fenced, false)] {
+                let lost = overlapped || (stores_disagree && property == STORES_AGREE);
+                table.push(Expectation {
+                    design: design.name(),
+                    scenario,
+                    property,
+                    expected: if lost { Counterexample } else { verdicts[2] },
+                });
+            }
         }
-        // The crash's own reachability property comes with its setting only.
-        table.push(Expectation {
-            design: design.name(),
-            scenario: crash,
-            property: CRASH_LOSES,
-            expected: Reached,
-        });
+        // A fault's own reachability property comes with its setting only. Only an
+        // unfenced old dispatcher writes the entry a later grant finds.
+        for (scenario, property, expected) in [
+            (crash, CRASH_LOSES, Reached),
+            (overlap, ALREADY_DONE, Reached),
+            (fenced, ALREADY_DONE, Unreached),
+        ] {
+            table.push(Expectation {
+                design: design.name(),
+                scenario,
+                property,
+                expected,
+            });
+        }
         // Reachability: every scenario reaches the steps it allows. Ordering A keeps
         // the signal out of closes (window B unreachable); ordering B delivers it only
         // to a closing process (window A unreachable). Under ordering B only the fixed
@@ -141,6 +168,8 @@ pub(super) fn table() -> Vec<Expectation> {
             (late_b, Unreached, Reached),
             (late_all, Reached, Reached),
             (crash, Reached, Reached),
+            (overlap, Reached, Reached),
+            (fenced, Reached, Reached),
         ] {
             let under_b = scenario == ordering_b || scenario == late_b;
             let finishes = if under_b && !(design.process_fix() && design.runner_fix()) {

@@ -29,6 +29,10 @@ impl Action {
             Action::MarkResultClean => "dispatcher marks the result entry clean".to_string(),
             Action::RecoverJob => "next dispatcher leader starts and recovers".to_string(),
             Action::CrashJobManager => "JobManager process crashes".to_string(),
+            Action::CloseOldRunner => "old runner's close completes".to_string(),
+            Action::OldDispatcherHandlesResult => {
+                "old dispatcher handles its runner's result".to_string()
+            }
         }
     }
 }
@@ -197,6 +201,30 @@ impl Leadership {
             Action::MarkResultClean => {
                 "the dispatcher marks the JobResultStore entry clean".to_string()
             }
+            Action::CloseOldRunner => {
+                let (b, a) = (before.old, after.old);
+                let result = |o: Option<super::OldRunner>| o.map(|o| o.result);
+                match a.or(b).map(|o| o.result) {
+                    Some(r) if result(b) != Some(r) => {
+                        format!("the old runner's close completes with {}", r.word())
+                    }
+                    _ => "the old runner's close completes".to_string(),
+                }
+            }
+            Action::OldDispatcherHandlesResult => {
+                let result = before.old.map_or(Outcome::Unset, |o| o.result);
+                match result {
+                    Outcome::Terminal(status) if after.job_result != before.job_result => format!(
+                        "the old dispatcher, no longer leader, sees {} and writes a dirty JobResultStore entry",
+                        status.word()
+                    ),
+                    Outcome::Terminal(status) if self.fenced_result_store => format!(
+                        "the old dispatcher sees {}; the JobResultStore refuses its write (fenced)",
+                        status.word()
+                    ),
+                    other => format!("the old dispatcher sees {}", other.word()),
+                }
+            }
             Action::CrashJobManager => {
                 let mut words = format!(
                     "the JobManager process of epoch {} crashes: its dispatcher, runner and processes vanish without a result",
@@ -211,9 +239,14 @@ impl Leadership {
                 words
             }
             Action::RecoverJob => {
+                let overlap = if after.old.is_some() && before.old.is_none() {
+                    ", while the old dispatcher is still stopping"
+                } else {
+                    ""
+                };
                 if after.has_runner {
                     format!(
-                        "the dispatcher of epoch {} recovers the JobGraph into a new runner",
+                        "the dispatcher of epoch {} recovers the JobGraph into a new runner{overlap}",
                         after.epoch
                     )
                 } else {
@@ -237,6 +270,15 @@ impl Leadership {
         });
         if crash {
             return Some("JobManager crash before the result was recorded".to_string());
+        }
+        let overlap = path.iter().any(|(before, action)| {
+            *action == Some(Action::RecoverJob)
+                && self
+                    .next_state(before, Action::RecoverJob)
+                    .is_some_and(|a| a.old.is_some() && before.old.is_none())
+        });
+        if overlap {
+            return Some("dispatcher leaders overlap".to_string());
         }
         // A signal still in flight when its process's service terminates is the residual
         // window of the fix (only with `late-signal`).

@@ -35,6 +35,8 @@ pub const REGRANT: &str = "a regrant happens";
 pub const FAILOVER_RECOVERS: &str = "a dispatcher failover recovers a job";
 /// A JobManager crash kills a decision the JobResultStore has not recorded.
 pub const CRASH_LOSES: &str = "a crash loses a decision";
+/// A runner's grant finds the job's JobResultStore entry (`JobAlreadyDoneException`).
+pub const ALREADY_DONE: &str = "a grant finds the job already done";
 
 /// The safety properties, in model order.
 pub const SAFETY: [&str; 7] = [
@@ -48,7 +50,7 @@ pub const SAFETY: [&str; 7] = [
 ];
 
 /// The reachability properties, in model order.
-pub const REACHABILITY: [&str; 7] = [
+pub const REACHABILITY: [&str; 8] = [
     JOB_FINISHES,
     JOB_SUSPENDED,
     WINDOW_A,
@@ -56,6 +58,7 @@ pub const REACHABILITY: [&str; 7] = [
     REGRANT,
     FAILOVER_RECOVERS,
     CRASH_LOSES,
+    ALREADY_DONE,
 ];
 
 /// No process was created after the deciding one.
@@ -63,11 +66,12 @@ fn not_reanimated(s: &State) -> bool {
     s.decider == 0 || s.process_count == s.decider
 }
 
-/// A runner result set after a decision is the decided status.
+/// A runner result set after a decision is the decided status, or "already done": the
+/// JobResultStore entry holds the job's end.
 fn not_masked(s: &State) -> bool {
     match s.decided {
         Some(status) if s.has_runner && s.runner_result.is_set() => {
-            s.runner_result == Outcome::Terminal(status)
+            s.runner_result == Outcome::Terminal(status) || s.runner_result == Outcome::AlreadyDone
         }
         _ => true,
     }
@@ -133,10 +137,19 @@ pub(super) fn all(model: &Leadership) -> Vec<Property<Leadership>> {
             s.crash_lost
         }));
     }
+    if model.dispatcher_overlap {
+        all.push(Property::<Leadership>::sometimes(ALREADY_DONE, |_, s| {
+            s.runner_result == Outcome::AlreadyDone
+        }));
+    }
     all
 }
 
 /// The setting a property needs, for the properties that come with one.
 pub fn needs(name: &str) -> Option<&'static str> {
-    (name == CRASH_LOSES).then_some("jobmaster-crash")
+    match name {
+        CRASH_LOSES => Some("jobmaster-crash"),
+        ALREADY_DONE => Some("dispatcher-overlap"),
+        _ => None,
+    }
 }

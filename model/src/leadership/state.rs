@@ -157,6 +157,25 @@ pub enum DispatcherState {
     Crashed,
 }
 
+/// The previous epoch's runner while its dispatcher, on another host, is still stopping
+/// after the next leader started (setting `dispatcher-overlap`): closed, its process
+/// closing, its result not yet handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct OldRunner {
+    /// Its set-once result.
+    pub result: Outcome,
+    /// Its cached terminal result (runner fix).
+    pub pending_terminal: Option<Status>,
+    /// Its current process (0: none).
+    pub current: u8,
+    /// Its current process leader (runner fix; 0: none).
+    pub current_leader: u8,
+    /// Its close completed.
+    pub terminated: bool,
+    /// Its dispatcher handled its result.
+    pub result_handled: bool,
+}
+
 /// The whole system: election, runner, processes, scheduler signal, dispatcher, stores
 /// and ghost fields. Process and session identifiers are 1-based; 0 means "none".
 ///
@@ -186,6 +205,9 @@ pub struct State {
     pub pending_terminal: Option<Status>,
     /// The runner's close completed (its process terminated).
     pub runner_terminated: bool,
+    /// The previous epoch's runner, still stopping while this epoch runs (setting
+    /// `dispatcher-overlap`); its processes are those of epoch `epoch - 1`.
+    pub old: Option<OldRunner>,
     /// The latest runner died with its JobManager (setting `jobmaster-crash`), running
     /// or long terminated: none is left to receive anything until the next one starts.
     pub runner_killed: bool,
@@ -229,7 +251,7 @@ pub struct State {
 }
 
 /// Bytes of [`State::pack`].
-const PACKED_LEN: usize = 23 + CHAIN_CAPACITY + 4 * MAX_GRANTS;
+const PACKED_LEN: usize = 26 + CHAIN_CAPACITY + 4 * MAX_GRANTS;
 
 impl Status {
     fn code(self) -> u8 {
@@ -278,7 +300,13 @@ impl State {
         b[20] = self.lost_terminal as u8;
         b[21] = self.unfenced as u8;
         b[22] = self.crash_lost as u8 | (self.runner_killed as u8) << 1;
-        let mut i = 23;
+        if let Some(o) = self.old {
+            b[23] = 1 | (o.terminated as u8) << 1 | (o.result_handled as u8) << 2;
+            b[24] = o.result.code() | o.pending_terminal.map_or(0, Status::code) << 4;
+            // Process ids and sessions are at most MAX_GRANTS (4): a nibble each.
+            b[25] = o.current | o.current_leader << 4;
+        }
+        let mut i = 26;
         for op in self.chain {
             b[i] = match op {
                 ChainOp::Empty => 0,

@@ -34,7 +34,8 @@ impl Relabel {
 impl State {
     /// The representative of this state's class under permutations of the terminal
     /// statuses: every field that holds a status (`decided`, `pending_terminal`,
-    /// `runner_result`, then each process's `result` by id) relabelled in order of first
+    /// `runner_result`, each process's `result` by id, then the old runner's cache and
+    /// result) relabelled in order of first
     /// appearance in that field order. States that differ only by a renaming of
     /// FINISHED, FAILED and CANCELED get the same representative, which is itself one of
     /// them; no step and no property of the model tells the statuses apart (they are only
@@ -50,6 +51,10 @@ impl State {
         r.runner_result = relabel.outcome(r.runner_result);
         for p in r.processes.iter_mut() {
             p.result = relabel.outcome(p.result);
+        }
+        if let Some(o) = r.old.as_mut() {
+            o.pending_terminal = o.pending_terminal.map(|s| relabel.status(s));
+            o.result = relabel.outcome(o.result);
         }
         r
     }
@@ -95,6 +100,10 @@ mod tests {
         r.runner_result = outcome(state.runner_result);
         for p in r.processes.iter_mut() {
             p.result = outcome(p.result);
+        }
+        if let Some(o) = r.old.as_mut() {
+            o.pending_terminal = o.pending_terminal.map(status);
+            o.result = outcome(o.result);
         }
         r
     }
@@ -186,8 +195,13 @@ mod tests {
         // renamed state's steps are the renamed steps, and every property (all of them,
         // reachability targets included) judges both alike. No property or guard names
         // one status; they only compare statuses for equality.
-        for design in Design::ALL {
-            let model = Leadership::new(design);
+        // The handoff faults' scenarios too: a crash, and an old runner beside the new.
+        let models = Design::ALL.into_iter().flat_map(|design| {
+            ["all", "jobmaster-crash", "dispatcher-overlap"]
+                .map(|name| Leadership::scenario(design.name(), name, &[]).unwrap())
+        });
+        for model in models {
+            let design = model.design;
             let properties = model.properties();
             for to in &RENAMINGS {
                 let init = model.init_states();
@@ -228,7 +242,14 @@ mod tests {
         let table = Leadership::expectations();
         let mut counts = BTreeMap::new();
         for design in DESIGN_NAMES {
-            for name in ["ordering-a", "ordering-b", "all"] {
+            for name in [
+                "ordering-a",
+                "ordering-b",
+                "all",
+                "jobmaster-crash",
+                "dispatcher-overlap",
+                "dispatcher-overlap-fenced",
+            ] {
                 let model = scenario(design, name, "3");
                 let plain = try_check(&model, &dfs(false)).unwrap();
                 let reduced = try_check(&model, &dfs(true)).unwrap();
@@ -265,6 +286,33 @@ mod tests {
             (("revoke-clears-leader", "ordering-a"), (10739, 4289)),
             (("revoke-clears-leader", "ordering-b"), (7523, 3217)),
             (("revoke-clears-leader", "all"), (11219, 4449)),
+            (("unpatched", "jobmaster-crash"), (59376, 21856)),
+            (("process-fix-only", "jobmaster-crash"), (34362, 13266)),
+            (("runner-fix-only", "jobmaster-crash"), (25645, 9809)),
+            (("fixed", "jobmaster-crash"), (15194, 6194)),
+            (("revoke-clears-leader", "jobmaster-crash"), (23531, 9143)),
+            (("unpatched", "dispatcher-overlap"), (232864, 84334)),
+            (("process-fix-only", "dispatcher-overlap"), (124580, 46852)),
+            (("runner-fix-only", "dispatcher-overlap"), (56234, 20926)),
+            (("fixed", "dispatcher-overlap"), (35878, 13728)),
+            (
+                ("revoke-clears-leader", "dispatcher-overlap"),
+                (65908, 24796),
+            ),
+            (("unpatched", "dispatcher-overlap-fenced"), (216844, 78994)),
+            (
+                ("process-fix-only", "dispatcher-overlap-fenced"),
+                (109757, 41911),
+            ),
+            (
+                ("runner-fix-only", "dispatcher-overlap-fenced"),
+                (48233, 18259),
+            ),
+            (("fixed", "dispatcher-overlap-fenced"), (28294, 11200)),
+            (
+                ("revoke-clears-leader", "dispatcher-overlap-fenced"),
+                (57118, 21866),
+            ),
         ]
         .into_iter()
         .collect();
