@@ -92,7 +92,8 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
             &["check", "leadership", "--dfs", "--symmetry", "--statuses", "1"],
             "steadfast: `--symmetry`: model leadership (design fixed, decide-while-closing=false \
              dispatcher-overlap=false epochs=3 fenced-result-store=false grants=3 jobmaster-crash=false \
-             late-signal=false old-runner-first=true ordering=all statuses=1) has no \
+             jobmaster-failures=false late-signal=false old-runner-first=true ordering=all statuses=1) \
+             has no \
              interchangeable components to reduce by symmetry",
         ),
     ];

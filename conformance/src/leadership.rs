@@ -291,6 +291,16 @@ fn apply(
         // Taken by the runtime already, as soon as it became possible.
         Action::CloseRunner => {}
         Action::CrashJobManager => rt.driver.crash_jobmanager(),
+        Action::FailInitialization | Action::FailJobMaster => {
+            let session = process_session(before, before.current);
+            let value = if *action == Action::FailInitialization {
+                ProcessResult::InitializationFailed
+            } else {
+                ProcessResult::JobMasterFailed
+            };
+            rt.driver
+                .runner_event(Event::ProcessResultCompleted { session, value })?;
+        }
         Action::CloseOldRunner | Action::OldDispatcherHandlesResult => {
             return Err(OVERLAP_UNSUPPORTED.into());
         }
@@ -440,7 +450,7 @@ impl Binding for LeadershipBinding {
                 "Driver::dispatcher_gain_leadership, then DispatcherEffect::RecoverJobs answered by DispatcherEvent::JobsRecovered"
             }
             "HandleRunnerResult" => {
-                "DispatcherEvent::RunnerCompleted delivered, then DispatcherEffect::WriteDirtyEntry answered by DispatcherEvent::DirtyEntryWritten for a terminal result"
+                "DispatcherEvent::RunnerCompleted delivered, then DispatcherEffect::WriteDirtyEntry answered by DispatcherEvent::DirtyEntryWritten for a terminal result (or a submitted job's initialisation failure); DispatcherEffect::FatalError exits the JobManager (the driver's crash)"
             }
             "RemoveJobGraph" => {
                 "DispatcherEffect::RemoveJobGraph answered by DispatcherEvent::JobGraphRemoved"
@@ -452,6 +462,12 @@ impl Binding for LeadershipBinding {
                 "taken by the runtime within the step that enabled it; checked by its log record"
             }
             "CloseOldRunner" | "OldDispatcherHandlesResult" => OVERLAP_UNSUPPORTED,
+            "FailInitialization" => {
+                "Event::ProcessResultCompleted { value: InitializationFailed } for the current process"
+            }
+            "FailJobMaster" => {
+                "Event::ProcessResultCompleted { value: JobMasterFailed } for the current process"
+            }
             "CrashJobManager" => {
                 "Driver::crash_jobmanager (dispatcher and runner dropped, Dispatcher::after_crash; the stores kept)"
             }

@@ -79,8 +79,11 @@ fn full_coverage(what: &str, m: &Leadership) -> Coverage {
     let mut want = KINDS.to_vec();
     if m.jobmaster_crash {
         want.push("CrashJobManager");
-        want.sort();
     }
+    if m.jobmaster_failures {
+        want.extend(["FailInitialization", "FailJobMaster"]);
+    }
+    want.sort();
     assert_eq!(kinds, want, "{what}: every action kind is taken");
     assert_eq!(c.steps, c.transitions + c.probes, "{what}");
     report(what, &c);
@@ -126,6 +129,66 @@ fn every_transition_conforms_when_a_jobmanager_may_crash() {
         &fixed(&late),
     );
     assert_eq!((c.unique_states, c.transitions), (118_927, 237_623));
+}
+
+#[test]
+fn every_transition_conforms_when_a_jobmaster_fails() {
+    let failures = [("jobmaster-failures", "true")];
+    let c = full_coverage("fixed, jobmaster-failures", &fixed(&failures));
+    assert_eq!((c.unique_states, c.transitions), (34_267, 56_968));
+    let both = [("jobmaster-failures", "true"), ("jobmaster-crash", "true")];
+    let c = full_coverage("fixed, jobmaster-failures, jobmaster-crash", &fixed(&both));
+    assert_eq!((c.unique_states, c.transitions), (72_979, 144_497));
+}
+
+/// The dispatcher tells a submitted job that cannot start (FAILED, recorded) from a
+/// recovered one (a fatal error: the driver's JobManager exits, as Flink's does).
+#[test]
+fn a_failing_jobmaster_is_recorded_or_fatal_as_the_model_says() {
+    use Action::*;
+    let m = fixed(&[("jobmaster-failures", "true")]);
+    let (state, rt) = drive(
+        &m,
+        &[
+            GrantLeadership(1),
+            RunGrant(1),
+            FailInitialization,
+            CheckLeadershipInForward(1),
+            HandleRunnerResult,
+        ],
+    );
+    assert_eq!(
+        state.job_result,
+        steadfast_model::leadership::JobResultEntry::Dirty
+    );
+    assert_eq!(
+        rt.driver
+            .environment()
+            .results
+            .status(steadfast::leadership::JobId(1)),
+        Some(JobStatus::Failed)
+    );
+    let (state, rt) = drive(
+        &m,
+        &[
+            GrantLeadership(1),
+            RunGrant(1),
+            FailJobMaster,
+            CheckLeadershipInForward(1),
+            HandleRunnerResult,
+            RecoverJob,
+            GrantLeadership(2),
+            RunGrant(2),
+        ],
+    );
+    assert!(state.fatal_exit);
+    let seen = observe_runtime(&rt);
+    assert_eq!((seen.dispatcher_epoch, seen.runners_started), (2, 2));
+    assert_eq!(
+        seen.processes[0].result,
+        Some(ProcessResult::JobMasterFailed)
+    );
+    assert_eq!(seen.processes[1].state, ProcessState::Running);
 }
 
 /// A crash in the runtime is what it is in the model: a decision that reached no entry

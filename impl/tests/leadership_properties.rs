@@ -128,6 +128,9 @@ struct Oracle {
     runner_results: Vec<Option<RunnerResult>>,
     process_results: Vec<Option<ProcessResult>>,
     entry_written_with_runners: Option<u32>,
+    /// The submitted job's first runner reported that its JobMaster cannot start: the
+    /// job ends FAILED without a decision (Flink's `Dispatcher.runJob`).
+    failed_at_start: bool,
 }
 
 fn live_process(p: &LeadershipProjection) -> Option<(Session, Option<ProcessResult>)> {
@@ -291,12 +294,16 @@ fn check_step(
     if after.pending_terminal.is_some() {
         prop_assert_eq!(after.runner_result, None);
     }
+    if after.runners_started == 1 && after.runner_result == Some(RunnerResult::InitializationFailed)
+    {
+        o.failed_at_start = true;
+    }
     // 6. Stores agree.
     if !after.job_graph_present {
         prop_assert_ne!(after.job_result_entry, JobResultEntry::None);
     }
     if after.job_result_entry != JobResultEntry::None {
-        prop_assert!(o.decided.is_some());
+        prop_assert!(o.decided.is_some() || o.failed_at_start);
         match o.entry_written_with_runners {
             None => o.entry_written_with_runners = Some(after.runners_started),
             Some(n) => prop_assert_eq!(after.runners_started, n, "recovered after entry"),
@@ -304,7 +311,11 @@ fn check_step(
     }
     for e in effects {
         if let DriverEffect::Dispatcher(DispatcherEffect::GlobalCleanup { status, .. }) = e {
-            prop_assert_eq!(o.decided.map(|(_, s)| s), Some(*status));
+            let ended = o
+                .decided
+                .map(|(_, s)| s)
+                .or(o.failed_at_start.then_some(JobStatus::Failed));
+            prop_assert_eq!(ended, Some(*status));
         }
     }
     Ok(())
@@ -412,12 +423,20 @@ fn run_case(choices: &[(u8, u8)], cov: &mut Coverage) -> Result<(), TestCaseErro
         cov.flushed_on_close += 1;
     }
     let p = d.projection();
+    let ended = o.decided.is_some() || o.failed_at_start;
     match o.decided {
         Some((_, status)) => {
             prop_assert_eq!(p.runner_result, Some(RunnerResult::Terminal(status)));
             prop_assert!(!p.job_graph_present);
             prop_assert_eq!(p.job_result_entry, JobResultEntry::Clean);
             prop_assert_eq!(d.environment().results.status(JOB), Some(status));
+        }
+        // The submitted job's JobMaster could not start: FAILED, cleaned up.
+        None if o.failed_at_start => {
+            prop_assert_eq!(p.runner_result, Some(RunnerResult::InitializationFailed));
+            prop_assert!(!p.job_graph_present);
+            prop_assert_eq!(p.job_result_entry, JobResultEntry::Clean);
+            prop_assert_eq!(d.environment().results.status(JOB), Some(JobStatus::Failed));
         }
         None => {
             prop_assert!(p.job_graph_present);
@@ -436,7 +455,7 @@ fn run_case(choices: &[(u8, u8)], cov: &mut Coverage) -> Result<(), TestCaseErro
             DriverEffect::Dispatcher(DispatcherEffect::StartRunner { .. })
         )
     });
-    prop_assert_eq!(recovered, o.decided.is_none());
+    prop_assert_eq!(recovered, !ended);
     prop_assert_eq!(
         d.projection().runners_started,
         runners + u32::from(recovered)

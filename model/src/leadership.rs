@@ -30,11 +30,20 @@
 //!   as the next leader, recovers JobGraphs without a JobResultStore entry
 //!   ([`Action::RecoverJob`]).
 //!
+//! Faults, each a setting that is off by default: a JobManager crash
+//! ([`Action::CrashJobManager`], `jobmaster-crash`), JobMaster failures
+//! ([`Action::FailInitialization`], [`Action::FailJobMaster`], `jobmaster-failures`;
+//! a fatal one ends the JobManager as a crash does), and overlapping dispatcher leaders
+//! on different hosts (`dispatcher-overlap`: the old runner goes on beside the next
+//! leader, [`Action::CloseOldRunner`], [`Action::OldDispatcherHandlesResult`]; with
+//! `fenced-result-store` the store refuses the old dispatcher's write).
+//!
 //! Environment assumptions, explicit here because the verdicts depend on them:
 //! - the next dispatcher leader starts only after the old dispatcher handled the
 //!   runner's result and (setting `old-runner-first`, on by default) after the old
 //!   runner terminated (Flink's dispatcher stops only after its job termination futures
-//!   completed);
+//!   completed, and a new leader in the same JVM waits for the old one's termination);
+//!   a crash, or `dispatcher-overlap`, lifts this;
 //! - unless `late-signal` is set, the scheduler's terminal signal reaches its process
 //!   before the process's JobMaster service terminates;
 //! - the scheduler decides at most once per run: a second decision could only follow a
@@ -113,6 +122,12 @@ pub enum Action {
     /// terminal one is written to the JobResultStore unless the store fences it out
     /// (setting `fenced-result-store`).
     OldDispatcherHandlesResult,
+    /// The current process's JobMaster fails to initialise: its result completes with
+    /// the failure (setting `jobmaster-failures`).
+    FailInitialization,
+    /// The current process's JobMaster fails while running: its result completes
+    /// exceptionally (setting `jobmaster-failures`).
+    FailJobMaster,
     /// The JobManager process of the current epoch dies (killed, its host lost): its
     /// dispatcher, runner, processes and scheduler vanish without closing, completing a
     /// result or writing the JobResultStore; the election expires its sessions.
@@ -246,6 +261,11 @@ const PARAMS: &[Param] = &[
         kind: ParamKind::Bool { default: false },
     },
     Param {
+        name: "jobmaster-failures",
+        help: "a JobMaster may fail to initialise or fail while running, before its scheduler decides",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
         name: "dispatcher-overlap",
         help: "the next dispatcher leader, on another host, may start while the old one is still stopping",
         kind: ParamKind::Bool { default: false },
@@ -284,6 +304,10 @@ const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
     (
         "jobmaster-crash",
         &[("ordering", "all"), ("jobmaster-crash", "true")],
+    ),
+    (
+        "jobmaster-failures",
+        &[("ordering", "all"), ("jobmaster-failures", "true")],
     ),
     (
         "dispatcher-overlap",
@@ -336,6 +360,8 @@ pub struct Leadership {
     pub old_runner_first: bool,
     /// Whether a JobManager process may die without closing anything.
     pub jobmaster_crash: bool,
+    /// Whether a JobMaster may fail to initialise or fail while running.
+    pub jobmaster_failures: bool,
     /// Whether the next dispatcher leader may start while the old one still stops.
     pub dispatcher_overlap: bool,
     /// Whether the JobResultStore refuses writes of a dispatcher no longer leader.
@@ -430,6 +456,40 @@ impl Leadership {
         }
     }
 
+    /// The JobManager process of the current epoch dies: a crash, or the process exit a
+    /// fatal error causes. Its dispatcher, runner, processes and scheduler vanish
+    /// without a close, a result or a store write.
+    fn crash(&self, next: &mut State) {
+        // A decision that reached no JobResultStore entry dies with the process.
+        if next.decided.is_some() && next.job_result == JobResultEntry::Absent {
+            next.crash_lost = true;
+        }
+        next.dispatcher = DispatcherState::Crashed;
+        next.issued = 0;
+        let epoch = next.epoch;
+        for p in next.processes[..usize::from(next.process_count)].iter_mut() {
+            if p.epoch == epoch {
+                p.state = ProcessState::Killed;
+                p.forward_pending = false;
+            }
+        }
+        if next.signal != 0 && Self::process(next, next.signal).epoch == epoch {
+            next.signal = 0;
+        }
+        // The runner is gone with nothing to hand over: no result to handle, no close
+        // to wait for. `has_runner` still says whether this epoch started one.
+        next.runner = RunnerState::Stopped;
+        next.runner_result = Outcome::Unset;
+        next.result_handled = false;
+        next.runner_terminated = true;
+        next.runner_killed = true;
+        next.chain = [ChainOp::Empty; CHAIN_CAPACITY];
+        next.chain_len = 0;
+        next.current = 0;
+        next.current_leader = 0;
+        next.pending_terminal = None;
+    }
+
     fn push(state: &mut State, op: ChainOp) {
         state.chain[state.chain_len as usize] = op;
         state.chain_len += 1;
@@ -503,6 +563,7 @@ impl Leadership {
             lost_terminal: false,
             unfenced: false,
             crash_lost: false,
+            fatal_exit: false,
         }
     }
 }
@@ -533,8 +594,11 @@ impl Model for Leadership {
         lanes.extend((1..=processes).map(|p| format!("process {p}")));
         lanes.extend(["scheduler", "dispatcher", "HA stores"].map(String::from));
         let p = usize::from(processes);
-        let lane = |_: &State, action: &Action| {
+        let lane = |before: &State, action: &Action| {
             Some(match *action {
+                Action::FailInitialization | Action::FailJobMaster => {
+                    1 + usize::from(before.current)
+                }
                 Action::GrantLeadership(_) | Action::RevokeLeadership(_) => 0,
                 Action::RunGrant(_)
                 | Action::RunRevoke
@@ -603,6 +667,18 @@ impl Model for Leadership {
                 }
             }
         }
+        // The current process's JobMaster may fail before its scheduler decides.
+        if self.jobmaster_failures {
+            if let Some(p) = Self::current_process(s) {
+                if p.state == ProcessState::Running
+                    && p.result == Outcome::Unset
+                    && s.decider != s.current
+                {
+                    actions.push(Action::FailInitialization);
+                    actions.push(Action::FailJobMaster);
+                }
+            }
+        }
         if s.signal != 0 {
             let target = Self::process(s, s.signal).state;
             let enabled = match target {
@@ -664,8 +740,9 @@ impl Model for Leadership {
                     || !s.has_runner
                     || (s.result_handled && (s.runner_terminated || !self.old_runner_first))
             }
-            // Nothing of the dead JobManager is left to wait for.
-            DispatcherState::Crashed => true,
+            // Nothing of the dead JobManager is left to wait for; a fatal error may
+            // stop the last epoch's, after which no leader is left to start.
+            DispatcherState::Crashed => s.epoch < self.epochs,
         };
         // At most two dispatchers overlap: a third leader waits for the oldest's stop.
         if old_dispatcher_done && s.old.is_none() {
@@ -846,6 +923,20 @@ impl Model for Leadership {
                             next.entry_epoch = next.epoch;
                         }
                     }
+                    // A submitted job whose JobMaster cannot start has FAILED for good;
+                    // a recovered one is a fatal error (Flink's `Dispatcher.runJob`).
+                    Outcome::InitFailed if next.epoch == 1 => {
+                        if next.job_result == JobResultEntry::Absent {
+                            next.job_result = JobResultEntry::Dirty;
+                            next.entry_epoch = next.epoch;
+                        }
+                    }
+                    // A fatal error: the JobManager process exits.
+                    Outcome::InitFailed | Outcome::JobMasterFailed => {
+                        next.fatal_exit = true;
+                        self.crash(&mut next);
+                        return Some(next);
+                    }
                     // SUSPENDED: local cleanup only; the JobGraph stays for recovery.
                     // NotFinished (an exceptional runner result) would take the fatal
                     // error path; no runner result takes that value in this model.
@@ -859,6 +950,15 @@ impl Model for Leadership {
             }
             Action::MarkResultClean => {
                 next.job_result = JobResultEntry::Clean;
+            }
+            Action::FailInitialization | Action::FailJobMaster => {
+                let p = Self::process_mut(&mut next, s.current);
+                p.result = if action == Action::FailInitialization {
+                    Outcome::InitFailed
+                } else {
+                    Outcome::JobMasterFailed
+                };
+                p.forward_pending = true;
             }
             Action::CloseOldRunner => {
                 let runner_fix = self.design.runner_fix();
@@ -886,37 +986,7 @@ impl Model for Leadership {
                 }
                 Self::retire_old(&mut next);
             }
-            Action::CrashJobManager => {
-                // A decision that reached no JobResultStore entry dies with the process.
-                if next.decided.is_some() && next.job_result == JobResultEntry::Absent {
-                    next.crash_lost = true;
-                }
-                next.dispatcher = DispatcherState::Crashed;
-                next.issued = 0;
-                let epoch = next.epoch;
-                for p in next.processes[..usize::from(next.process_count)].iter_mut() {
-                    if p.epoch == epoch {
-                        p.state = ProcessState::Killed;
-                        p.forward_pending = false;
-                    }
-                }
-                if next.signal != 0 && Self::process(&next, next.signal).epoch == epoch {
-                    next.signal = 0;
-                }
-                // The runner is gone with nothing to hand over: no result to handle, no
-                // close to wait for. `has_runner` still says whether this epoch started
-                // one.
-                next.runner = RunnerState::Stopped;
-                next.runner_result = Outcome::Unset;
-                next.result_handled = false;
-                next.runner_terminated = true;
-                next.runner_killed = true;
-                next.chain = [ChainOp::Empty; CHAIN_CAPACITY];
-                next.chain_len = 0;
-                next.current = 0;
-                next.current_leader = 0;
-                next.pending_terminal = None;
-            }
+            Action::CrashJobManager => self.crash(&mut next),
             Action::RecoverJob => {
                 // On another host the old dispatcher goes on stopping: its runner's
                 // close and its result handling are still to come.
@@ -1024,6 +1094,7 @@ impl Spec for Leadership {
             decide_while_closing: settings.flag("decide-while-closing"),
             old_runner_first: settings.flag("old-runner-first"),
             jobmaster_crash: settings.flag("jobmaster-crash"),
+            jobmaster_failures: settings.flag("jobmaster-failures"),
             dispatcher_overlap: settings.flag("dispatcher-overlap"),
             fenced_result_store: settings.flag("fenced-result-store"),
             focus: None,

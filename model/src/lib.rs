@@ -226,7 +226,7 @@ mod tests {
             e.0,
             "unknown scenario `ordering-c` for model leadership \
              (scenarios: default, ordering-a, ordering-b, all, ordering-a-late-signal, \
-             ordering-b-late-signal, all-late-signal, jobmaster-crash, dispatcher-overlap, dispatcher-overlap-fenced)"
+             ordering-b-late-signal, all-late-signal, jobmaster-crash, jobmaster-failures, dispatcher-overlap, dispatcher-overlap-fenced)"
         );
     }
 }

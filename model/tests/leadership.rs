@@ -12,7 +12,7 @@ use steadfast_model::leadership::{
 };
 use steadfast_model::{Spec, Verdict};
 
-const SCENARIOS: [&str; 9] = [
+const SCENARIOS: [&str; 10] = [
     "ordering-a",
     "ordering-b",
     "all",
@@ -20,12 +20,14 @@ const SCENARIOS: [&str; 9] = [
     "ordering-b-late-signal",
     "all-late-signal",
     "jobmaster-crash",
+    "jobmaster-failures",
     "dispatcher-overlap",
     "dispatcher-overlap-fenced",
 ];
 
-/// The scenarios that inject a fault of the dispatcher handoff (the last three).
-const FAULT_SCENARIOS: usize = 3;
+/// The scenarios that inject a JobManager fault or a fault of the dispatcher handoff
+/// (the last four).
+const FAULT_SCENARIOS: usize = 4;
 
 /// The smallest bounds at which every counterexample of the table still shows, except
 /// under a handoff fault ([`SMALLEST_WITH_FAULTS`]).
@@ -96,14 +98,14 @@ fn table_covers_every_design_scenario_and_property() {
     let table = Leadership::expectations();
     // Every property in every cell, but a fault's own reachability property only with
     // its fault.
-    assert_eq!(table.len(), 5 * 9 * 13 + 5 * 3);
+    assert_eq!(table.len(), 5 * 10 * 13 + 5 * 5);
     for design in Leadership::designs() {
         for scenario in SCENARIOS {
             for name in property::SAFETY.iter().chain(property::REACHABILITY.iter()) {
                 let with_fault = match property::needs(name) {
                     None => true,
-                    Some("jobmaster-crash") => scenario == "jobmaster-crash",
-                    Some(_) => scenario.starts_with("dispatcher-overlap"),
+                    Some("dispatcher-overlap") => scenario.starts_with("dispatcher-overlap"),
+                    Some(setting) => scenario == setting,
                 };
                 if !with_fault {
                     continue;
@@ -159,6 +161,11 @@ fn verdicts_and_state_counts_at_default_bounds() {
         (("runner-fix-only", "jobmaster-crash"), 25645),
         (("fixed", "jobmaster-crash"), 15194),
         (("revoke-clears-leader", "jobmaster-crash"), 23531),
+        (("unpatched", "jobmaster-failures"), 211116),
+        (("process-fix-only", "jobmaster-failures"), 131665),
+        (("runner-fix-only", "jobmaster-failures"), 57493),
+        (("fixed", "jobmaster-failures"), 34267),
+        (("revoke-clears-leader", "jobmaster-failures"), 58457),
         (("unpatched", "dispatcher-overlap"), 232864),
         (("process-fix-only", "dispatcher-overlap"), 124580),
         (("runner-fix-only", "dispatcher-overlap"), 56234),
@@ -235,6 +242,11 @@ fn verdicts_and_state_counts_at_smallest_bounds() {
         (("runner-fix-only", "jobmaster-crash"), 2193),
         (("fixed", "jobmaster-crash"), 1520),
         (("revoke-clears-leader", "jobmaster-crash"), 2068),
+        (("unpatched", "jobmaster-failures"), 8352),
+        (("process-fix-only", "jobmaster-failures"), 6095),
+        (("runner-fix-only", "jobmaster-failures"), 3777),
+        (("fixed", "jobmaster-failures"), 2933),
+        (("revoke-clears-leader", "jobmaster-failures"), 3964),
         (("unpatched", "dispatcher-overlap"), 13571),
         (("process-fix-only", "dispatcher-overlap"), 8091),
         (("runner-fix-only", "dispatcher-overlap"), 4772),
@@ -936,6 +948,7 @@ fn designs_params_and_scenarios_are_declared() {
             "late-signal",
             "decide-while-closing",
             "jobmaster-crash",
+            "jobmaster-failures",
             "dispatcher-overlap",
             "fenced-result-store",
             "old-runner-first"
@@ -1287,4 +1300,98 @@ fn overlapping_dispatchers_run_the_job_twice_and_a_late_entry_meets_the_next_gra
         fenced.verdict(property::NO_REANIMATION),
         Some(Verdict::Counterexample)
     );
+}
+
+#[test]
+fn a_failing_jobmaster_ends_a_submitted_job_or_stops_its_jobmanager() {
+    use Action::*;
+    let m = model("fixed", "jobmaster-failures", &[]);
+    // A submitted job whose JobMaster cannot start is FAILED for good.
+    let (actions, path) = shortest_actions(&m, property::FAILED_AT_START);
+    assert_eq!(
+        actions,
+        [
+            GrantLeadership(1),
+            RunGrant(1),
+            FailInitialization,
+            CheckLeadershipInForward(1),
+            HandleRunnerResult,
+        ]
+    );
+    assert_eq!(
+        path.last_state().job_result,
+        steadfast_model::leadership::JobResultEntry::Dirty
+    );
+    // A failed JobMaster is a fatal error: the JobManager process exits with it.
+    let (actions, path) = shortest_actions(&m, property::FATAL_EXIT);
+    assert_eq!(
+        actions,
+        [
+            GrantLeadership(1),
+            RunGrant(1),
+            FailJobMaster,
+            CheckLeadershipInForward(1),
+            HandleRunnerResult,
+        ]
+    );
+    let last = path.last_state();
+    assert_eq!(
+        last.dispatcher,
+        steadfast_model::leadership::DispatcherState::Crashed
+    );
+    assert_eq!(last.processes[0].state, ProcessState::Killed);
+    // So is a recovered job that cannot start: the next leader tries again.
+    let recovered = replay(
+        &m,
+        &[
+            GrantLeadership(1),
+            RunGrant(1),
+            DispatcherFailover,
+            TerminateService(1),
+            CheckLeadershipInForward(1),
+            CloseRunner,
+            HandleRunnerResult,
+            RecoverJob,
+            GrantLeadership(2),
+            RunGrant(2),
+            FailInitialization,
+            CheckLeadershipInForward(2),
+            HandleRunnerResult,
+            RecoverJob,
+        ],
+    );
+    let last = recovered.last_state();
+    assert!(last.fatal_exit && last.has_runner && last.epoch == 3);
+    assert_eq!(
+        last.job_result,
+        steadfast_model::leadership::JobResultEntry::Absent
+    );
+    // A failure forwarded after its session was revoked is dropped, and the fixed
+    // runner caches only a terminal status: the regrant starts a new process.
+    let regrant = replay(
+        &m,
+        &[
+            GrantLeadership(1),
+            RunGrant(1),
+            RevokeLeadership(1),
+            FailJobMaster,
+            CheckLeadershipInForward(1),
+            RunRevoke,
+            TerminateService(1),
+            GrantLeadership(2),
+            RunGrant(2),
+        ],
+    );
+    let last = regrant.last_state();
+    assert_eq!(last.process_count, 2);
+    assert_eq!(last.runner_result, Outcome::Unset);
+    assert_eq!(last.pending_terminal, None);
+    // Failures before a decision change no verdict of the table's `all` column.
+    for design in Leadership::designs() {
+        let with = verdicts(&run(&model(design, "jobmaster-failures", &[])));
+        let without = verdicts(&run(&model(design, "all", &[])));
+        for (name, verdict) in without {
+            assert_eq!(with[name], verdict, "{design} {name}");
+        }
+    }
 }

@@ -450,6 +450,19 @@ pub(super) fn election_record(
     }
 }
 
+/// The JobManager process of `epoch` dies ([`Driver::crash_jobmanager`]).
+pub(super) fn crash_record(epoch: u8) -> LogRecord {
+    LogRecord {
+        component: Cow::Borrowed("jobmanager"),
+        event: Cow::Borrowed("crash"),
+        session: None,
+        job: Some(u64::from(JOB.0)),
+        epoch: Some(u64::from(epoch)),
+        status: None,
+        outcome: Cow::Borrowed("crashed"),
+    }
+}
+
 /// Whether process `id` belongs to the runner the driver holds (the latest one), which
 /// is the one the binding's events reach.
 pub(super) fn of_latest_runner(s: &State, id: u8) -> bool {
@@ -516,15 +529,7 @@ pub(super) fn expected_log_into(
             before.epoch,
             "applied",
         )),
-        Action::CrashJobManager => out.push(LogRecord {
-            component: Cow::Borrowed("jobmanager"),
-            event: Cow::Borrowed("crash"),
-            session: None,
-            job: Some(u64::from(JOB.0)),
-            epoch: Some(u64::from(before.epoch)),
-            status: None,
-            outcome: Cow::Borrowed("crashed"),
-        }),
+        Action::CrashJobManager => out.push(crash_record(before.epoch)),
         _ => step_log(model, before, action, out),
     }
 }
@@ -734,6 +739,23 @@ pub(super) fn step_log(
                 },
             ));
         }
+        Action::FailInitialization | Action::FailJobMaster => {
+            let session = process_session(&b, b.current);
+            let value = if *action == Action::FailInitialization {
+                ProcessResult::InitializationFailed
+            } else {
+                ProcessResult::JobMasterFailed
+            };
+            out.push(process_record(
+                ProcessEvent::Completed(value),
+                session,
+                "completed",
+            ));
+            out.push(runner_record(
+                Event::ProcessResultCompleted { session, value },
+                RunnerOutcome::ForwardScheduled,
+            ));
+        }
         Action::DispatcherFailover => out.push(dispatcher_record(
             &DispatcherEvent::LeadershipLost,
             b.epoch,
@@ -748,6 +770,11 @@ pub(super) fn step_log(
             "applied",
         )),
         _ => {}
+    }
+    // A fatal error exits the JobManager process inside the step: nothing follows.
+    if b.dispatcher != DispatcherState::Crashed && a.dispatcher == DispatcherState::Crashed {
+        out.push(crash_record(b.epoch));
+        return;
     }
     if !b.has_runner || a.epoch != b.epoch {
         return;

@@ -81,8 +81,10 @@ pub(super) fn process_result(o: Outcome) -> Option<ProcessResult> {
     match o {
         Outcome::Unset => None,
         Outcome::Terminal(s) => Some(ProcessResult::Terminal(status(s))),
-        // A process's result is only ever unset, terminal or NotFinished in the model;
-        // the other values are the runner's.
+        Outcome::InitFailed => Some(ProcessResult::InitializationFailed),
+        Outcome::JobMasterFailed => Some(ProcessResult::JobMasterFailed),
+        // A process's result is never SUSPENDED or "already done" in the model: those
+        // are the runner's.
         Outcome::NotFinished | Outcome::Suspended | Outcome::AlreadyDone => {
             Some(ProcessResult::NotFinished)
         }
@@ -96,6 +98,8 @@ pub(super) fn runner_result(o: Outcome) -> Option<RunnerResult> {
         Outcome::Suspended => Some(RunnerResult::Suspended),
         Outcome::NotFinished => Some(RunnerResult::NotFinished),
         Outcome::AlreadyDone => Some(RunnerResult::JobAlreadyDone),
+        Outcome::InitFailed => Some(RunnerResult::InitializationFailed),
+        Outcome::JobMasterFailed => Some(RunnerResult::JobMasterFailed),
     }
 }
 

@@ -207,6 +207,9 @@ impl DispatcherEffect {
 /// A runner the dispatcher started, until the next epoch starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct StartedRunner {
+    /// Started by a recovery rather than a submission: its initialisation failure is a
+    /// fatal error, not the job's end.
+    recovered: bool,
     result_received: bool,
     closing: bool,
     terminated: bool,
@@ -459,7 +462,7 @@ impl Dispatcher {
                 // A dispatcher that lost leadership meanwhile leaves the job to the next
                 // leader's recovery.
                 if self.leader {
-                    self.start_runner(job, &mut effects);
+                    self.start_runner(job, false, &mut effects);
                 }
             }
             DispatcherEvent::RunnerCompleted { job, result } => {
@@ -488,7 +491,23 @@ impl Dispatcher {
                         }
                     }
                     RunnerResult::Suspended => effects.push(DispatcherEffect::LocalCleanup { job }),
-                    RunnerResult::NotFinished | RunnerResult::InitializationFailed => {
+                    // A submitted job whose JobMaster cannot start has FAILED for good
+                    // (Flink's `Dispatcher.runJob` hands it to `jobReachedTerminalState`).
+                    RunnerResult::InitializationFailed if !runner.recovered => {
+                        if record != Some(JobRecord::Stored) {
+                            return Err(LeadershipError::EntryExists { job });
+                        }
+                        Arc::make_mut(&mut self.jobs).insert(job, JobRecord::WritingEntry);
+                        effects.push(DispatcherEffect::WriteDirtyEntry {
+                            job,
+                            status: JobStatus::Failed,
+                        });
+                    }
+                    // A recovered job that cannot start, a failed JobMaster and an
+                    // exceptional result are fatal: the JobManager process exits.
+                    RunnerResult::NotFinished
+                    | RunnerResult::InitializationFailed
+                    | RunnerResult::JobMasterFailed => {
                         effects.push(DispatcherEffect::FatalError { job, result })
                     }
                 }
@@ -572,7 +591,7 @@ impl Dispatcher {
             }
             let record = match (found.entry, found.job_graph) {
                 (JobResultEntry::None, true) => {
-                    self.start_runner(job, effects);
+                    self.start_runner(job, true, effects);
                     JobRecord::Stored
                 }
                 // Neither store holds anything for the job after all.
@@ -593,10 +612,11 @@ impl Dispatcher {
         self.jobs = Arc::new(known);
     }
 
-    fn start_runner(&mut self, job: JobId, effects: &mut Vec<DispatcherEffect>) {
+    fn start_runner(&mut self, job: JobId, recovered: bool, effects: &mut Vec<DispatcherEffect>) {
         Arc::make_mut(&mut self.runners).insert(
             job,
             StartedRunner {
+                recovered,
                 result_received: false,
                 closing: false,
                 terminated: false,

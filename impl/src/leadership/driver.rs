@@ -525,6 +525,12 @@ impl Driver {
                         self.dispatcher_work(answer, &mut work)?;
                     }
                 }
+                // Flink's fatal error handler exits the JobManager process: nothing
+                // after it runs, and the next leader takes over.
+                DriverEffect::Dispatcher(DispatcherEffect::FatalError { .. }) => {
+                    self.crash_jobmanager();
+                    return Ok(done);
+                }
                 DriverEffect::Dispatcher(DispatcherEffect::StartRunner { job }) => {
                     if let Some(old) = self.runner.take() {
                         self.retired.extend(old.projection().processes);

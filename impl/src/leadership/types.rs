@@ -86,6 +86,9 @@ pub enum ProcessResult {
     Terminal(JobStatus),
     /// The JobMaster could not be created or started.
     InitializationFailed,
+    /// The JobMaster failed while running (Flink completes the result future
+    /// exceptionally).
+    JobMasterFailed,
     /// The process terminated before the job finished (`JobNotFinishedException`).
     NotFinished,
 }
@@ -125,6 +128,8 @@ pub enum RunnerResult {
     JobAlreadyDone,
     /// The process failed to initialise the JobMaster.
     InitializationFailed,
+    /// The process's JobMaster failed while running.
+    JobMasterFailed,
 }
 
 impl RunnerResult {
@@ -142,6 +147,7 @@ impl From<ProcessResult> for RunnerResult {
         match value {
             ProcessResult::Terminal(status) => RunnerResult::Terminal(status),
             ProcessResult::InitializationFailed => RunnerResult::InitializationFailed,
+            ProcessResult::JobMasterFailed => RunnerResult::JobMasterFailed,
             ProcessResult::NotFinished => RunnerResult::NotFinished,
         }
     }

@@ -75,10 +75,10 @@ pub(super) fn table() -> Vec<Expectation> {
     ];
     // The scenarios' names, from the one table that defines them: each ordering on
     // time, then each ordering with late signals.
-    let &[(ordering_a, _), (ordering_b, _), (all, _), (late_a, _), (late_b, _), (late_all, _), (crash, _), (overlap, _), (fenced, _)] =
+    let &[(ordering_a, _), (ordering_b, _), (all, _), (late_a, _), (late_b, _), (late_all, _), (crash, _), (failures, _), (overlap, _), (fenced, _)] =
         super::SCENARIOS
     else {
-        unreachable!("the leadership model has nine scenarios");
+        unreachable!("the leadership model has ten scenarios");
     };
     let on_time = [ordering_a, ordering_b, all];
     let late = [late_a, late_b, late_all];
@@ -131,6 +131,15 @@ pub(super) fn table() -> Vec<Expectation> {
                 ONLY_A_CRASH_LOSES,
             ]
             .contains(&property);
+            // JobMaster failures (before a decision) change no verdict: a failure that
+            // passes the leadership check is a fatal error, and the rerun it causes
+            // reruns an undecided job.
+            table.push(Expectation {
+                design: design.name(),
+                scenario: failures,
+                property,
+                expected: verdicts[2],
+            });
             for (scenario, stores_disagree) in [(overlap, true), (fenced, false)] {
                 let lost = overlapped || (stores_disagree && property == STORES_AGREE);
                 table.push(Expectation {
@@ -145,6 +154,8 @@ pub(super) fn table() -> Vec<Expectation> {
         // unfenced old dispatcher writes the entry a later grant finds.
         for (scenario, property, expected) in [
             (crash, CRASH_LOSES, Reached),
+            (failures, FAILED_AT_START, Reached),
+            (failures, FATAL_EXIT, Reached),
             (overlap, ALREADY_DONE, Reached),
             (fenced, ALREADY_DONE, Unreached),
         ] {
@@ -168,6 +179,7 @@ pub(super) fn table() -> Vec<Expectation> {
             (late_b, Unreached, Reached),
             (late_all, Reached, Reached),
             (crash, Reached, Reached),
+            (failures, Reached, Reached),
             (overlap, Reached, Reached),
             (fenced, Reached, Reached),
         ] {

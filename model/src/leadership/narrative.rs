@@ -29,6 +29,8 @@ impl Action {
             Action::MarkResultClean => "dispatcher marks the result entry clean".to_string(),
             Action::RecoverJob => "next dispatcher leader starts and recovers".to_string(),
             Action::CrashJobManager => "JobManager process crashes".to_string(),
+            Action::FailInitialization => "JobMaster fails to initialise".to_string(),
+            Action::FailJobMaster => "JobMaster fails".to_string(),
             Action::CloseOldRunner => "old runner's close completes".to_string(),
             Action::OldDispatcherHandlesResult => {
                 "old dispatcher handles its runner's result".to_string()
@@ -195,12 +197,29 @@ impl Leadership {
                     "the dispatcher sees SUSPENDED: local cleanup only, the JobGraph stays"
                         .to_string()
                 }
+                Outcome::InitFailed if after.dispatcher != super::DispatcherState::Crashed => {
+                    "the dispatcher sees a submitted job's initialisation failure: FAILED, a dirty JobResultStore entry"
+                        .to_string()
+                }
+                Outcome::InitFailed | Outcome::JobMasterFailed => format!(
+                    "the dispatcher sees a {}: a fatal error, the JobManager process of epoch {} exits",
+                    before.runner_result.word(),
+                    before.epoch
+                ),
                 other => format!("the dispatcher sees {}", other.word()),
             },
             Action::RemoveJobGraph => "the dispatcher removes the JobGraph".to_string(),
             Action::MarkResultClean => {
                 "the dispatcher marks the JobResultStore entry clean".to_string()
             }
+            Action::FailInitialization => format!(
+                "the JobMaster of {} fails to initialise: its result completes with the failure",
+                process_words(before.current)
+            ),
+            Action::FailJobMaster => format!(
+                "the JobMaster of {} fails: its result completes exceptionally",
+                process_words(before.current)
+            ),
             Action::CloseOldRunner => {
                 let (b, a) = (before.old, after.old);
                 let result = |o: Option<super::OldRunner>| o.map(|o| o.result);

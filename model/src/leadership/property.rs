@@ -35,6 +35,10 @@ pub const REGRANT: &str = "a regrant happens";
 pub const FAILOVER_RECOVERS: &str = "a dispatcher failover recovers a job";
 /// A JobManager crash kills a decision the JobResultStore has not recorded.
 pub const CRASH_LOSES: &str = "a crash loses a decision";
+/// A submitted job whose JobMaster cannot start ends FAILED in the JobResultStore.
+pub const FAILED_AT_START: &str = "a job that cannot start is recorded as failed";
+/// A JobMaster failure reaches the dispatcher, whose JobManager exits.
+pub const FATAL_EXIT: &str = "a JobMaster failure stops the JobManager";
 /// A runner's grant finds the job's JobResultStore entry (`JobAlreadyDoneException`).
 pub const ALREADY_DONE: &str = "a grant finds the job already done";
 
@@ -50,7 +54,7 @@ pub const SAFETY: [&str; 7] = [
 ];
 
 /// The reachability properties, in model order.
-pub const REACHABILITY: [&str; 8] = [
+pub const REACHABILITY: [&str; 10] = [
     JOB_FINISHES,
     JOB_SUSPENDED,
     WINDOW_A,
@@ -58,6 +62,8 @@ pub const REACHABILITY: [&str; 8] = [
     REGRANT,
     FAILOVER_RECOVERS,
     CRASH_LOSES,
+    FAILED_AT_START,
+    FATAL_EXIT,
     ALREADY_DONE,
 ];
 
@@ -137,6 +143,19 @@ pub(super) fn all(model: &Leadership) -> Vec<Property<Leadership>> {
             s.crash_lost
         }));
     }
+    if model.jobmaster_failures {
+        all.push(Property::<Leadership>::sometimes(
+            FAILED_AT_START,
+            |_, s| {
+                s.result_handled
+                    && s.runner_result == Outcome::InitFailed
+                    && s.job_result != JobResultEntry::Absent
+            },
+        ));
+        all.push(Property::<Leadership>::sometimes(FATAL_EXIT, |_, s| {
+            s.fatal_exit
+        }));
+    }
     if model.dispatcher_overlap {
         all.push(Property::<Leadership>::sometimes(ALREADY_DONE, |_, s| {
             s.runner_result == Outcome::AlreadyDone
@@ -149,6 +168,7 @@ pub(super) fn all(model: &Leadership) -> Vec<Property<Leadership>> {
 pub fn needs(name: &str) -> Option<&'static str> {
     match name {
         CRASH_LOSES => Some("jobmaster-crash"),
+        FAILED_AT_START | FATAL_EXIT => Some("jobmaster-failures"),
         ALREADY_DONE => Some("dispatcher-overlap"),
         _ => None,
     }

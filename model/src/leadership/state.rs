@@ -44,6 +44,11 @@ pub enum Outcome {
     NotFinished,
     /// The grant found a JobResultStore entry (`JobAlreadyDoneException`).
     AlreadyDone,
+    /// The JobMaster could not be initialised (`JobManagerRunnerResult`'s
+    /// initialisation failure).
+    InitFailed,
+    /// The JobMaster failed while running (the result future completed exceptionally).
+    JobMasterFailed,
 }
 
 impl Outcome {
@@ -68,6 +73,8 @@ impl Outcome {
             Outcome::Suspended => "SUSPENDED",
             Outcome::NotFinished => "NotFinished",
             Outcome::AlreadyDone => "JobAlreadyDone",
+            Outcome::InitFailed => "initialisation failure",
+            Outcome::JobMasterFailed => "JobMaster failure",
         }
     }
 }
@@ -248,6 +255,9 @@ pub struct State {
     /// Ghost: a JobManager crash killed a decision before any JobResultStore entry
     /// recorded it (Flink then runs the job again, by design: `specs/leadership.md`).
     pub crash_lost: bool,
+    /// Ghost: a JobMaster failure reached the dispatcher as a fatal error and its
+    /// JobManager process exited (setting `jobmaster-failures`).
+    pub fatal_exit: bool,
 }
 
 /// Bytes of [`State::pack`].
@@ -267,6 +277,8 @@ impl Outcome {
             Outcome::Suspended => 4,
             Outcome::NotFinished => 5,
             Outcome::AlreadyDone => 6,
+            Outcome::InitFailed => 7,
+            Outcome::JobMasterFailed => 8,
         }
     }
 }
@@ -299,7 +311,8 @@ impl State {
         b[19] = self.decider;
         b[20] = self.lost_terminal as u8;
         b[21] = self.unfenced as u8;
-        b[22] = self.crash_lost as u8 | (self.runner_killed as u8) << 1;
+        b[22] =
+            self.crash_lost as u8 | (self.runner_killed as u8) << 1 | (self.fatal_exit as u8) << 2;
         if let Some(o) = self.old {
             b[23] = 1 | (o.terminated as u8) << 1 | (o.result_handled as u8) << 2;
             b[24] = o.result.code() | o.pending_terminal.map_or(0, Status::code) << 4;

@@ -197,8 +197,13 @@ mod tests {
         // one status; they only compare statuses for equality.
         // The handoff faults' scenarios too: a crash, and an old runner beside the new.
         let models = Design::ALL.into_iter().flat_map(|design| {
-            ["all", "jobmaster-crash", "dispatcher-overlap"]
-                .map(|name| Leadership::scenario(design.name(), name, &[]).unwrap())
+            [
+                "all",
+                "jobmaster-crash",
+                "jobmaster-failures",
+                "dispatcher-overlap",
+            ]
+            .map(|name| Leadership::scenario(design.name(), name, &[]).unwrap())
         });
         for model in models {
             let design = model.design;
@@ -247,6 +252,7 @@ mod tests {
                 "ordering-b",
                 "all",
                 "jobmaster-crash",
+                "jobmaster-failures",
                 "dispatcher-overlap",
                 "dispatcher-overlap-fenced",
             ] {
@@ -291,6 +297,14 @@ mod tests {
             (("runner-fix-only", "jobmaster-crash"), (25645, 9809)),
             (("fixed", "jobmaster-crash"), (15194, 6194)),
             (("revoke-clears-leader", "jobmaster-crash"), (23531, 9143)),
+            (("unpatched", "jobmaster-failures"), (211116, 88316)),
+            (("process-fix-only", "jobmaster-failures"), (131665, 61057)),
+            (("runner-fix-only", "jobmaster-failures"), (57493, 27087)),
+            (("fixed", "jobmaster-failures"), (34267, 19045)),
+            (
+                ("revoke-clears-leader", "jobmaster-failures"),
+                (58457, 28355),
+            ),
             (("unpatched", "dispatcher-overlap"), (232864, 84334)),
             (("process-fix-only", "dispatcher-overlap"), (124580, 46852)),
             (("runner-fix-only", "dispatcher-overlap"), (56234, 20926)),
