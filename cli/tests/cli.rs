@@ -492,10 +492,10 @@ fn departs_with_a_named_property_replays_its_counterexample_and_refuses_others()
         stderr(&o)
     );
     // A safety property that holds even unpatched at these settings.
-    let o = steadfast(&["departs", "leadership", "--property", "fenced sessions"]);
+    let o = steadfast(&["departs", "leadership", "--property", "one live process"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("`fenced sessions` has no counterexample in leadership unpatched"),
+        stderr(&o).contains("`one live process` has no counterexample in leadership unpatched"),
         "{}",
         stderr(&o)
     );

@@ -11,7 +11,7 @@
 //! named actions whose guards live in [`Model::actions`] (only enabled actions are
 //! emitted, so `next_state` always returns `Some`), and properties over states, with a
 //! few ghost fields that record what the properties need to know about the past
-//! (the decided status, a lost completion attempt, an unfenced effect).
+//! (the decided status, a lost completion attempt, a decision a crash killed).
 //!
 //! Components and the steps they take:
 //! - the *leader election* issues numbered sessions and revokes them
@@ -561,7 +561,6 @@ impl Leadership {
             decided: None,
             decider: 0,
             lost_terminal: false,
-            unfenced: false,
             crash_lost: false,
             fatal_exit: false,
         }
@@ -862,7 +861,6 @@ impl Model for Leadership {
             Action::CheckLeadershipInForward(id) => {
                 let p = *Self::process(&next, id);
                 Self::process_mut(&mut next, id).forward_pending = false;
-                let before = (next.runner_result, next.pending_terminal);
                 let terminal = p.result.terminal();
                 let mut kept = false;
                 if self.design.runner_fix()
@@ -882,12 +880,6 @@ impl Model for Leadership {
                 }
                 if terminal.is_some() && !kept && next.runner_result == Outcome::Unset {
                     next.lost_terminal = true;
-                }
-                if (next.runner_result, next.pending_terminal) != before
-                    && p.session != s.issued
-                    && p.session != s.current_leader
-                {
-                    next.unfenced = true;
                 }
             }
             Action::TerminateService(id) => {

@@ -13,8 +13,6 @@ pub const NO_MASKING: &str = "no masking";
 pub const SET_ONCE: &str = "set once";
 /// At most one process is not terminated.
 pub const ONE_LIVE_PROCESS: &str = "one live process";
-/// Only the issued session or the current process leader affects the runner.
-pub const FENCED_SESSIONS: &str = "fenced sessions";
 /// The JobGraph store and the JobResultStore agree.
 pub const STORES_AGREE: &str = "stores agree";
 /// A decision is reanimated or masked only after a JobManager crash killed it before
@@ -43,12 +41,11 @@ pub const FATAL_EXIT: &str = "a JobMaster failure stops the JobManager";
 pub const ALREADY_DONE: &str = "a grant finds the job already done";
 
 /// The safety properties, in model order.
-pub const SAFETY: [&str; 7] = [
+pub const SAFETY: [&str; 6] = [
     NO_REANIMATION,
     NO_MASKING,
     SET_ONCE,
     ONE_LIVE_PROCESS,
-    FENCED_SESSIONS,
     STORES_AGREE,
     ONLY_A_CRASH_LOSES,
 ];
@@ -98,7 +95,6 @@ pub(super) fn all(model: &Leadership) -> Vec<Property<Leadership>> {
                 .count()
                 <= 1
         }),
-        Property::<Leadership>::always(FENCED_SESSIONS, |_, s| !s.unfenced),
         Property::<Leadership>::always(STORES_AGREE, |_, s| {
             let removed_after_entry = s.job_graph || s.job_result != JobResultEntry::Absent;
             let never_recovered_after_entry =

@@ -249,9 +249,6 @@ pub struct State {
     /// Ghost: a completion attempt carrying a terminal value was lost while the runner
     /// result was unset.
     pub lost_terminal: bool,
-    /// Ghost: a process changed the runner although its session was neither the issued
-    /// one nor the runner's current process leader.
-    pub unfenced: bool,
     /// Ghost: a JobManager crash killed a decision before any JobResultStore entry
     /// recorded it (Flink then runs the job again, by design: `specs/leadership.md`).
     pub crash_lost: bool,
@@ -261,7 +258,7 @@ pub struct State {
 }
 
 /// Bytes of [`State::pack`].
-const PACKED_LEN: usize = 26 + CHAIN_CAPACITY + 4 * MAX_GRANTS;
+const PACKED_LEN: usize = 25 + CHAIN_CAPACITY + 4 * MAX_GRANTS;
 
 impl Status {
     fn code(self) -> u8 {
@@ -310,16 +307,15 @@ impl State {
         b[18] = self.decided.map_or(0, Status::code);
         b[19] = self.decider;
         b[20] = self.lost_terminal as u8;
-        b[21] = self.unfenced as u8;
-        b[22] =
+        b[21] =
             self.crash_lost as u8 | (self.runner_killed as u8) << 1 | (self.fatal_exit as u8) << 2;
         if let Some(o) = self.old {
-            b[23] = 1 | (o.terminated as u8) << 1 | (o.result_handled as u8) << 2;
-            b[24] = o.result.code() | o.pending_terminal.map_or(0, Status::code) << 4;
+            b[22] = 1 | (o.terminated as u8) << 1 | (o.result_handled as u8) << 2;
+            b[23] = o.result.code() | o.pending_terminal.map_or(0, Status::code) << 4;
             // Process ids and sessions are at most MAX_GRANTS (4): a nibble each.
-            b[25] = o.current | o.current_leader << 4;
+            b[24] = o.current | o.current_leader << 4;
         }
-        let mut i = 26;
+        let mut i = 25;
         for op in self.chain {
             b[i] = match op {
                 ChainOp::Empty => 0,
