@@ -79,14 +79,17 @@ pub(super) fn table() -> Vec<Expectation> {
     let late = [late_a, late_b, late_all];
     let mut table = Vec::new();
     for (design, rows) in safety {
+        let mut push = |scenario, property, expected| {
+            table.push(Expectation {
+                design: design.name(),
+                scenario,
+                property,
+                expected,
+            })
+        };
         for (property, verdicts) in rows {
             for (scenario, expected) in on_time.iter().zip(verdicts) {
-                table.push(Expectation {
-                    design: design.name(),
-                    scenario,
-                    property,
-                    expected,
-                });
+                push(scenario, property, expected);
             }
             // A late signal changes one row: the fixed design loses it wherever a
             // close may start with the signal in flight (ordering B and all), as
@@ -97,24 +100,22 @@ pub(super) fn table() -> Vec<Expectation> {
                     && i > 0
                     && [NO_REANIMATION, NO_MASKING, SET_ONCE, ONLY_A_CRASH_LOSES]
                         .contains(&property);
-                table.push(Expectation {
-                    design: design.name(),
+                push(
                     scenario,
                     property,
-                    expected: if lost { Counterexample } else { verdicts[i] },
-                });
+                    if lost { Counterexample } else { verdicts[i] },
+                );
             }
             // A JobManager crash (ordering all) kills a decision the JobResultStore has
             // not recorded in every design: the next leader runs the job again, and its
             // runner ends SUSPENDED. Every other row keeps its `all` verdict: the fixed
             // design loses a decision only to the crash.
             let killed = [NO_REANIMATION, NO_MASKING].contains(&property);
-            table.push(Expectation {
-                design: design.name(),
-                scenario: crash,
+            push(
+                crash,
                 property,
-                expected: if killed { Counterexample } else { verdicts[2] },
-            });
+                if killed { Counterexample } else { verdicts[2] },
+            );
             // Overlapping dispatcher leaders (ordering all): the next leader recovers
             // the job before the old one recorded its end, so every design runs it
             // again and has two live processes; the old dispatcher's late entry
@@ -129,20 +130,14 @@ pub(super) fn table() -> Vec<Expectation> {
             // JobMaster failures (before a decision) change no verdict: a failure that
             // passes the leadership check is a fatal error, and the rerun it causes
             // reruns an undecided job.
-            table.push(Expectation {
-                design: design.name(),
-                scenario: failures,
-                property,
-                expected: verdicts[2],
-            });
+            push(failures, property, verdicts[2]);
             for (scenario, stores_disagree) in [(overlap, true), (fenced, false)] {
                 let lost = overlapped || (stores_disagree && property == STORES_AGREE);
-                table.push(Expectation {
-                    design: design.name(),
+                push(
                     scenario,
                     property,
-                    expected: if lost { Counterexample } else { verdicts[2] },
-                });
+                    if lost { Counterexample } else { verdicts[2] },
+                );
             }
         }
         // A fault's own reachability property comes with its setting only. Only an
@@ -154,12 +149,7 @@ pub(super) fn table() -> Vec<Expectation> {
             (overlap, ALREADY_DONE, Reached),
             (fenced, ALREADY_DONE, Unreached),
         ] {
-            table.push(Expectation {
-                design: design.name(),
-                scenario,
-                property,
-                expected,
-            });
+            push(scenario, property, expected);
         }
         // Reachability: every scenario reaches the steps it allows. Ordering A keeps
         // the signal out of closes (window B unreachable); ordering B delivers it only
@@ -192,12 +182,7 @@ pub(super) fn table() -> Vec<Expectation> {
                 (REGRANT, Reached),
                 (FAILOVER_RECOVERS, Reached),
             ] {
-                table.push(Expectation {
-                    design: design.name(),
-                    scenario,
-                    property,
-                    expected,
-                });
+                push(scenario, property, expected);
             }
         }
     }
