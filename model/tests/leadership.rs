@@ -1428,3 +1428,66 @@ fn a_forward_changes_the_runner_only_for_the_issued_session_or_its_leader() {
     // Unfenced forwards are common; every one of them changed nothing.
     assert!(forwards > 10_000, "{forwards}");
 }
+
+/// Each half of the fix alone, at its shortest: the process fix does nothing for a
+/// result that already reached the process before the revoke (ordering A, the same
+/// path as unpatched), and the runner fix has nothing to cache once a close completed
+/// NotFinished before the terminal signal arrived (ordering B).
+#[test]
+fn each_half_of_the_fix_alone_fails_where_only_the_other_acts() {
+    use Action::*;
+    let process_fix_only = model("process-fix-only", "ordering-a", &[]);
+    let unpatched = model("unpatched", "ordering-a", &[]);
+    let (actions, path) = shortest_actions(&process_fix_only, property::NO_REANIMATION);
+    assert_eq!(
+        actions,
+        shortest_actions(&unpatched, property::NO_REANIMATION).0
+    );
+    assert_eq!(
+        check::trace_of(&process_fix_only, path).shape.as_deref(),
+        Some("ordering A2")
+    );
+
+    let runner_fix_only = model("runner-fix-only", "ordering-b", &[]);
+    let (actions, path) = shortest_actions(&runner_fix_only, property::NO_REANIMATION);
+    assert_eq!(
+        actions,
+        [
+            GrantLeadership(1),
+            RunGrant(1),
+            RevokeLeadership(1),
+            GrantLeadership(2),
+            DecideTerminal(Status::Finished),
+            RunRevoke,
+            DeliverTerminalSignal(1),
+            CheckLeadershipInForward(1),
+            TerminateService(1),
+            RunGrant(2),
+        ]
+    );
+    let trace = check::trace_of(&runner_fix_only, path);
+    assert_eq!(trace.shape.as_deref(), Some("ordering B"));
+    // The revoke's close completed NotFinished at once; the signal is a no-op.
+    assert_eq!(
+        trace.steps[6].description,
+        "the scheduler's FINISHED signal reaches process 1 while it closes: no effect, its result is already NotFinished"
+    );
+    let (actions, path) = shortest_actions(&runner_fix_only, property::NO_MASKING);
+    assert_eq!(
+        actions,
+        [
+            GrantLeadership(1),
+            RunGrant(1),
+            DecideTerminal(Status::Finished),
+            DispatcherFailover,
+            DeliverTerminalSignal(1),
+            CheckLeadershipInForward(1),
+            TerminateService(1),
+            CloseRunner,
+        ]
+    );
+    assert_eq!(
+        check::trace_of(&runner_fix_only, path).shape.as_deref(),
+        Some("runner close with signal in flight")
+    );
+}
