@@ -297,7 +297,7 @@ impl Dispatcher {
     }
 
     /// The dispatcher a JobManager runs after the one running `self` died (killed, its
-    /// host lost): not leader, no runners, no jobs, no request outstanding; nothing of
+    /// host lost, or exited on a fatal error): not leader, no runners, no jobs, no request outstanding; nothing of
     /// the dead one's work survives but what it wrote to the stores. The epoch and
     /// runner counters carry on, as the HA services' leader epochs do in Flink, so the
     /// next leadership gain starts the next epoch.
