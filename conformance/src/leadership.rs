@@ -292,12 +292,7 @@ fn apply(
         Action::CloseRunner => {}
         Action::CrashJobManager => rt.driver.crash_jobmanager(),
         Action::FailInitialization | Action::FailJobMaster => {
-            let session = process_session(before, before.current);
-            let value = if *action == Action::FailInitialization {
-                ProcessResult::InitializationFailed
-            } else {
-                ProcessResult::JobMasterFailed
-            };
+            let (session, value) = failure(before, action);
             rt.driver
                 .runner_event(Event::ProcessResultCompleted { session, value })?;
         }

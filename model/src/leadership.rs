@@ -419,15 +419,30 @@ impl Leadership {
         }
     }
 
+    /// Whether a runner is done with its process `p`: terminated and (runner fix) its
+    /// forward callback settled.
+    fn settled(&self, p: &Process) -> bool {
+        p.state == ProcessState::Terminated && !(self.design.runner_fix() && p.forward_pending)
+    }
+
+    /// The result a closed runner completes with (runner fix): its cached terminal
+    /// status, or SUSPENDED.
+    fn result_at_close(pending_terminal: Option<Status>) -> Outcome {
+        pending_terminal.map_or(Outcome::Suspended, Outcome::Terminal)
+    }
+
+    /// Writes the dirty JobResultStore entry of the dispatcher of `epoch`, unless there
+    /// is an entry already.
+    fn record_entry(state: &mut State, epoch: u8) {
+        if state.job_result == JobResultEntry::Absent {
+            state.job_result = JobResultEntry::Dirty;
+            state.entry_epoch = epoch;
+        }
+    }
+
     /// Whether the runner's close may complete.
     fn close_can_complete(&self, state: &State) -> bool {
-        match Self::current_process(state) {
-            None => true,
-            Some(p) => {
-                p.state == ProcessState::Terminated
-                    && !(self.design.runner_fix() && p.forward_pending)
-            }
-        }
+        Self::current_process(state).is_none_or(|p| self.settled(p))
     }
 
     /// Whether process `id` belongs to the old runner (a stopping epoch's).
@@ -442,10 +457,7 @@ impl Leadership {
         if o.terminated {
             return false;
         }
-        o.current == 0 || {
-            let p = Self::process(state, o.current);
-            p.state == ProcessState::Terminated && !(self.design.runner_fix() && p.forward_pending)
-        }
+        o.current == 0 || self.settled(Self::process(state, o.current))
     }
 
     /// The old runner is done once it terminated and its dispatcher handled its result:
@@ -900,29 +912,18 @@ impl Model for Leadership {
             Action::CloseRunner => {
                 next.runner_terminated = true;
                 if self.design.runner_fix() && next.runner_result == Outcome::Unset {
-                    next.runner_result = match next.pending_terminal {
-                        Some(status) => Outcome::Terminal(status),
-                        None => Outcome::Suspended,
-                    };
+                    next.runner_result = Self::result_at_close(next.pending_terminal);
                 }
             }
             Action::HandleRunnerResult => {
                 next.result_handled = true;
                 match next.runner_result {
                     Outcome::Terminal(_) | Outcome::AlreadyDone => {
-                        if next.job_result == JobResultEntry::Absent {
-                            next.job_result = JobResultEntry::Dirty;
-                            next.entry_epoch = next.epoch;
-                        }
+                        Self::record_entry(&mut next, s.epoch)
                     }
                     // A submitted job whose JobMaster cannot start has FAILED for good;
                     // a recovered one is a fatal error (Flink's `Dispatcher.runJob`).
-                    Outcome::InitFailed if next.epoch == 1 => {
-                        if next.job_result == JobResultEntry::Absent {
-                            next.job_result = JobResultEntry::Dirty;
-                            next.entry_epoch = next.epoch;
-                        }
-                    }
+                    Outcome::InitFailed if next.epoch == 1 => Self::record_entry(&mut next, 1),
                     // A fatal error: the JobManager process exits.
                     Outcome::InitFailed | Outcome::JobMasterFailed => {
                         next.fatal_exit = true;
@@ -957,10 +958,7 @@ impl Model for Leadership {
                 let o = next.old.as_mut().expect("guarded");
                 o.terminated = true;
                 if runner_fix && o.result == Outcome::Unset {
-                    o.result = match o.pending_terminal {
-                        Some(status) => Outcome::Terminal(status),
-                        None => Outcome::Suspended,
-                    };
+                    o.result = Self::result_at_close(o.pending_terminal);
                 }
                 Self::retire_old(&mut next);
             }
@@ -969,12 +967,8 @@ impl Model for Leadership {
                 o.result_handled = true;
                 let terminal = matches!(o.result, Outcome::Terminal(_) | Outcome::AlreadyDone);
                 // The old dispatcher is no longer leader: a fenced store refuses it.
-                if terminal
-                    && !self.fenced_result_store
-                    && next.job_result == JobResultEntry::Absent
-                {
-                    next.job_result = JobResultEntry::Dirty;
-                    next.entry_epoch = next.epoch - 1;
+                if terminal && !self.fenced_result_store {
+                    Self::record_entry(&mut next, s.epoch - 1);
                 }
                 Self::retire_old(&mut next);
             }

@@ -740,12 +740,7 @@ pub(super) fn step_log(
             ));
         }
         Action::FailInitialization | Action::FailJobMaster => {
-            let session = process_session(&b, b.current);
-            let value = if *action == Action::FailInitialization {
-                ProcessResult::InitializationFailed
-            } else {
-                ProcessResult::JobMasterFailed
-            };
+            let (session, value) = failure(&b, action);
             out.push(process_record(
                 ProcessEvent::Completed(value),
                 session,

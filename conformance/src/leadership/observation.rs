@@ -103,6 +103,17 @@ pub(super) fn runner_result(o: Outcome) -> Option<RunnerResult> {
     }
 }
 
+/// The current process's session and the value its JobMaster failure completes its
+/// result with (`FailInitialization`, `FailJobMaster`).
+pub(super) fn failure(before: &State, action: &Action) -> (Session, ProcessResult) {
+    let value = if *action == Action::FailInitialization {
+        ProcessResult::InitializationFailed
+    } else {
+        ProcessResult::JobMasterFailed
+    };
+    (process_session(before, before.current), value)
+}
+
 pub(super) fn session(s: u8) -> Option<Session> {
     (s != 0).then_some(Session(u32::from(s)))
 }

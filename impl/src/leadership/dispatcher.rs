@@ -466,7 +466,7 @@ impl Dispatcher {
                 }
             }
             DispatcherEvent::RunnerCompleted { job, result } => {
-                let runner = self
+                let runner = *self
                     .runners
                     .get(&job)
                     .ok_or(LeadershipError::NoLiveRunner { job })?;
@@ -476,11 +476,7 @@ impl Dispatcher {
                 let record = self.jobs.get(&job).copied();
                 match result {
                     RunnerResult::Terminal(status) => {
-                        if record != Some(JobRecord::Stored) {
-                            return Err(LeadershipError::EntryExists { job });
-                        }
-                        Arc::make_mut(&mut self.jobs).insert(job, JobRecord::WritingEntry);
-                        effects.push(DispatcherEffect::WriteDirtyEntry { job, status });
+                        self.write_entry(job, record, status, &mut effects)?
                     }
                     RunnerResult::JobAlreadyDone => {
                         // The runner found an entry this dispatcher did not write: clean
@@ -494,14 +490,7 @@ impl Dispatcher {
                     // A submitted job whose JobMaster cannot start has FAILED for good
                     // (Flink's `Dispatcher.runJob` hands it to `jobReachedTerminalState`).
                     RunnerResult::InitializationFailed if !runner.recovered => {
-                        if record != Some(JobRecord::Stored) {
-                            return Err(LeadershipError::EntryExists { job });
-                        }
-                        Arc::make_mut(&mut self.jobs).insert(job, JobRecord::WritingEntry);
-                        effects.push(DispatcherEffect::WriteDirtyEntry {
-                            job,
-                            status: JobStatus::Failed,
-                        });
+                        self.write_entry(job, record, JobStatus::Failed, &mut effects)?
                     }
                     // A recovered job that cannot start, a failed JobMaster and an
                     // exceptional result are fatal: the JobManager process exits.
@@ -556,6 +545,23 @@ impl Dispatcher {
             }
         }
         Ok(Handled::Applied(effects))
+    }
+
+    /// Asks for `job`'s dirty JobResultStore entry with `status`; refuses when the job
+    /// (`record`, what the dispatcher knows of it) is not stored without an entry.
+    fn write_entry(
+        &mut self,
+        job: JobId,
+        record: Option<JobRecord>,
+        status: JobStatus,
+        effects: &mut Vec<DispatcherEffect>,
+    ) -> Result<(), LeadershipError> {
+        if record != Some(JobRecord::Stored) {
+            return Err(LeadershipError::EntryExists { job });
+        }
+        Arc::make_mut(&mut self.jobs).insert(job, JobRecord::WritingEntry);
+        effects.push(DispatcherEffect::WriteDirtyEntry { job, status });
+        Ok(())
     }
 
     /// Moves `job`'s record from `from` to `to`, or refuses `answer` unchanged.
