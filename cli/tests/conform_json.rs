@@ -34,17 +34,17 @@ fn every_durable_action_names_its_runtime_counterpart() {
     ]);
     assert_eq!(v["model"], "durable");
     assert_eq!(v["agreed"], true);
-    assert_eq!(v["unique_states"], 36_609);
-    assert_eq!(v["transitions"], 87_651);
+    assert_eq!(v["unique_states"], 34_531);
+    assert_eq!(v["transitions"], 83_437);
     let steps = v["steps"].as_u64().unwrap();
-    assert_eq!(steps, 87_651 + v["probes"].as_u64().unwrap());
+    assert_eq!(steps, 83_437 + v["probes"].as_u64().unwrap());
     assert!(v["seconds"].as_f64().unwrap() > 0.0);
     let actions = v["actions"].as_object().unwrap();
     let total: u64 = actions
         .values()
         .map(|a| a["transitions"].as_u64().unwrap())
         .sum();
-    assert_eq!(total, 87_651);
+    assert_eq!(total, 83_437);
     for (kind, a) in actions {
         let against = a["checked_against"].as_str().unwrap();
         assert!(!against.starts_with('('), "{kind}: {against}");

@@ -238,7 +238,7 @@ fn the_check_report_opens_offline_with_a_picture_per_trace() {
     assert!(!page.contains("<script"), "the report runs no script");
     assert!(!page.contains("src="), "the report loads nothing");
     let traces = page.matches("<h2 ").count();
-    assert_eq!(traces, 10, "4 counterexamples and 6 examples");
+    assert_eq!(traces, 11, "5 counterexamples and 6 examples");
     assert_eq!(page.matches("<svg ").count(), traces);
     let url = format!("file://{}", file.display());
     let dom = rendered(&url, "report");

@@ -140,7 +140,7 @@ fn bad_input_exits_with_one_line_naming_the_problem() {
         (
             &["validate", "--design", "nope", "x"],
             2,
-            "steadfast: unknown design `nope` (leadership: unpatched, process-fix-only, runner-fix-only, fixed, revoke-clears-leader; durable: unpatched, old-put-order, unpruned-tracking, fixed)",
+            "steadfast: unknown design `nope` (leadership: unpatched, process-fix-only, runner-fix-only, fixed, revoke-clears-leader; durable: unpatched, old-put-order, unpruned-tracking, fixed, commit-on-snapshot)",
         ),
         (
             &["validate", "--late-signal", "maybe", "x"],
@@ -274,7 +274,7 @@ fn durable_logs_validate_and_the_marker_bug_is_rejected() {
     assert_eq!(v.status.code(), Some(2));
     assert!(
         text(&v.stdout).ends_with(
-            "unreadable: unknown design `revoke-clears-leader` for durable (known: unpatched, old-put-order, unpruned-tracking, fixed)"
+            "unreadable: unknown design `revoke-clears-leader` for durable (known: unpatched, old-put-order, unpruned-tracking, fixed, commit-on-snapshot)"
         ),
         "{}",
         text(&v.stdout)

@@ -871,12 +871,30 @@ impl<V: Variant> Conformant<V> {
     }
 }
 
+/// Why conformance refuses the model's mutant sink.
+pub const COMMIT_ON_SNAPSHOT_UNSUPPORTED: &str = "the mutant design `commit-on-snapshot` is a \
+    sink that commits when a checkpoint is taken; the runtime's sink commits on completion, \
+    so it has no runtime counterpart";
+
+/// The designs the runtime can be stepped against: every design but the model's mutant
+/// sink.
+pub(crate) fn supports(model: &Durable) -> Result<(), String> {
+    if model.design.commits_on_snapshot() {
+        return Err(COMMIT_ON_SNAPSHOT_UNSUPPORTED.to_string());
+    }
+    Ok(())
+}
+
 impl<V: Variant> Binding for Conformant<V> {
     type Model = Durable;
     type State = model::State;
     type Action = Action;
     type Runtime = Runtime<V>;
     type Projection = View;
+
+    fn supports(model: &Durable) -> Result<(), String> {
+        supports(model)
+    }
 
     fn start(model: &Durable, _init: &model::State) -> Runtime<V> {
         Runtime::new(

@@ -81,14 +81,19 @@ pub enum Design {
     /// The merged fix: rewound marker from the checkpoint's keyed state, cache after
     /// acknowledgement, no per-key map.
     Fixed,
+    /// A mutant, not from the seed: the fixed store with a sink that commits a
+    /// checkpoint's outputs when the checkpoint is taken instead of when it completes
+    /// (the classic two-phase-commit sink error). It shows that "same output" can fail.
+    CommitOnSnapshot,
 }
 
-/// Every design, in table order.
-pub const DESIGNS: [Design; 4] = [
+/// Every design, in table order: the seed's four, then the mutant.
+pub const DESIGNS: [Design; 5] = [
     Design::Unpatched,
     Design::OldPutOrder,
     Design::UnprunedTracking,
     Design::Fixed,
+    Design::CommitOnSnapshot,
 ];
 
 /// Every design's command-line name, in [`DESIGNS`] order: the one list the command
@@ -111,6 +116,7 @@ impl Design {
             Design::OldPutOrder => "old-put-order",
             Design::UnprunedTracking => "unpruned-tracking",
             Design::Fixed => "fixed",
+            Design::CommitOnSnapshot => "commit-on-snapshot",
         }
     }
 
@@ -140,6 +146,11 @@ impl Design {
     /// The store keeps its own per-key boundary map, never pruned.
     pub fn keeps_key_map(self) -> bool {
         matches!(self, Design::UnprunedTracking)
+    }
+
+    /// The sink commits a checkpoint's outputs when it is taken (the mutant).
+    pub fn commits_on_snapshot(self) -> bool {
+        matches!(self, Design::CommitOnSnapshot)
     }
 }
 
@@ -721,13 +732,19 @@ impl Durable {
         self.bounds.handled_put_errors && matches!(s.phase[k], Phase::AwaitPut(_))
     }
 
-    /// The sink commits the outputs of the inputs checkpoint `c` counts finished.
+    /// The sink commits the outputs of the inputs checkpoint `c` counts finished. What a
+    /// sink committed stays committed: the mutant's sink, which commits ahead of
+    /// completion, is never rolled back by a restore from an older checkpoint.
     fn commit_outputs(&self, s: &State, next: &mut State, c: &Checkpoint) {
         for k in 0..self.bounds.keys as usize {
             if c.finished[k] > s.committed_outputs[k] && s.crashes > 0 {
                 next.events.output_after_restore = true;
             }
-            next.committed_outputs[k] = c.finished[k];
+            next.committed_outputs[k] = if self.design.commits_on_snapshot() {
+                c.finished[k].max(s.committed_outputs[k])
+            } else {
+                c.finished[k]
+            };
         }
     }
 
@@ -914,13 +931,18 @@ impl Model for Durable {
             }
             Action::StartAction(k) => {
                 let ku = k as usize;
+                let sk = s.head(ku);
                 if s.completed.is_some_and(|c| s.finished[ku] < c.finished[ku]) {
                     next.events.finished_rerun = true;
                 }
-                if s.cached(s.head(ku)).is_some_and(|st| st.completed()) {
+                if s.cached(sk).is_some_and(|st| st.completed()) {
                     // Restored completed state: the action is skipped, its output reused.
                     self.finish_action(&mut next, ku);
                 } else {
+                    // The log holds its completion, but the store did not restore it.
+                    if s.landed_states(sk).contains(ActionState::COMPLETED) {
+                        next.events.finished_rerun = true;
+                    }
                     next.phase[ku] = Phase::AtCall(0);
                 }
             }
@@ -929,7 +951,8 @@ impl Model for Durable {
                 if let Phase::AtCall(i) = s.phase[ku] {
                     next.phase[ku] = Phase::AtCall(i + 1);
                 }
-                next.events.reused = true;
+                let p = self.partition(s.head(ku).key);
+                next.events.reused = s.completed.is_some_and(|c| c.marker[p] > 0);
             }
             Action::CallSupplier(k) => {
                 let ku = k as usize;
@@ -1022,14 +1045,25 @@ impl Model for Durable {
                 {
                     *m = self.marker(s, p);
                 }
-                // Enabled only with a free slot: the new checkpoint goes after the others.
-                next.pending[s.pending_count()] = Some(Checkpoint {
+                let c = Checkpoint {
                     next_seq: s.next_seq,
                     finished: s.finished,
                     next_action: s.next_action,
                     marker,
-                });
+                };
+                // Enabled only with a free slot: the new checkpoint goes after the others.
+                next.pending[s.pending_count()] = Some(c);
                 next.checkpoints += 1;
+                next.events.marker_rewound =
+                    (0..self.bounds.partitions as usize).any(|p| marker[p] < s.log_len[p]);
+                next.events.checkpoint_over_saved = (0..self.bounds.keys as usize).any(|k| {
+                    s.finished[k] < s.next_seq[k]
+                        && s.latest_record(s.head(k))
+                            .is_some_and(|(st, _)| !st.completed())
+                });
+                if self.design.commits_on_snapshot() {
+                    self.commit_outputs(s, &mut next, &c);
+                }
             }
             Action::CompleteCheckpoint(id) => {
                 let c = self.complete(s, &mut next, id)?;

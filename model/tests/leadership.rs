@@ -98,7 +98,7 @@ fn table_covers_every_design_scenario_and_property() {
     let table = Leadership::expectations();
     // Every property in every cell, but a fault's own reachability property only with
     // its fault.
-    assert_eq!(table.len(), 5 * 10 * 12 + 5 * 5);
+    assert_eq!(table.len(), 5 * 10 * 15 + 5 * 5);
     for design in Leadership::designs() {
         for scenario in SCENARIOS {
             for name in property::SAFETY.iter().chain(property::REACHABILITY.iter()) {
@@ -738,6 +738,7 @@ fn deciding_while_closing_only_widens_ordering_a() {
                         property::NO_MASKING,
                         property::SET_ONCE,
                         property::ONLY_A_CRASH_LOSES,
+                        property::DECIDED_ENDS_CLEAN,
                     ]
                     .contains(&e.property);
                 // Without part 1 of the fix a close completes the result at once, and
@@ -770,6 +771,7 @@ fn fixed_with_late_signal_has_a_residual_window() {
         property::NO_MASKING,
         property::SET_ONCE,
         property::ONLY_A_CRASH_LOSES,
+        property::DECIDED_ENDS_CLEAN,
     ];
     for scenario in &SCENARIOS[..3] {
         let m = model("fixed", scenario, &[("late-signal", "true")]);
@@ -969,8 +971,8 @@ fn designs_params_and_scenarios_are_declared() {
         .iter()
         .map(|p| p.name)
         .collect();
-    assert_eq!(all.len(), 13);
-    assert_eq!(all[12], check::SENTINEL);
+    assert_eq!(all.len(), 16);
+    assert_eq!(all[15], check::SENTINEL);
     let e = m.focus(Some(property::CRASH_LOSES)).unwrap_err();
     assert_eq!(
         e.0,

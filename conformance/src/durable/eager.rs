@@ -417,6 +417,10 @@ impl<D: Deliver> Binding for EagerConformant<D> {
     type Runtime = Runtime<Planned<D>>;
     type Projection = View;
 
+    fn supports(m: &EagerDurable) -> Result<(), String> {
+        super::supports(&m.model)
+    }
+
     fn start(m: &EagerDurable, _init: &model::State) -> Runtime<Planned<D>> {
         let b = &m.model.bounds;
         Runtime::new(

@@ -7,7 +7,9 @@ use super::{Durable, State, MAX_ACTIONS, MAX_INPUTS};
 
 /// The supplier never runs for a call whose result a landed record holds.
 pub const CALL_AT_MOST_ONCE: &str = "call at most once";
-/// No action of an input a completed checkpoint counts finished runs again.
+/// No action starts again once finished: neither one whose completion a landed record
+/// holds (the store should have restored it and skipped the action), nor one of an input
+/// the latest completed checkpoint counts finished.
 pub const FINISHED_STAYS_FINISHED: &str = "finished stays finished";
 /// No output is emitted again for an input whose output is committed.
 pub const SAME_OUTPUT: &str = "same output";
@@ -17,12 +19,20 @@ pub const CACHE_HOLDS_LOG: &str = "cache only holds what the log holds";
 pub const BOUNDED_TRACKING: &str = "bounded tracking";
 /// Every unfinished state's latest record is at or after the completed marker.
 pub const MARKER_IS_SAFE: &str = "marker is safe";
-/// Sometimes: a durable call reuses a saved result after a restore.
-pub const REUSED_AFTER_RESTORE: &str = "a saved result is reused after restore";
+/// Sometimes: a durable call reuses a saved result after a restore whose marker is past
+/// the log's start (not a checkpoint of an empty log, which replays everything).
+pub const REUSED_AFTER_RESTORE: &str =
+    "a saved result is reused after a restore from a non-zero marker";
+/// Sometimes: a checkpoint's recovery marker is rewound below the log's end offset, to
+/// an unfinished action's saved result (the fix at work; the unpatched design's marker
+/// is the end offset).
+pub const MARKER_REWOUND: &str = "a checkpoint rewinds its marker below the log's end";
 /// Sometimes: a crash comes while an action runs.
 pub const CRASH_MID_ACTION: &str = "a crash lands mid-action";
-/// Sometimes: a checkpoint captures a queued action.
-pub const CHECKPOINT_WITH_QUEUED: &str = "a checkpoint is taken with an action queued";
+/// Sometimes: a checkpoint is taken while an unfinished input's action has a result saved
+/// in the log (the situation of issue 1158).
+pub const CHECKPOINT_WITH_QUEUED: &str =
+    "a checkpoint is taken after a queued action saved a result";
 /// Sometimes: output is committed after a restore.
 pub const OUTPUT_AFTER_RESTORE: &str = "an output is committed after a restore";
 
@@ -36,11 +46,12 @@ pub const SAFETY: [&str; 6] = [
     MARKER_IS_SAFE,
 ];
 /// The reachability properties.
-pub const REACHABILITY: [&str; 4] = [
+pub const REACHABILITY: [&str; 5] = [
     REUSED_AFTER_RESTORE,
     CRASH_MID_ACTION,
     CHECKPOINT_WITH_QUEUED,
     OUTPUT_AFTER_RESTORE,
+    MARKER_REWOUND,
 ];
 
 /// Every property, safety first, in the order of [`SAFETY`] and [`REACHABILITY`].
@@ -90,15 +101,12 @@ pub(super) fn all() -> Vec<Property<Durable>> {
             s.crashes > 0 && s.events.reused
         }),
         Property::sometimes(CRASH_MID_ACTION, |_, s: &State| s.events.crash_mid_action),
-        Property::sometimes(CHECKPOINT_WITH_QUEUED, |m: &Durable, s: &State| {
-            s.pending
-                .iter()
-                .chain([&s.completed])
-                .flatten()
-                .any(|c| (0..m.bounds.keys as usize).any(|k| c.finished[k] < c.next_seq[k]))
+        Property::sometimes(CHECKPOINT_WITH_QUEUED, |_, s: &State| {
+            s.events.checkpoint_over_saved
         }),
         Property::sometimes(OUTPUT_AFTER_RESTORE, |_, s: &State| {
             s.events.output_after_restore
         }),
+        Property::sometimes(MARKER_REWOUND, |_, s: &State| s.events.marker_rewound),
     ]
 }

@@ -445,15 +445,22 @@ pub struct Checkpoint {
 /// starts from none.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Events {
-    /// A durable call reused a saved result.
+    /// A durable call reused a saved result while the latest completed checkpoint's
+    /// marker for its partition is past the log's start (so its replay skipped records).
     pub reused: bool,
+    /// A checkpoint was taken while an unfinished input's action had a result saved in
+    /// the log (the situation of issue 1158).
+    pub checkpoint_over_saved: bool,
+    /// A checkpoint's marker was rewound below the log's end offset (the fix at work).
+    pub marker_rewound: bool,
     /// A crash came while some action was running.
     pub crash_mid_action: bool,
     /// A checkpoint completion after a restore committed new output.
     pub output_after_restore: bool,
     /// The supplier ran for a call whose result a landed record already holds.
     pub repeated_call: bool,
-    /// An action of an input the latest completed checkpoint counts finished started.
+    /// An action started again although a landed record holds its completion, or its
+    /// input is one the latest completed checkpoint counts finished.
     pub finished_rerun: bool,
     /// An output was emitted for an input whose output is already committed.
     pub duplicate_output: bool,
@@ -463,6 +470,8 @@ impl Events {
     /// None of them.
     pub const NONE: Events = Events {
         reused: false,
+        checkpoint_over_saved: false,
+        marker_rewound: false,
         crash_mid_action: false,
         output_after_restore: false,
         repeated_call: false,
@@ -477,6 +486,8 @@ impl Events {
             | (self.repeated_call as u8) << 3
             | (self.finished_rerun as u8) << 4
             | (self.duplicate_output as u8) << 5
+            | (self.checkpoint_over_saved as u8) << 6
+            | (self.marker_rewound as u8) << 7
     }
 }
 
@@ -567,7 +578,9 @@ fn present_checkpoints<S: Serializer>(
 /// `supplier_runs` is a ghost no transition or property reads; it is left out of the
 /// hash (so out of the checker's fingerprint), which keeps states that differ only in
 /// how often a lost call ran from multiplying the state space. Along any reported path
-/// its values are exact: stateright rebuilds a path by replaying its steps.
+/// its values are exact: stateright rebuilds a path by replaying its steps. (Only a
+/// ghost that nothing hashed is computed from may be left out: otherwise the states
+/// found would depend on which path reached a state first.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct State {
     /// Operator keyed state: per key, the next sequence number (inputs delivered).
@@ -1026,6 +1039,9 @@ mod tests {
                 marker: [0; MAX_PARTITIONS],
             })
         });
+        with(&|s| s.events.checkpoint_over_saved = true);
+        with(&|s| s.events.marker_rewound = true);
+
         let prints: std::collections::HashSet<u64> = variants.iter().map(fingerprint).collect();
         assert_eq!(prints.len(), variants.len());
         // The ghost is left out.

@@ -349,7 +349,10 @@ mod tests {
     }
 
     /// Setting overrides and, per design, unique states without and with symmetry.
-    type Case = (&'static [(&'static str, &'static str)], [(usize, usize); 4]);
+    type Case = (
+        &'static [(&'static str, &'static str)],
+        [(usize, usize); DESIGNS.len()],
+    );
 
     #[test]
     fn symmetric_dfs_keeps_every_verdict_with_fewer_states() {
@@ -413,39 +416,44 @@ mod tests {
 
     /// Unique states of `fixed` at default bounds (two keys, one partition), DFS without
     /// and with symmetry.
-    const PIN_DEFAULT_FIXED: (usize, usize) = (1_829_471, 914_813);
+    const PIN_DEFAULT_FIXED: (usize, usize) = (1_647_487, 823_821);
 
     /// (unique states without, with symmetry) per design, in [`DESIGNS`] order.
-    const PIN_ONE_INPUT: [(usize, usize); 4] = [
-        (42_669, 21_368),
-        (23_501, 11_784),
-        (23_597, 11_832),
-        (23_501, 11_784),
+    const PIN_ONE_INPUT: [(usize, usize); DESIGNS.len()] = [
+        (40_455, 20_261),
+        (21_095, 10_581),
+        (21_191, 10_629),
+        (21_095, 10_581),
+        (22_105, 11_086),
+    ];
+    /// The `concurrent-puts` scenario: every key's put in flight at once.
+    const PIN_CONCURRENT_PUTS: [(usize, usize); DESIGNS.len()] = [
+        (57_576, 28_830),
+        (34_630, 17_357),
+        (34_748, 17_416),
+        (34_630, 17_357),
+        (35_794, 17_939),
     ];
     /// The `concurrent-checkpoints` scenario: two pending at once, three in all.
-    /// The `concurrent-puts` scenario: every key's put in flight at once.
-    const PIN_CONCURRENT_PUTS: [(usize, usize); 4] = [
-        (60_460, 30_272),
-        (37_900, 18_992),
-        (38_018, 19_051),
-        (37_900, 18_992),
+    const PIN_CONCURRENT: [(usize, usize); DESIGNS.len()] = [
+        (158_217, 79_179),
+        (71_185, 35_663),
+        (71_633, 35_887),
+        (71_185, 35_663),
+        (76_797, 38_469),
     ];
-    const PIN_CONCURRENT: [(usize, usize); 4] = [
-        (158_031, 79_086),
-        (74_985, 37_563),
-        (75_417, 37_779),
-        (74_985, 37_563),
+    const PIN_THREE_KEYS_ONE_PARTITION: [(usize, usize); DESIGNS.len()] = [
+        (84_881, 14_429),
+        (56_288, 9_617),
+        (56_288, 9_617),
+        (56_288, 9_617),
+        (56_288, 9_617),
     ];
-    const PIN_THREE_KEYS_ONE_PARTITION: [(usize, usize); 4] = [
-        (96_623, 16_392),
-        (67_382, 11_471),
-        (67_382, 11_471),
-        (67_382, 11_471),
-    ];
-    const PIN_THREE_KEYS: [(usize, usize); 4] = [
-        (58_535, 29_546),
-        (34_340, 17_401),
-        (34_340, 17_401),
-        (34_340, 17_401),
+    const PIN_THREE_KEYS: [(usize, usize); DESIGNS.len()] = [
+        (51_937, 26_241),
+        (29_456, 14_954),
+        (29_456, 14_954),
+        (29_456, 14_954),
+        (29_456, 14_954),
     ];
 }

@@ -9,7 +9,7 @@ pub(super) fn table() -> Vec<Expectation> {
     use Verdict::*;
     // Per design: the safety verdicts under ordering A, ordering B and all.
     type Row = (&'static str, [Verdict; 3]);
-    let safety: [(Design, [Row; 6]); 5] = [
+    let safety: [(Design, [Row; 7]); 5] = [
         (
             Design::Unpatched,
             [
@@ -19,6 +19,7 @@ pub(super) fn table() -> Vec<Expectation> {
                 (ONE_LIVE_PROCESS, [Holds; 3]),
                 (STORES_AGREE, [Holds; 3]),
                 (ONLY_A_CRASH_LOSES, [Counterexample; 3]),
+                (DECIDED_ENDS_CLEAN, [Counterexample; 3]),
             ],
         ),
         (
@@ -30,6 +31,7 @@ pub(super) fn table() -> Vec<Expectation> {
                 (ONE_LIVE_PROCESS, [Holds; 3]),
                 (STORES_AGREE, [Holds; 3]),
                 (ONLY_A_CRASH_LOSES, [Counterexample; 3]),
+                (DECIDED_ENDS_CLEAN, [Counterexample; 3]),
             ],
         ),
         (
@@ -41,6 +43,7 @@ pub(super) fn table() -> Vec<Expectation> {
                 (ONE_LIVE_PROCESS, [Holds; 3]),
                 (STORES_AGREE, [Holds; 3]),
                 (ONLY_A_CRASH_LOSES, [Holds, Counterexample, Counterexample]),
+                (DECIDED_ENDS_CLEAN, [Holds, Counterexample, Counterexample]),
             ],
         ),
         (
@@ -52,6 +55,7 @@ pub(super) fn table() -> Vec<Expectation> {
                 (ONE_LIVE_PROCESS, [Holds; 3]),
                 (STORES_AGREE, [Holds; 3]),
                 (ONLY_A_CRASH_LOSES, [Holds; 3]),
+                (DECIDED_ENDS_CLEAN, [Holds; 3]),
             ],
         ),
         // The mutant loses a terminal result forwarded after a revoke under every
@@ -65,6 +69,7 @@ pub(super) fn table() -> Vec<Expectation> {
                 (ONE_LIVE_PROCESS, [Holds; 3]),
                 (STORES_AGREE, [Holds; 3]),
                 (ONLY_A_CRASH_LOSES, [Counterexample; 3]),
+                (DECIDED_ENDS_CLEAN, [Counterexample; 3]),
             ],
         ),
     ];
@@ -98,8 +103,14 @@ pub(super) fn table() -> Vec<Expectation> {
             for (i, scenario) in late.iter().enumerate() {
                 let lost = design == Design::Fixed
                     && i > 0
-                    && [NO_REANIMATION, NO_MASKING, SET_ONCE, ONLY_A_CRASH_LOSES]
-                        .contains(&property);
+                    && [
+                        NO_REANIMATION,
+                        NO_MASKING,
+                        SET_ONCE,
+                        ONLY_A_CRASH_LOSES,
+                        DECIDED_ENDS_CLEAN,
+                    ]
+                    .contains(&property);
                 push(
                     scenario,
                     property,
@@ -119,7 +130,9 @@ pub(super) fn table() -> Vec<Expectation> {
             // Overlapping dispatcher leaders (ordering all): the next leader recovers
             // the job before the old one recorded its end, so every design runs it
             // again and has two live processes; the old dispatcher's late entry
-            // contradicts the new runner unless the store fences it out.
+            // contradicts the new runner unless the store fences it out. Fenced out, the
+            // old runner's decision reaches no store: the rerun job (which decides at
+            // most once per run) ends without an entry.
             let overlapped = [
                 NO_REANIMATION,
                 NO_MASKING,
@@ -132,7 +145,9 @@ pub(super) fn table() -> Vec<Expectation> {
             // reruns an undecided job.
             push(failures, property, verdicts[2]);
             for (scenario, stores_disagree) in [(overlap, true), (fenced, false)] {
-                let lost = overlapped || (stores_disagree && property == STORES_AGREE);
+                let lost = overlapped
+                    || (stores_disagree && property == STORES_AGREE)
+                    || (!stores_disagree && property == DECIDED_ENDS_CLEAN);
                 push(
                     scenario,
                     property,
@@ -174,6 +189,16 @@ pub(super) fn table() -> Vec<Expectation> {
             } else {
                 Reached
             };
+            // Only the runner fix caches a terminal result. Under ordering B the result
+            // comes from a closing process: without the process fix it is NotFinished
+            // by then, and the mutant, whose revoke forgot the leader, caches it only
+            // when a dispatcher failover (no revoke) closed the process.
+            let reached = |yes: bool| if yes { Reached } else { Unreached };
+            let regrant_flushes = reached(
+                design.runner_fix()
+                    && (!under_b || (design.process_fix() && !design.revoke_clears_leader())),
+            );
+            let close_flushes = reached(design.runner_fix() && (!under_b || design.process_fix()));
             for (property, expected) in [
                 (JOB_FINISHES, finishes),
                 (JOB_SUSPENDED, Reached),
@@ -181,6 +206,8 @@ pub(super) fn table() -> Vec<Expectation> {
                 (WINDOW_B, b),
                 (REGRANT, Reached),
                 (FAILOVER_RECOVERS, Reached),
+                (REGRANT_FLUSHES, regrant_flushes),
+                (CLOSE_FLUSHES, close_flushes),
             ] {
                 push(scenario, property, expected);
             }

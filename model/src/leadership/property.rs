@@ -1,9 +1,11 @@
 //! The leadership model's properties: their names, as `properties()` returns them,
 //! and their predicates.
 
-use stateright::Property;
+use stateright::{Model, Property};
 
-use super::{JobResultEntry, Leadership, Outcome, ProcessState, RunnerState, State};
+use super::{
+    Action, ChainOp, JobResultEntry, Leadership, Outcome, ProcessState, RunnerState, State,
+};
 
 /// No new process once a scheduler decided a globally terminal status.
 pub const NO_REANIMATION: &str = "no reanimation";
@@ -18,6 +20,11 @@ pub const STORES_AGREE: &str = "stores agree";
 /// A decision is reanimated or masked only after a JobManager crash killed it before
 /// the JobResultStore recorded it.
 pub const ONLY_A_CRASH_LOSES: &str = "only a crash loses a decision";
+/// A run that has nothing left to do, once the scheduler decided and no crash killed the
+/// decision, ends with the job's JobResultStore entry clean (cleanup done), or with the
+/// decided status cached in a runner that waits for leadership (the bounds ran out of
+/// grants: the next grant, or the runner's close, delivers it).
+pub const DECIDED_ENDS_CLEAN: &str = "a decided job ends with a clean entry";
 /// The job's JobResultStore entry is clean.
 pub const JOB_FINISHES: &str = "a job finishes";
 /// The dispatcher handled a SUSPENDED result.
@@ -31,6 +38,12 @@ pub const WINDOW_B: &str = "a revoke lands inside window B";
 pub const REGRANT: &str = "a regrant happens";
 /// A dispatcher failover recovers the job into a new runner.
 pub const FAILOVER_RECOVERS: &str = "a dispatcher failover recovers a job";
+/// The runner's next step is a grant that flushes its cached terminal result instead of
+/// creating a process (runner fix).
+pub const REGRANT_FLUSHES: &str = "a regrant flushes a cached terminal result";
+/// The runner's next step is the completion of its close, which completes its result
+/// with the cached terminal status instead of SUSPENDED (runner fix).
+pub const CLOSE_FLUSHES: &str = "a close completes with a cached terminal result";
 /// A JobManager crash kills a decision the JobResultStore has not recorded.
 pub const CRASH_LOSES: &str = "a crash loses a decision";
 /// A submitted job whose JobMaster cannot start ends FAILED in the JobResultStore.
@@ -41,23 +54,26 @@ pub const FATAL_EXIT: &str = "a JobMaster failure stops the JobManager";
 pub const ALREADY_DONE: &str = "a grant finds the job already done";
 
 /// The safety properties, in model order.
-pub const SAFETY: [&str; 6] = [
+pub const SAFETY: [&str; 7] = [
     NO_REANIMATION,
     NO_MASKING,
     SET_ONCE,
     ONE_LIVE_PROCESS,
     STORES_AGREE,
     ONLY_A_CRASH_LOSES,
+    DECIDED_ENDS_CLEAN,
 ];
 
 /// The reachability properties, in model order.
-pub const REACHABILITY: [&str; 10] = [
+pub const REACHABILITY: [&str; 12] = [
     JOB_FINISHES,
     JOB_SUSPENDED,
     WINDOW_A,
     WINDOW_B,
     REGRANT,
     FAILOVER_RECOVERS,
+    REGRANT_FLUSHES,
+    CLOSE_FLUSHES,
     CRASH_LOSES,
     FAILED_AT_START,
     FATAL_EXIT,
@@ -78,6 +94,13 @@ fn not_masked(s: &State) -> bool {
         }
         _ => true,
     }
+}
+
+/// Whether `action` is enabled in `s`.
+fn enabled(model: &Leadership, s: &State, action: Action) -> bool {
+    let mut actions = Vec::new();
+    model.actions(s, &mut actions);
+    actions.contains(&action)
 }
 
 /// Every property of `model`, safety first: the reachability of a fault comes only
@@ -106,6 +129,22 @@ pub(super) fn all(model: &Leadership) -> Vec<Property<Leadership>> {
         Property::<Leadership>::always(ONLY_A_CRASH_LOSES, |_, s| {
             s.crash_lost || (not_reanimated(s) && not_masked(s))
         }),
+        // Checked where the run ends: a state with no enabled step (the model is acyclic
+        // and bounded, so every run ends in one).
+        Property::<Leadership>::always(DECIDED_ENDS_CLEAN, |m, s| {
+            let held = s.has_runner
+                && s.runner == RunnerState::Running
+                && s.runner_result == Outcome::Unset
+                && s.pending_terminal.is_some()
+                && s.pending_terminal == s.decided;
+            if s.decided.is_none() || s.crash_lost || s.job_result == JobResultEntry::Clean || held
+            {
+                return true;
+            }
+            let mut actions = Vec::new();
+            m.actions(s, &mut actions);
+            !actions.is_empty()
+        }),
         Property::<Leadership>::sometimes(JOB_FINISHES, |_, s| {
             s.job_result == JobResultEntry::Clean
         }),
@@ -133,6 +172,22 @@ pub(super) fn all(model: &Leadership) -> Vec<Property<Leadership>> {
                 .any(|w| w[0].epoch == w[1].epoch)
         }),
         Property::<Leadership>::sometimes(FAILOVER_RECOVERS, |_, s| s.epoch > 1 && s.has_runner),
+        // Both are read off the state before the step, with the step enabled: a flush
+        // leaves the same state as a result forwarded before the revoke.
+        Property::<Leadership>::sometimes(REGRANT_FLUSHES, |m, s| {
+            s.pending_terminal.is_some()
+                && s.runner == RunnerState::Running
+                && s.runner_result == Outcome::Unset
+                && s.issued != 0
+                && s.chain[0] == ChainOp::Grant(s.issued)
+                && enabled(m, s, Action::RunGrant(s.issued))
+        }),
+        Property::<Leadership>::sometimes(CLOSE_FLUSHES, |m, s| {
+            s.pending_terminal.is_some()
+                && s.runner == RunnerState::Stopped
+                && s.runner_result == Outcome::Unset
+                && enabled(m, s, Action::CloseRunner)
+        }),
     ];
     if model.jobmaster_crash {
         all.push(Property::<Leadership>::sometimes(CRASH_LOSES, |_, s| {
