@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use stateright::{Model, Path};
 use steadfast_model::check::{self, CheckOptions, CheckReport, Traces};
 use steadfast_model::leadership::{
-    property, Action, Design, Leadership, Outcome, ProcessState, RunnerState, State, Status,
+    property, Action, Design, JobResultEntry, Leadership, Outcome, ProcessState, RunnerState,
+    State, Status,
 };
 use steadfast_model::{Spec, Verdict};
 
@@ -1011,13 +1012,14 @@ fn without_old_runner_first_the_unpatched_runner_overlaps_processes() {
     // second live process. The fixed runner completes only after its process
     // terminated, so it needs no such assumption.
     let expected = [
-        ("unpatched", Verdict::Counterexample),
-        ("process-fix-only", Verdict::Counterexample),
-        ("runner-fix-only", Verdict::Holds),
-        ("fixed", Verdict::Holds),
+        ("unpatched", Verdict::Counterexample, 49_211),
+        ("process-fix-only", Verdict::Counterexample, 35_210),
+        ("runner-fix-only", Verdict::Holds, 11_715),
+        ("fixed", Verdict::Holds, 7_083),
     ];
-    for (design, verdict) in expected {
+    for (design, verdict, states) in expected {
         let report = run(&model(design, "all", &[("old-runner-first", "false")]));
+        assert_eq!(report.unique_states, states, "{design}");
         assert_eq!(
             report.verdict(property::ONE_LIVE_PROCESS),
             Some(verdict),
@@ -1492,4 +1494,90 @@ fn each_half_of_the_fix_alone_fails_where_only_the_other_acts() {
         check::trace_of(&runner_fix_only, path).shape.as_deref(),
         Some("runner close with signal in flight")
     );
+}
+
+/// The runner fix's two deliveries of a cached terminal result, at their shortest: the
+/// witnesses hold in the state before the step, and the step delivers FINISHED.
+#[test]
+fn a_cached_terminal_result_is_delivered_by_the_regrant_and_by_the_close() {
+    use Action::*;
+    let m = model("fixed", "all", &[]);
+    let (actions, path) = shortest_actions(&m, property::REGRANT_FLUSHES);
+    assert_eq!(
+        actions,
+        [
+            GrantLeadership(1),
+            RunGrant(1),
+            RevokeLeadership(1),
+            GrantLeadership(2),
+            DecideTerminal(Status::Finished),
+            RunRevoke,
+            DeliverTerminalSignal(1),
+            CheckLeadershipInForward(1),
+            TerminateService(1),
+        ]
+    );
+    let flushed = m.next_state(path.last_state(), RunGrant(2)).unwrap();
+    assert_eq!(flushed.runner_result, Outcome::Terminal(Status::Finished));
+    assert_eq!(flushed.process_count, 1, "the grant creates no process");
+
+    let (actions, path) = shortest_actions(&m, property::CLOSE_FLUSHES);
+    assert_eq!(
+        actions,
+        [
+            GrantLeadership(1),
+            RunGrant(1),
+            DecideTerminal(Status::Finished),
+            DeliverTerminalSignal(1),
+            DispatcherFailover,
+            CheckLeadershipInForward(1),
+            TerminateService(1),
+        ]
+    );
+    let closed = m.next_state(path.last_state(), CloseRunner).unwrap();
+    assert_eq!(closed.runner_result, Outcome::Terminal(Status::Finished));
+    // Without the runner fix nothing is cached, so neither is ever reached.
+    let unpatched = run(&model("unpatched", "all", &[]));
+    for p in [property::REGRANT_FLUSHES, property::CLOSE_FLUSHES] {
+        assert_eq!(unpatched.verdict(p), Some(Verdict::Unreached), "{p}");
+    }
+}
+
+/// "A decided job ends with a clean entry" against the mutant whose revoke forgets the
+/// process leader: the forward after the revoke caches nothing, the close completes
+/// SUSPENDED, and the recovered job ends with no entry once the bounds run out.
+#[test]
+fn a_decision_the_mutant_drops_never_reaches_a_clean_entry() {
+    use Action::*;
+    let m = model("revoke-clears-leader", "all", &[]);
+    let (actions, path) = shortest_actions(&m, property::DECIDED_ENDS_CLEAN);
+    assert_eq!(
+        actions,
+        [
+            GrantLeadership(1),
+            RunGrant(1),
+            RevokeLeadership(1),
+            GrantLeadership(2),
+            DecideTerminal(Status::Finished),
+            RunRevoke,
+            DeliverTerminalSignal(1),
+            CheckLeadershipInForward(1),
+            TerminateService(1),
+            DispatcherFailover,
+            CloseRunner,
+            HandleRunnerResult,
+            RecoverJob,
+            GrantLeadership(3),
+            DispatcherFailover,
+            CloseRunner,
+            HandleRunnerResult,
+            RecoverJob,
+        ]
+    );
+    let end = path.last_state();
+    let mut enabled = Vec::new();
+    m.actions(end, &mut enabled);
+    assert!(enabled.is_empty(), "{enabled:?}");
+    assert_eq!(end.job_result, JobResultEntry::Absent);
+    assert!(end.job_graph);
 }
