@@ -94,6 +94,10 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
              checkpoint is taken",
         ),
         (
+            &["conform", "durable", "--scenario", "rescale"],
+            "steadfast: the runtime steps one operator on one log, so `subtasks` above 1",
+        ),
+        (
             &["check", "leadership", "--dfs", "--symmetry", "--statuses", "1"],
             "steadfast: `--symmetry`: model leadership (design fixed, decide-while-closing=false \
              dispatcher-overlap=false epochs=3 fenced-result-store=false grants=3 jobmaster-crash=false \

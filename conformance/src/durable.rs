@@ -689,6 +689,7 @@ impl<V: Variant> Conformant<V> {
                 Ok(())
             }
             Action::LandZombie => rt.land_zombie().map(|_| ()).map_err(Rejection::from),
+            Action::RestoreScaledIn => Err(SUBTASKS_UNSUPPORTED.into()),
             Action::Restore => {
                 if m.bounds.fenced_producer {
                     rt.zombie = None;
@@ -882,8 +883,15 @@ pub(crate) fn supports(model: &Durable) -> Result<(), String> {
     if model.design.commits_on_snapshot() {
         return Err(COMMIT_ON_SNAPSHOT_UNSUPPORTED.to_string());
     }
+    if model.bounds.subtasks > 1 {
+        return Err(SUBTASKS_UNSUPPORTED.to_string());
+    }
     Ok(())
 }
+
+/// Why conformance refuses several subtasks.
+pub const SUBTASKS_UNSUPPORTED: &str = "the runtime steps one operator on one log, so \
+    `subtasks` above 1 (and `rescale`) has no runtime counterpart yet";
 
 impl<V: Variant> Binding for Conformant<V> {
     type Model = Durable;

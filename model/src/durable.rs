@@ -65,6 +65,9 @@ pub const MAX_PARTITIONS: usize = 2;
 pub const MAX_CONCURRENT: usize = 3;
 /// Records one partition can hold (offsets are bytes below this).
 pub const MAX_LOG: usize = 200;
+/// Largest number of operator subtasks; subtasks times partitions is at most
+/// [`MAX_PARTITIONS`], the markers a checkpoint holds.
+pub const MAX_SUBTASKS: usize = 2;
 
 /// A design of the store and its recovery marker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -224,6 +227,9 @@ pub enum Action {
     },
     /// Restore from the latest completed checkpoint and replay the log from its marker.
     Restore,
+    /// Restore as [`Action::Restore`], at parallelism 1 where the checkpoint ran at
+    /// `subtasks` 2 (`rescale`): subtask 0 takes over subtask 1's keys.
+    RestoreScaledIn,
     /// The send a crash left with the producer (`zombie-sends`) lands at the end of its
     /// partition, over whatever its state key holds by then.
     LandZombie,
@@ -278,6 +284,15 @@ pub struct Bounds {
     /// A restore fences the earlier incarnation's producer: its sends land only before
     /// the restore, or never.
     pub fenced_producer: bool,
+    /// Operator subtasks; key `k` runs on subtask `k % subtasks`, each with its own
+    /// store and marker.
+    pub subtasks: u8,
+    /// A restore may scale the job in to one subtask, which then owns every key.
+    pub rescale: bool,
+    /// Each subtask restores from the marker of its own index only (operator state
+    /// split among subtasks); otherwise every subtask takes the minimum of all subtasks'
+    /// markers per partition (Flink Agents' union list state).
+    pub own_marker: bool,
 }
 
 const PARAMS: &[Param] = &[
@@ -413,6 +428,25 @@ const PARAMS: &[Param] = &[
         kind: ParamKind::Bool { default: false },
     },
     Param {
+        name: "subtasks",
+        help: "operator subtasks (key k on subtask k mod subtasks), each with its own marker",
+        kind: ParamKind::Int {
+            default: 1,
+            min: 1,
+            max: MAX_SUBTASKS as u64,
+        },
+    },
+    Param {
+        name: "rescale",
+        help: "a restore may scale the job in to one subtask, which takes over every key",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
+        name: "own-marker",
+        help: "a subtask restores from its own marker only, not the minimum of all subtasks'",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
         name: "fenced-producer",
         help:
             "a restore fences the crashed incarnation's producer (its sends land before, or never)",
@@ -513,6 +547,20 @@ const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
             ("inputs", "1"),
         ],
     ),
+    ("subtasks", &[("subtasks", "2"), ("inputs", "1")]),
+    (
+        "rescale",
+        &[("subtasks", "2"), ("rescale", "true"), ("inputs", "1")],
+    ),
+    (
+        "rescale-own-marker",
+        &[
+            ("subtasks", "2"),
+            ("rescale", "true"),
+            ("own-marker", "true"),
+            ("inputs", "1"),
+        ],
+    ),
 ];
 
 /// The durable-actions model: one design, one set of bounds, an optional property focus.
@@ -552,6 +600,45 @@ impl Durable {
         (key % self.bounds.partitions) as usize
     }
 
+    /// The subtask that runs key `key` in `s`.
+    fn owner(&self, s: &State, key: u8) -> u8 {
+        if s.scaled_in {
+            0
+        } else {
+            key % self.bounds.subtasks
+        }
+    }
+
+    /// The checkpoint marker slot of subtask `subtask`'s marker for partition `p`.
+    pub(super) fn marker_slot(&self, subtask: u8, p: usize) -> usize {
+        subtask as usize * self.bounds.partitions as usize + p
+    }
+
+    /// The marker slots of partition `p`, one per subtask.
+    fn partition_marker_slots(&self, p: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..self.bounds.subtasks).map(move |t| self.marker_slot(t, p))
+    }
+
+    /// The offset from which a restore from `c` replays key `key`'s partition: the
+    /// minimum of every subtask's marker for it, or (`own-marker`) the marker of the
+    /// subtask that owns the key after the restore (`scaled_in`: the restore scaled in).
+    fn replay_marker(&self, c: &Checkpoint, key: u8, scaled_in: bool) -> u8 {
+        let p = self.partition(key);
+        if self.bounds.own_marker {
+            let owner = if scaled_in {
+                0
+            } else {
+                key % self.bounds.subtasks
+            };
+            c.marker[self.marker_slot(owner, p)]
+        } else {
+            self.partition_marker_slots(p)
+                .map(|slot| c.marker[slot])
+                .min()
+                .expect("at least one subtask")
+        }
+    }
+
     fn can_crash(&self, s: &State) -> bool {
         s.crashes < self.bounds.crashes
             && (s.completed.is_some() || self.bounds.restart_without_checkpoint)
@@ -562,14 +649,17 @@ impl Durable {
         s.landed_states(sk).holds_call(call)
     }
 
-    /// The recovery marker of partition `p` for a snapshot of `s`.
-    fn marker(&self, s: &State, p: usize) -> u8 {
+    /// Subtask `subtask`'s recovery marker of partition `p` for a snapshot of `s`: it
+    /// covers the keys the subtask owns.
+    fn marker(&self, s: &State, subtask: u8, p: usize) -> u8 {
         let mut marker = s.log_len[p];
         if !self.design.rewinds_marker() {
             return marker;
         }
+        // Scaled in, subtask 0 owns every key: the other slots repeat its marker.
+        let subtask = if s.scaled_in { 0 } else { subtask };
         for sk in self.slot_range() {
-            if self.partition(sk.key) != p {
+            if self.partition(sk.key) != p || self.owner(s, sk.key) != subtask {
                 continue;
             }
             let k = sk.key as usize;
@@ -670,7 +760,9 @@ impl Durable {
                 }
             }
             for c in s.pending.iter().chain([&s.completed]).flatten() {
-                note(c.marker[p]);
+                for slot in self.partition_marker_slots(p) {
+                    note(c.marker[slot]);
+                }
             }
             note(s.log_len[p]);
             // Most steps leave the offsets 0..n dense (no record superseded, no offset
@@ -700,7 +792,9 @@ impl Durable {
                 }
             }
             for c in s.pending.iter_mut().chain([&mut s.completed]).flatten() {
-                c.marker[p] = rank(c.marker[p]);
+                for slot in self.partition_marker_slots(p) {
+                    c.marker[slot] = rank(c.marker[slot]);
+                }
             }
             s.log_len[p] = rank(s.log_len[p]);
         }
@@ -790,7 +884,7 @@ impl Model for Durable {
             | Action::CompleteCheckpoint(_)
             | Action::CompleteCheckpointUnnotified(_)
             | Action::AbortCheckpoint(_) => Some(3 + keys),
-            Action::Crash { .. } | Action::Restore => None,
+            Action::Crash { .. } | Action::Restore | Action::RestoreScaledIn => None,
         };
         Some(crate::picture::of_path(self, &path, &lanes, lane))
     }
@@ -809,6 +903,9 @@ impl Model for Durable {
         }
         if s.down {
             actions.push(Action::Restore);
+            if b.rescale && !s.scaled_in {
+                actions.push(Action::RestoreScaledIn);
+            }
             return;
         }
         if s.failed {
@@ -951,8 +1048,9 @@ impl Model for Durable {
                 if let Phase::AtCall(i) = s.phase[ku] {
                     next.phase[ku] = Phase::AtCall(i + 1);
                 }
-                let p = self.partition(s.head(ku).key);
-                next.events.reused = s.completed.is_some_and(|c| c.marker[p] > 0);
+                next.events.reused = s
+                    .completed
+                    .is_some_and(|c| self.replay_marker(&c, k, s.scaled_in) > 0);
             }
             Action::CallSupplier(k) => {
                 let ku = k as usize;
@@ -1038,12 +1136,10 @@ impl Model for Durable {
             }
             Action::TriggerCheckpoint => {
                 let mut marker = [0; MAX_PARTITIONS];
-                for (p, m) in marker
-                    .iter_mut()
-                    .enumerate()
-                    .take(self.bounds.partitions as usize)
-                {
-                    *m = self.marker(s, p);
+                for subtask in 0..self.bounds.subtasks {
+                    for p in 0..self.bounds.partitions as usize {
+                        marker[self.marker_slot(subtask, p)] = self.marker(s, subtask, p);
+                    }
                 }
                 let c = Checkpoint {
                     next_seq: s.next_seq,
@@ -1054,8 +1150,10 @@ impl Model for Durable {
                 // Enabled only with a free slot: the new checkpoint goes after the others.
                 next.pending[s.pending_count()] = Some(c);
                 next.checkpoints += 1;
-                next.events.marker_rewound =
-                    (0..self.bounds.partitions as usize).any(|p| marker[p] < s.log_len[p]);
+                next.events.marker_rewound = (0..self.bounds.partitions as usize).any(|p| {
+                    self.partition_marker_slots(p)
+                        .any(|t| marker[t] < s.log_len[p])
+                });
                 next.events.checkpoint_over_saved = (0..self.bounds.keys as usize).any(|k| {
                     s.finished[k] < s.next_seq[k]
                         && s.latest_record(s.head(k))
@@ -1117,6 +1215,7 @@ impl Model for Durable {
                     completed: s.completed,
                     checkpoints: s.checkpoints,
                     crashes: s.crashes + 1,
+                    scaled_in: s.scaled_in,
                     failed_sends: s.failed_sends,
                     committed_outputs: s.committed_outputs,
                     supplier_runs: s.supplier_runs,
@@ -1129,8 +1228,9 @@ impl Model for Durable {
                 self.append(&mut next, s.zombie?);
                 next.zombie = None;
             }
-            Action::Restore => {
+            Action::Restore | Action::RestoreScaledIn => {
                 next.down = false;
+                next.scaled_in = s.scaled_in || action == Action::RestoreScaledIn;
                 if self.bounds.fenced_producer {
                     // The new producer fences the old one: its send never lands.
                     next.zombie = None;
@@ -1149,7 +1249,7 @@ impl Model for Durable {
                         let Some(records) = s.log.get(slot) else {
                             continue;
                         };
-                        if records.offset < c.marker[self.partition(sk.key)]
+                        if records.offset < self.replay_marker(&c, sk.key, next.scaled_in)
                             || (self.design.rewinds_marker()
                                 && sk.seq < c.finished[sk.key as usize])
                         {
@@ -1237,7 +1337,27 @@ impl Spec for Durable {
             handled_put_errors: settings.flag("handled-put-errors"),
             zombie_sends: settings.flag("zombie-sends"),
             fenced_producer: settings.flag("fenced-producer"),
+            subtasks: int("subtasks"),
+            rescale: settings.flag("rescale"),
+            own_marker: settings.flag("own-marker"),
         };
+        if bounds.subtasks as usize * bounds.partitions as usize > MAX_PARTITIONS {
+            return Err(SettingsError(format!(
+                "`subtasks` ({}) times `partitions` ({}) must be at most {MAX_PARTITIONS}: a checkpoint holds that many markers",
+                bounds.subtasks, bounds.partitions
+            )));
+        }
+        if bounds.subtasks > bounds.keys {
+            return Err(SettingsError(format!(
+                "`subtasks` ({}) must not exceed `keys` ({}): a subtask without keys runs nothing",
+                bounds.subtasks, bounds.keys
+            )));
+        }
+        if (bounds.rescale || bounds.own_marker) && bounds.subtasks < 2 {
+            return Err(SettingsError(
+                "`rescale` and `own-marker` need `subtasks 2`: one subtask has nothing to rescale or share".into(),
+            ));
+        }
         if bounds.zombie_sends && bounds.concurrent_puts {
             return Err(SettingsError(
                 "`zombie-sends` needs sequential puts (`concurrent-puts false`)".into(),
@@ -1322,6 +1442,10 @@ impl Spec for Durable {
 
     fn representative(&self) -> Option<fn(&State) -> State> {
         use symmetry::representative as r;
+        // Renaming keys would move them between subtasks, whose markers differ.
+        if self.bounds.subtasks > 1 {
+            return None;
+        }
         // A class of one key has nothing to permute.
         match (self.bounds.keys, self.bounds.partitions) {
             (2, 1) => Some(r::<2, 1>),

@@ -349,6 +349,28 @@ fn bad_settings_are_errors_naming_the_problem() {
     .unwrap();
     let e = Durable::build("fixed", &s).unwrap_err();
     assert!(e.0.contains("`zombie-sends` needs sequential puts"), "{e}");
+    for (overrides, problem) in [
+        (
+            &[("subtasks", "2"), ("partitions", "2")][..],
+            "`subtasks` (2) times `partitions` (2) must be at most 2",
+        ),
+        (
+            &[("subtasks", "2"), ("keys", "1")][..],
+            "`subtasks` (2) must not exceed `keys` (1)",
+        ),
+        (
+            &[("rescale", "true")][..],
+            "`rescale` and `own-marker` need `subtasks 2`",
+        ),
+        (
+            &[("own-marker", "true")][..],
+            "`rescale` and `own-marker` need `subtasks 2`",
+        ),
+    ] {
+        let s = Settings::parse(params, overrides).unwrap();
+        let e = Durable::build("fixed", &s).unwrap_err();
+        assert!(e.0.contains(problem), "{overrides:?}: {e}");
+    }
 }
 
 #[test]
@@ -709,7 +731,7 @@ fn concurrent_puts_land_and_are_answered_in_any_order() {
 }
 
 #[test]
-fn checkpoint_and_put_error_scenarios_have_pinned_counts() {
+fn fault_scenarios_have_pinned_counts() {
     // Their verdicts are checked with the other scenarios; these are their sizes, per
     // design in table order.
     for (scenario, pinned) in [
@@ -736,6 +758,12 @@ fn checkpoint_and_put_error_scenarios_have_pinned_counts() {
         (
             "zombie-sends-fenced",
             [41_407, 21_763, 21_859, 21_763, 22_841],
+        ),
+        ("subtasks", [40_455, 38_505, 38_627, 38_505, 40_583]),
+        ("rescale", [72_563, 63_083, 63_301, 63_083, 67_077]),
+        (
+            "rescale-own-marker",
+            [72_563, 68_033, 68_249, 68_033, 72_106],
         ),
     ] {
         for (design, count) in DESIGNS.into_iter().zip(pinned) {

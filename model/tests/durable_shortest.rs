@@ -325,6 +325,26 @@ fn shortest_paths_of_every_scenario_finding() {
                 CompleteCheckpoint(2),
             ],
         ),
+        (
+            // Scaled in, subtask 0 takes over key 1 but restores from its own marker,
+            // which never covered key 1: the seed's regression, one subtask over.
+            Fixed,
+            "rescale-own-marker",
+            CALL_AT_MOST_ONCE,
+            vec![
+                DeliverInput(1),
+                StartAction(1),
+                CallSupplier(1),
+                SendPut(1),
+                AckPut(1),
+                TriggerCheckpoint,
+                CompleteCheckpoint(1),
+                Crash { landed: false },
+                RestoreScaledIn,
+                StartAction(1),
+                CallSupplier(1),
+            ],
+        ),
     ];
     for (design, scenario, property, expected) in cases {
         let model = Durable::scenario(design, scenario).unwrap();

@@ -206,12 +206,13 @@ pub fn expected_log(caches_before_ack: bool, s: &State, action: &Action) -> Vec<
         }],
         Action::CompleteCheckpoint(id) => vec![DurableEvent::CheckpointComplete { checkpoint: id }],
         // Never enabled here: the validator's model leaves `checkpoint-aborts`,
-        // `lost-completions` and `zombie-sends` off, as the driver never aborts a
-        // checkpoint without a crash, never loses a notification, and lands or loses a
-        // crash's sends before it reopens the log.
+        // `lost-completions`, `zombie-sends` and `rescale` off, as the driver never
+        // aborts a checkpoint without a crash, never loses a notification, lands or
+        // loses a crash's sends before it reopens the log, and runs one operator.
         Action::AbortCheckpoint(_)
         | Action::CompleteCheckpointUnnotified(_)
-        | Action::LandZombie => Vec::new(),
+        | Action::LandZombie
+        | Action::RestoreScaledIn => Vec::new(),
         Action::Crash { .. } => vec![DurableEvent::Crash],
         Action::Restore => vec![DurableEvent::Start {
             restored: s.completed.is_some(),

@@ -183,6 +183,27 @@ pub(super) fn table() -> Vec<Expectation> {
     for (p, v) in default {
         rows.extend(verdict_rows("zombie-sends-fenced", p, v));
     }
+    // Two subtasks sharing the partition, each marker covering its own keys, and a
+    // restore that scales in to one subtask, which takes over the other's keys: every
+    // subtask replays from the minimum of all subtasks' markers (Flink Agents' union list
+    // state), so nothing changes. A subtask that restored from its own index's marker
+    // only would skip the moved key's saved results: every design repeats a call.
+    for scenario in ["subtasks", "rescale"] {
+        for (p, v) in default {
+            rows.extend(verdict_rows(scenario, p, v));
+        }
+    }
+    let own_marker: [(&str, [Verdict; 4]); 6] = [
+        (CALL_AT_MOST_ONCE, [Ce, Ce, Ce, Ce]),
+        (FINISHED_STAYS_FINISHED, [H, H, H, H]),
+        (SAME_OUTPUT, [H, H, H, H]),
+        (CACHE_HOLDS_LOG, [H, H, H, H]),
+        (BOUNDED_TRACKING, [H, H, Ce, H]),
+        (MARKER_IS_SAFE, [Ce, Ce, Ce, Ce]),
+    ];
+    for (p, v) in own_marker {
+        rows.extend(verdict_rows("rescale-own-marker", p, v));
+    }
     for scenario in [
         "checkpoint-aborts",
         "lost-completions",
@@ -190,6 +211,9 @@ pub(super) fn table() -> Vec<Expectation> {
         "handled-put-errors-after-landing",
         "zombie-sends",
         "zombie-sends-fenced",
+        "subtasks",
+        "rescale",
+        "rescale-own-marker",
     ] {
         for p in REACHABILITY {
             rows.extend(verdict_rows(scenario, p, reach(p)));

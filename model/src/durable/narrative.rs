@@ -2,7 +2,9 @@
 //! the state as a reader wants it (empty and out-of-bounds slots left out), and the
 //! named shapes of counterexamples.
 
-use super::{property, Action, ActionState, Checkpoint, Durable, Phase, Put, State, StateKey};
+use super::{
+    property, Action, ActionState, Checkpoint, Durable, Phase, Put, State, StateKey, MAX_PARTITIONS,
+};
 
 impl Action {
     /// A short phrase for the action in the domain's words, for lists of enabled actions
@@ -32,12 +34,55 @@ impl Action {
             Action::Crash { landed: false } => "crash: any in-flight put is lost".to_string(),
             Action::Crash { landed: true } => "crash: the in-flight put lands first".to_string(),
             Action::Restore => "restore from the latest checkpoint".to_string(),
+            Action::RestoreScaledIn => {
+                "restore from the latest checkpoint at parallelism 1".to_string()
+            }
             Action::LandZombie => "the crashed incarnation's send lands".to_string(),
         }
     }
 }
 
 impl Durable {
+    /// A checkpoint's markers: per partition, or per subtask and partition.
+    fn markers_text(&self, markers: &[u8; MAX_PARTITIONS]) -> String {
+        let b = self.bounds;
+        let mut words = Vec::new();
+        for t in 0..b.subtasks {
+            for p in 0..b.partitions as usize {
+                let m = markers[self.marker_slot(t, p)];
+                words.push(if b.subtasks > 1 {
+                    format!("subtask {t} p{p}={m}")
+                } else {
+                    format!("p{p}={m}")
+                });
+            }
+        }
+        words.join(" ")
+    }
+
+    /// Where a restore from `c` replays each partition from.
+    fn replay_text(&self, c: &Checkpoint, scaled_in: bool) -> String {
+        let b = self.bounds;
+        let mut words = Vec::new();
+        for p in 0..b.partitions as usize {
+            if b.own_marker {
+                let owners = if scaled_in { 1 } else { b.subtasks };
+                for t in 0..owners {
+                    let m = c.marker[self.marker_slot(t, p)];
+                    words.push(format!(
+                        "p{p} from offset {m} on subtask {t} (its own marker)"
+                    ));
+                }
+            } else {
+                // Every subtask takes the minimum of the subtasks' markers.
+                let key = (0..b.keys).find(|k| self.partition(*k) == p).unwrap_or(0);
+                let m = self.replay_marker(c, key, scaled_in);
+                words.push(format!("p{p} from offset {m}"));
+            }
+        }
+        words.join(", ")
+    }
+
     /// "; checkpoint(s) … subsumed" for the pending checkpoints older than `id`, or "".
     fn subsumed(&self, s: &State, id: u8) -> String {
         let older: Vec<String> = s
@@ -166,10 +211,11 @@ impl Durable {
                     )
                 })
                 .collect();
-            let marker: Vec<String> = (0..usize::from(b.partitions))
-                .map(|p| format!("p{p}={}", c.marker[p]))
-                .collect();
-            format!("{}; marker {}", keys.join(", "), marker.join(" "))
+            format!(
+                "{}; marker {}",
+                keys.join(", "),
+                self.markers_text(&c.marker)
+            )
         };
         for (id, c) in s.pending_checkpoints() {
             let _ = writeln!(out, "  pending {id}: {}", show(&c));
@@ -292,9 +338,13 @@ impl Durable {
                 format!("{whose}: put of {what} fails {when}; {then}")
             }
             Action::TriggerCheckpoint => {
-                let marker: Vec<String> = (0..self.bounds.partitions as usize)
-                    .map(|p| format!("p{p}={}", self.marker(s, p)))
-                    .collect();
+                let mut markers = [0; MAX_PARTITIONS];
+                for t in 0..self.bounds.subtasks {
+                    for p in 0..self.bounds.partitions as usize {
+                        markers[self.marker_slot(t, p)] = self.marker(s, t, p);
+                    }
+                }
+                let marker = [self.markers_text(&markers)];
                 let queued: Vec<String> = (0..self.bounds.keys as usize)
                     .filter(|k| s.finished[*k] < s.next_seq[*k])
                     .map(|k| format!("key {k} input {}", s.finished[k]))
@@ -352,18 +402,21 @@ impl Durable {
                 }
                 None => "no send of a crashed incarnation is left".to_string(),
             },
-            Action::Restore => match s.completed {
-                Some(c) => {
-                    let marker: Vec<String> = (0..self.bounds.partitions as usize)
-                        .map(|p| format!("p{p} from offset {}", c.marker[p]))
-                        .collect();
-                    format!(
-                        "restore from the completed checkpoint; replay {}",
-                        marker.join(", ")
-                    )
+            Action::Restore | Action::RestoreScaledIn => {
+                let scaled_in = s.scaled_in || *action == Action::RestoreScaledIn;
+                let how = if *action == Action::RestoreScaledIn {
+                    " at parallelism 1 (subtask 0 takes over every key)"
+                } else {
+                    ""
+                };
+                match s.completed {
+                    Some(c) => format!(
+                        "restore from the completed checkpoint{how}; replay {}",
+                        self.replay_text(&c, scaled_in)
+                    ),
+                    None => format!("restart with no completed checkpoint{how}; nothing replayed"),
                 }
-                None => "restart with no completed checkpoint; nothing replayed".to_string(),
-            },
+            }
         }
     }
 

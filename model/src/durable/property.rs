@@ -93,7 +93,8 @@ pub(super) fn all() -> Vec<Property<Durable>> {
             m.slot_range().all(|sk| match s.latest_record(sk) {
                 None => true,
                 Some((_, offset)) => {
-                    sk.seq < c.finished[sk.key as usize] || offset >= c.marker[m.partition(sk.key)]
+                    sk.seq < c.finished[sk.key as usize]
+                        || offset >= m.replay_marker(&c, sk.key, s.scaled_in)
                 }
             })
         }),

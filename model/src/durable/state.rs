@@ -437,7 +437,9 @@ pub struct Checkpoint {
     pub finished: [u8; MAX_KEYS],
     /// Per key: the queue's head, the next action of input `finished`.
     pub next_action: [u8; MAX_KEYS],
-    /// Per partition: the offset replay starts from.
+    /// The offset replay starts from, per (subtask, partition) slot, subtask-major
+    /// ([`crate::durable::Durable`]'s `marker_slot`): with one subtask, per partition.
+    /// Each subtask's marker covers only the keys it owns.
     pub marker: [u8; MAX_PARTITIONS],
 }
 
@@ -596,6 +598,8 @@ pub struct State {
     pub failed: bool,
     /// Crashed and not yet restored.
     pub down: bool,
+    /// A restore scaled the job in (`rescale`): one subtask runs every key.
+    pub scaled_in: bool,
     /// Per key, its put in flight (its record's state key is of that key). At most one
     /// key has one unless `concurrent-puts`.
     #[serde(serialize_with = "present_puts")]
@@ -646,6 +650,7 @@ impl State {
             phase: [Phase::Idle; MAX_KEYS],
             failed: false,
             down: false,
+            scaled_in: false,
             puts: [None; MAX_KEYS],
             cache: Cache::EMPTY,
             acked_offset: AckedOffsets::NONE,
@@ -827,6 +832,7 @@ impl std::hash::Hash for State {
             | (self.log_len[0] as u64) << 16
             | (self.log_len[1] as u64) << 24
             | (self.failed as u64) << 32
+            | (self.scaled_in as u64) << 33
             | (self.down as u64) << 40
             | (self.failed_sends as u64) << 48
             | (self.events.code() as u64) << 56;
@@ -1024,6 +1030,7 @@ mod tests {
             s.puts[last_key] = put(last, Some(0));
         });
         with(&|s| s.failed_sends = 1);
+        with(&|s| s.scaled_in = true);
         with(&|s| {
             s.zombie = Some(Record {
                 state_key: StateKey::of_slot(0),
