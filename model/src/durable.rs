@@ -38,7 +38,14 @@
 //! - *faults*, each a setting off by default beyond one crash: sends that fail before or
 //!   after landing, checkpoints aborted without a crash, completion notifications that
 //!   never arrive, put errors the action catches, and sends that outlive their crash
-//!   (zombies), landing later unless the restore fences the old producer.
+//!   (zombies), landing later unless the restore fences the old producer;
+//! - *subtasks* (`subtasks` 2): keys split between two operator subtasks sharing the
+//!   partitions, each marker covering its own keys; a restore replays from the minimum
+//!   of them (Flink Agents' union list state) or, as a counterfactual, from the
+//!   subtask's own (`own-marker`), and may scale the job in to one subtask (`rescale`).
+//!
+//! Besides the seed's four designs, one mutant: `commit-on-snapshot`, the fixed store
+//! with a sink that commits when a checkpoint is taken, so that "same output" can fail.
 //!
 //! This file holds the designs, bounds, actions and transitions; the rest is split by
 //! concern: `state` (the typed state and its fingerprint), [`property`] (names and
@@ -600,9 +607,9 @@ impl Durable {
         (key % self.bounds.partitions) as usize
     }
 
-    /// The subtask that runs key `key` in `s`.
-    fn owner(&self, s: &State, key: u8) -> u8 {
-        if s.scaled_in {
+    /// The subtask that runs key `key`, scaled in (one subtask runs every key) or not.
+    fn owner(&self, scaled_in: bool, key: u8) -> u8 {
+        if scaled_in {
             0
         } else {
             key % self.bounds.subtasks
@@ -625,12 +632,7 @@ impl Durable {
     fn replay_marker(&self, c: &Checkpoint, key: u8, scaled_in: bool) -> u8 {
         let p = self.partition(key);
         if self.bounds.own_marker {
-            let owner = if scaled_in {
-                0
-            } else {
-                key % self.bounds.subtasks
-            };
-            c.marker[self.marker_slot(owner, p)]
+            c.marker[self.marker_slot(self.owner(scaled_in, key), p)]
         } else {
             self.partition_marker_slots(p)
                 .map(|slot| c.marker[slot])
@@ -659,7 +661,7 @@ impl Durable {
         // Scaled in, subtask 0 owns every key: the other slots repeat its marker.
         let subtask = if s.scaled_in { 0 } else { subtask };
         for sk in self.slot_range() {
-            if self.partition(sk.key) != p || self.owner(s, sk.key) != subtask {
+            if self.partition(sk.key) != p || self.owner(s.scaled_in, sk.key) != subtask {
                 continue;
             }
             let k = sk.key as usize;
