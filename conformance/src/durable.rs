@@ -689,7 +689,7 @@ impl<V: Variant> Conformant<V> {
                 Ok(())
             }
             Action::LandZombie => rt.land_zombie().map(|_| ()).map_err(Rejection::from),
-            Action::RestoreScaledIn => Err(SUBTASKS_UNSUPPORTED.into()),
+            Action::RestoreScaledIn | Action::SnapshotSubtask => Err(SUBTASKS_UNSUPPORTED.into()),
             Action::Restore => {
                 if m.bounds.fenced_producer {
                     rt.zombie = None;

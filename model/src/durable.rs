@@ -207,8 +207,12 @@ pub enum Action {
         /// Whether the record landed before the failure.
         landed: bool,
     },
-    /// A checkpoint snapshots keyed state and the recovery marker.
+    /// A checkpoint snapshots keyed state and the recovery marker. With two subtasks,
+    /// only subtask 0's part: subtask 1 takes its own later ([`Action::SnapshotSubtask`]).
     TriggerCheckpoint,
+    /// The checkpoint's barrier reaches subtask 1, which snapshots its keys' state and
+    /// its markers now (`subtasks` 2; the oldest checkpoint still waiting for it).
+    SnapshotSubtask,
     /// The pending checkpoint with this id (checkpoints count from 1 in trigger order)
     /// completes: prune, commit output. Every older pending checkpoint is subsumed: it is
     /// dropped and never completes.
@@ -802,14 +806,68 @@ impl Durable {
         }
     }
 
+    /// Two subtasks run (not scaled in): each takes its part of a checkpoint when the
+    /// barrier reaches it, subtask 0 at the trigger and subtask 1 later.
+    fn snapshots_apart(&self, s: &State) -> bool {
+        self.bounds.subtasks > 1 && !s.scaled_in
+    }
+
+    /// Subtask `subtask`'s part of checkpoint `c`, taken in `s`: its keys' keyed state
+    /// and its markers. `taken`: the part is the subtask's snapshot (which sets the
+    /// step's events and, in the mutant, commits); otherwise a placeholder of the current
+    /// values that the subtask's own snapshot overwrites.
+    fn snapshot_part(
+        &self,
+        s: &State,
+        next: &mut State,
+        c: &mut Checkpoint,
+        subtask: u8,
+        taken: bool,
+    ) {
+        let b = self.bounds;
+        for k in 0..b.keys {
+            if self.owner(s.scaled_in, k) == subtask {
+                let k = k as usize;
+                c.next_seq[k] = s.next_seq[k];
+                c.finished[k] = s.finished[k];
+                c.next_action[k] = s.next_action[k];
+            }
+        }
+        for p in 0..b.partitions as usize {
+            let marker = self.marker(s, subtask, p);
+            c.marker[self.marker_slot(subtask, p)] = marker;
+            if taken && marker < s.log_len[p] {
+                next.events.marker_rewound = true;
+            }
+        }
+        if !taken {
+            return;
+        }
+        let over_saved = (0..b.keys).any(|k| {
+            let ku = k as usize;
+            self.owner(s.scaled_in, k) == subtask
+                && s.finished[ku] < s.next_seq[ku]
+                && s.latest_record(s.head(ku))
+                    .is_some_and(|(st, _)| !st.completed())
+        });
+        next.events.checkpoint_over_saved |= over_saved;
+        if self.design.commits_on_snapshot() {
+            let committed = *c;
+            self.commit_outputs(s, next, &committed);
+        }
+    }
+
     /// Pending checkpoint `id` completes at the coordinator: it and every older pending
     /// one leave, the newer ones move up, and it becomes the checkpoint a restore starts
-    /// from. `None` when it is not pending.
+    /// from. `None` when it is not pending, or a subtask has not taken its part.
     fn complete(&self, s: &State, next: &mut State, id: u8) -> Option<Checkpoint> {
         let (at, c) = s
             .pending_checkpoints()
             .enumerate()
             .find_map(|(at, (pending, c))| (pending == id).then_some((at, c)))?;
+        if c.awaiting_subtask {
+            return None;
+        }
         Self::leave_pending(s, next, at);
         next.completed = Some(c);
         Some(c)
@@ -883,6 +941,7 @@ impl Model for Durable {
             | Action::FailPut { .. }
             | Action::LandZombie => Some(2 + keys),
             Action::TriggerCheckpoint
+            | Action::SnapshotSubtask
             | Action::CompleteCheckpoint(_)
             | Action::CompleteCheckpointUnnotified(_)
             | Action::AbortCheckpoint(_) => Some(3 + keys),
@@ -995,9 +1054,20 @@ impl Model for Durable {
         {
             actions.push(Action::TriggerCheckpoint);
         }
+        // Subtask 1's barrier, under the trigger's conditions for its own puts.
+        if quiet
+            && s.pending.iter().flatten().any(|c| c.awaiting_subtask)
+            && !(b.synchronous_puts
+                && s.puts_in_flight()
+                    .any(|p| self.owner(s.scaled_in, p.record.state_key.key) == 1))
+        {
+            actions.push(Action::SnapshotSubtask);
+        }
         if quiet {
-            for (id, _) in s.pending_checkpoints() {
-                actions.push(Action::CompleteCheckpoint(id));
+            for (id, c) in s.pending_checkpoints() {
+                if !c.awaiting_subtask {
+                    actions.push(Action::CompleteCheckpoint(id));
+                }
             }
             // The abort's notification runs on the mailbox, like a completion's.
             if b.checkpoint_aborts {
@@ -1008,8 +1078,10 @@ impl Model for Durable {
         }
         // A completion whose notification is lost asks nothing of the operator.
         if b.lost_completions {
-            for (id, _) in s.pending_checkpoints() {
-                actions.push(Action::CompleteCheckpointUnnotified(id));
+            for (id, c) in s.pending_checkpoints() {
+                if !c.awaiting_subtask {
+                    actions.push(Action::CompleteCheckpointUnnotified(id));
+                }
             }
         }
         if self.can_crash(s) {
@@ -1137,33 +1209,36 @@ impl Model for Durable {
                 }
             }
             Action::TriggerCheckpoint => {
-                let mut marker = [0; MAX_PARTITIONS];
-                for subtask in 0..self.bounds.subtasks {
-                    for p in 0..self.bounds.partitions as usize {
-                        marker[self.marker_slot(subtask, p)] = self.marker(s, subtask, p);
-                    }
-                }
-                let c = Checkpoint {
+                // Every subtask's part, taken now; with two subtasks subtask 1's is a
+                // placeholder its own snapshot overwrites.
+                let mut c = Checkpoint {
                     next_seq: s.next_seq,
                     finished: s.finished,
                     next_action: s.next_action,
-                    marker,
+                    marker: [0; MAX_PARTITIONS],
+                    awaiting_subtask: self.snapshots_apart(s),
                 };
+                let taking = if c.awaiting_subtask {
+                    0..1
+                } else {
+                    0..self.bounds.subtasks
+                };
+                for subtask in 0..self.bounds.subtasks {
+                    self.snapshot_part(s, &mut next, &mut c, subtask, taking.contains(&subtask));
+                }
                 // Enabled only with a free slot: the new checkpoint goes after the others.
                 next.pending[s.pending_count()] = Some(c);
                 next.checkpoints += 1;
-                next.events.marker_rewound = (0..self.bounds.partitions as usize).any(|p| {
-                    self.partition_marker_slots(p)
-                        .any(|t| marker[t] < s.log_len[p])
-                });
-                next.events.checkpoint_over_saved = (0..self.bounds.keys as usize).any(|k| {
-                    s.finished[k] < s.next_seq[k]
-                        && s.latest_record(s.head(k))
-                            .is_some_and(|(st, _)| !st.completed())
-                });
-                if self.design.commits_on_snapshot() {
-                    self.commit_outputs(s, &mut next, &c);
-                }
+            }
+            Action::SnapshotSubtask => {
+                let at = s
+                    .pending
+                    .iter()
+                    .position(|c| c.is_some_and(|c| c.awaiting_subtask))?;
+                let mut c = s.pending[at]?;
+                c.awaiting_subtask = false;
+                self.snapshot_part(s, &mut next, &mut c, 1, true);
+                next.pending[at] = Some(c);
             }
             Action::CompleteCheckpoint(id) => {
                 let c = self.complete(s, &mut next, id)?;
@@ -1276,6 +1351,7 @@ impl Model for Durable {
                 | Action::SendPut(_)
                 | Action::CompleteAction(_)
                 | Action::TriggerCheckpoint
+                | Action::SnapshotSubtask
                 | Action::CompleteCheckpointUnnotified(_)
                 | Action::AbortCheckpoint(_)
         );

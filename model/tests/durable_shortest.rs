@@ -326,8 +326,10 @@ fn shortest_paths_of_every_scenario_finding() {
             ],
         ),
         (
-            // Scaled in, subtask 0 takes over key 1 but restores from its own marker,
-            // which never covered key 1: the seed's regression, one subtask over.
+            // Subtask 0 takes its part of the checkpoint with nothing unfinished (its
+            // marker at the end), subtask 1 its own at key 1's saved result; scaled in,
+            // subtask 0 takes over key 1 but restores from its own marker: the seed's
+            // regression, one subtask over.
             Fixed,
             "rescale-own-marker",
             CALL_AT_MOST_ONCE,
@@ -338,6 +340,7 @@ fn shortest_paths_of_every_scenario_finding() {
                 SendPut(1),
                 AckPut(1),
                 TriggerCheckpoint,
+                SnapshotSubtask,
                 CompleteCheckpoint(1),
                 Crash { landed: false },
                 RestoreScaledIn,

@@ -212,7 +212,8 @@ pub fn expected_log(caches_before_ack: bool, s: &State, action: &Action) -> Vec<
         Action::AbortCheckpoint(_)
         | Action::CompleteCheckpointUnnotified(_)
         | Action::LandZombie
-        | Action::RestoreScaledIn => Vec::new(),
+        | Action::RestoreScaledIn
+        | Action::SnapshotSubtask => Vec::new(),
         Action::Crash { .. } => vec![DurableEvent::Crash],
         Action::Restore => vec![DurableEvent::Start {
             restored: s.completed.is_some(),

@@ -26,6 +26,7 @@ impl Action {
                 format!("key {key}: put fails after its record landed")
             }
             Action::TriggerCheckpoint => "checkpoint triggered".to_string(),
+            Action::SnapshotSubtask => "the checkpoint's barrier reaches subtask 1".to_string(),
             Action::CompleteCheckpoint(id) => format!("checkpoint {id} completes"),
             Action::CompleteCheckpointUnnotified(id) => {
                 format!("checkpoint {id} completes, its notification lost")
@@ -43,6 +44,35 @@ impl Action {
 }
 
 impl Durable {
+    /// What the subtasks in `subtasks` put into a checkpoint taken in `s`: their queued
+    /// inputs and their markers.
+    fn part_text(&self, s: &State, subtasks: std::ops::Range<u8>) -> (String, String) {
+        let b = self.bounds;
+        let queued: Vec<String> = (0..b.keys)
+            .filter(|k| subtasks.contains(&self.owner(s.scaled_in, *k)))
+            .map(usize::from)
+            .filter(|k| s.finished[*k] < s.next_seq[*k])
+            .map(|k| format!("key {k} input {}", s.finished[k]))
+            .collect();
+        let queued = if queued.is_empty() {
+            "nothing queued".to_string()
+        } else {
+            format!("queued: {}", queued.join(", "))
+        };
+        let mut words = Vec::new();
+        for t in subtasks {
+            for p in 0..b.partitions as usize {
+                let m = self.marker(s, t, p);
+                words.push(if b.subtasks > 1 {
+                    format!("subtask {t} p{p}={m}")
+                } else {
+                    format!("p{p}={m}")
+                });
+            }
+        }
+        (queued, words.join(" "))
+    }
+
     /// A checkpoint's markers: per partition, or per subtask and partition.
     fn markers_text(&self, markers: &[u8; MAX_PARTITIONS]) -> String {
         let b = self.bounds;
@@ -338,27 +368,22 @@ impl Durable {
                 format!("{whose}: put of {what} fails {when}; {then}")
             }
             Action::TriggerCheckpoint => {
-                let mut markers = [0; MAX_PARTITIONS];
-                for t in 0..self.bounds.subtasks {
-                    for p in 0..self.bounds.partitions as usize {
-                        markers[self.marker_slot(t, p)] = self.marker(s, t, p);
-                    }
-                }
-                let marker = [self.markers_text(&markers)];
-                let queued: Vec<String> = (0..self.bounds.keys as usize)
-                    .filter(|k| s.finished[*k] < s.next_seq[*k])
-                    .map(|k| format!("key {k} input {}", s.finished[k]))
-                    .collect();
-                let queued = if queued.is_empty() {
-                    "nothing queued".to_string()
-                } else {
-                    format!("queued: {}", queued.join(", "))
-                };
+                let apart = self.snapshots_apart(s);
+                let subtasks = if apart { 1 } else { self.bounds.subtasks };
+                let (queued, marker) = self.part_text(s, 0..subtasks);
+                let whose = if apart { " by subtask 0" } else { "" };
                 format!(
-                    "checkpoint {} taken ({queued}; marker {})",
-                    s.checkpoints + 1,
-                    marker.join(" ")
+                    "checkpoint {} taken{whose} ({queued}; marker {marker})",
+                    s.checkpoints + 1
                 )
+            }
+            Action::SnapshotSubtask => {
+                let id = s
+                    .pending_checkpoints()
+                    .find(|(_, c)| c.awaiting_subtask)
+                    .map_or(0, |(id, _)| id);
+                let (queued, marker) = self.part_text(s, 1..2);
+                format!("subtask 1 takes its part of checkpoint {id} ({queued}; marker {marker})")
             }
             Action::CompleteCheckpoint(id) => {
                 let subsumed = self.subsumed(s, id);

@@ -441,6 +441,9 @@ pub struct Checkpoint {
     /// ([`crate::durable::Durable`]'s `marker_slot`): with one subtask, per partition.
     /// Each subtask's marker covers only the keys it owns.
     pub marker: [u8; MAX_PARTITIONS],
+    /// Subtask 1 has not taken its part of this checkpoint yet (`subtasks` 2): its keys'
+    /// entries and its markers are still to come, and the checkpoint cannot complete.
+    pub awaiting_subtask: bool,
 }
 
 /// Ghost: what the last step did, for the properties that are about a step; every step
@@ -779,7 +782,7 @@ fn checkpoint_words(c: &Option<Checkpoint>) -> (u64, u64) {
                 | le3(c.finished) << 24
                 | (c.marker[0] as u64) << 48
                 | (c.marker[1] as u64) << 56,
-            le3(c.next_action) | 1 << 24,
+            le3(c.next_action) | 1 << 24 | (c.awaiting_subtask as u64) << 25,
         ),
         None => (0, 0),
     }
@@ -1044,6 +1047,16 @@ mod tests {
                 finished: [0; MAX_KEYS],
                 next_action: [0; MAX_KEYS],
                 marker: [0; MAX_PARTITIONS],
+                awaiting_subtask: false,
+            })
+        });
+        with(&|s| {
+            s.pending[1] = Some(Checkpoint {
+                next_seq: [0; MAX_KEYS],
+                finished: [0; MAX_KEYS],
+                next_action: [0; MAX_KEYS],
+                marker: [0; MAX_PARTITIONS],
+                awaiting_subtask: true,
             })
         });
         with(&|s| s.events.checkpoint_over_saved = true);
