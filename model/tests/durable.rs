@@ -1118,3 +1118,36 @@ fn only_a_rewound_marker_reuses_a_result_saved_before_its_checkpoint() {
         );
     }
 }
+
+/// A checkpoint subtask 1 has not taken its part of yet shows only subtask 0's part:
+/// subtask 1's entries are placeholders the model overwrites, not a snapshot to read.
+#[test]
+fn the_view_of_a_checkpoint_waiting_for_subtask_1_shows_only_subtask_0s_part() {
+    use Action::*;
+    let model = Durable::scenario(Design::Fixed, "subtasks").unwrap();
+    let init = model.init_states().remove(0);
+    let mut actions = vec![
+        DeliverInput(1),
+        StartAction(1),
+        CallSupplier(1),
+        SendPut(1),
+        AckPut(1),
+        TriggerCheckpoint,
+    ];
+    let path = Path::from_actions(&model, init.clone(), &actions).unwrap();
+    let view = model.domain_view(path.last_state());
+    assert!(
+        view.contains("pending 1: key 0 0 delivered/0 finished; marker subtask 0 p0=1; subtask 1's part not taken yet"),
+        "{view}"
+    );
+    actions.push(SnapshotSubtask);
+    let path = Path::from_actions(&model, init, &actions).unwrap();
+    let view = model.domain_view(path.last_state());
+    assert!(
+        view.contains(
+            "pending 1: key 0 0 delivered/0 finished, key 1 1 delivered/0 finished; \
+             marker subtask 0 p0=1 subtask 1 p0=0"
+        ),
+        "{view}"
+    );
+}

@@ -73,11 +73,13 @@ impl Durable {
         (queued, words.join(" "))
     }
 
-    /// A checkpoint's markers: per partition, or per subtask and partition.
-    fn markers_text(&self, markers: &[u8; MAX_PARTITIONS]) -> String {
+    /// A checkpoint's markers: per partition, or per subtask and partition; only
+    /// subtask 0's while subtask 1's part is `awaiting`.
+    fn markers_text(&self, markers: &[u8; MAX_PARTITIONS], awaiting: bool) -> String {
         let b = self.bounds;
         let mut words = Vec::new();
-        for t in 0..b.subtasks {
+        let subtasks = if awaiting { 1 } else { b.subtasks };
+        for t in 0..subtasks {
             for p in 0..b.partitions as usize {
                 let m = markers[self.marker_slot(t, p)];
                 words.push(if b.subtasks > 1 {
@@ -233,7 +235,11 @@ impl Durable {
         }
         let _ = writeln!(out, "checkpoints: {} triggered", s.checkpoints);
         let show = |c: &Checkpoint| {
-            let keys: Vec<String> = (0..usize::from(b.keys))
+            // Subtask 1's entries are placeholders until it takes its part.
+            let taken = |k: u8| !c.awaiting_subtask || self.owner(s.scaled_in, k) == 0;
+            let keys: Vec<String> = (0..b.keys)
+                .filter(|k| taken(*k))
+                .map(usize::from)
                 .map(|k| {
                     format!(
                         "key {k} {} delivered/{} finished",
@@ -241,11 +247,13 @@ impl Durable {
                     )
                 })
                 .collect();
-            format!(
-                "{}; marker {}",
-                keys.join(", "),
-                self.markers_text(&c.marker)
-            )
+            let marker = self.markers_text(&c.marker, c.awaiting_subtask);
+            let waiting = if c.awaiting_subtask {
+                "; subtask 1's part not taken yet"
+            } else {
+                ""
+            };
+            format!("{}; marker {marker}{waiting}", keys.join(", "))
         };
         for (id, c) in s.pending_checkpoints() {
             let _ = writeln!(out, "  pending {id}: {}", show(&c));
