@@ -638,11 +638,17 @@ impl Durable {
         if self.bounds.own_marker {
             c.marker[self.marker_slot(self.owner(scaled_in, key), p)]
         } else {
-            self.partition_marker_slots(p)
-                .map(|slot| c.marker[slot])
-                .min()
-                .expect("at least one subtask")
+            self.union_marker(c, p)
         }
+    }
+
+    /// The minimum of every subtask's marker of partition `p` in `c`: where every
+    /// subtask replays it from (Flink Agents' union list state).
+    pub(super) fn union_marker(&self, c: &Checkpoint, p: usize) -> u8 {
+        self.partition_marker_slots(p)
+            .map(|slot| c.marker[slot])
+            .min()
+            .expect("at least one subtask")
     }
 
     fn can_crash(&self, s: &State) -> bool {
@@ -852,8 +858,7 @@ impl Durable {
         });
         next.events.checkpoint_over_saved |= over_saved;
         if self.design.commits_on_snapshot() {
-            let committed = *c;
-            self.commit_outputs(s, next, &committed);
+            self.commit_outputs(s, next, c);
         }
     }
 

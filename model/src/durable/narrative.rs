@@ -2,6 +2,8 @@
 //! the state as a reader wants it (empty and out-of-bounds slots left out), and the
 //! named shapes of counterexamples.
 
+use std::ops::Range;
+
 use super::{
     property, Action, ActionState, Checkpoint, Durable, Phase, Put, State, StateKey, MAX_PARTITIONS,
 };
@@ -46,7 +48,7 @@ impl Action {
 impl Durable {
     /// What the subtasks in `subtasks` put into a checkpoint taken in `s`: their queued
     /// inputs and their markers.
-    fn part_text(&self, s: &State, subtasks: std::ops::Range<u8>) -> (String, String) {
+    fn part_text(&self, s: &State, subtasks: Range<u8>) -> (String, String) {
         let b = self.bounds;
         let queued: Vec<String> = (0..b.keys)
             .filter(|k| subtasks.contains(&self.owner(s.scaled_in, *k)))
@@ -59,27 +61,21 @@ impl Durable {
         } else {
             format!("queued: {}", queued.join(", "))
         };
-        let mut words = Vec::new();
-        for t in subtasks {
+        let mut markers = [0; MAX_PARTITIONS];
+        for t in subtasks.clone() {
             for p in 0..b.partitions as usize {
-                let m = self.marker(s, t, p);
-                words.push(if b.subtasks > 1 {
-                    format!("subtask {t} p{p}={m}")
-                } else {
-                    format!("p{p}={m}")
-                });
+                markers[self.marker_slot(t, p)] = self.marker(s, t, p);
             }
         }
-        (queued, words.join(" "))
+        (queued, self.markers_text(&markers, subtasks))
     }
 
-    /// A checkpoint's markers: per partition, or per subtask and partition; only
-    /// subtask 0's while subtask 1's part is `awaiting`.
-    fn markers_text(&self, markers: &[u8; MAX_PARTITIONS], awaiting: bool) -> String {
+    /// The markers of the subtasks in `subtasks`: per partition, or per subtask and
+    /// partition.
+    fn markers_text(&self, markers: &[u8; MAX_PARTITIONS], subtasks: Range<u8>) -> String {
         let b = self.bounds;
         let mut words = Vec::new();
-        let subtasks = if awaiting { 1 } else { b.subtasks };
-        for t in 0..subtasks {
+        for t in subtasks {
             for p in 0..b.partitions as usize {
                 let m = markers[self.marker_slot(t, p)];
                 words.push(if b.subtasks > 1 {
@@ -106,10 +102,7 @@ impl Durable {
                     ));
                 }
             } else {
-                // Every subtask takes the minimum of the subtasks' markers.
-                let key = (0..b.keys).find(|k| self.partition(*k) == p).unwrap_or(0);
-                let m = self.replay_marker(c, key, scaled_in);
-                words.push(format!("p{p} from offset {m}"));
+                words.push(format!("p{p} from offset {}", self.union_marker(c, p)));
             }
         }
         words.join(", ")
@@ -247,7 +240,13 @@ impl Durable {
                     )
                 })
                 .collect();
-            let marker = self.markers_text(&c.marker, c.awaiting_subtask);
+            // Only subtask 0's markers while subtask 1 has not taken its part.
+            let subtasks = if c.awaiting_subtask {
+                0..1
+            } else {
+                0..b.subtasks
+            };
+            let marker = self.markers_text(&c.marker, subtasks);
             let waiting = if c.awaiting_subtask {
                 "; subtask 1's part not taken yet"
             } else {

@@ -96,11 +96,16 @@ fn not_masked(s: &State) -> bool {
     }
 }
 
-/// Whether `action` is enabled in `s`.
-fn enabled(model: &Leadership, s: &State, action: Action) -> bool {
+/// The actions enabled in `s`.
+fn enabled_actions(model: &Leadership, s: &State) -> Vec<Action> {
     let mut actions = Vec::new();
     model.actions(s, &mut actions);
-    actions.contains(&action)
+    actions
+}
+
+/// Whether `action` is enabled in `s`.
+fn enabled(model: &Leadership, s: &State, action: Action) -> bool {
+    enabled_actions(model, s).contains(&action)
 }
 
 /// Every property of `model`, safety first: the reachability of a fault comes only
@@ -141,9 +146,7 @@ pub(super) fn all(model: &Leadership) -> Vec<Property<Leadership>> {
             {
                 return true;
             }
-            let mut actions = Vec::new();
-            m.actions(s, &mut actions);
-            !actions.is_empty()
+            !enabled_actions(m, s).is_empty()
         }),
         Property::<Leadership>::sometimes(JOB_FINISHES, |_, s| {
             s.job_result == JobResultEntry::Clean
