@@ -48,7 +48,8 @@ pub use projection::{
     CachedState, CallCount, KeyProjection, LoggedState, OutputRecord, Projection,
 };
 pub use store::{
-    ActionStateStore, PruneReport, PutRecord, Rebuild, RebuildReport, RecoveryMarker, StoreError,
+    merge_recovery_markers, ActionStateStore, MergeError, Ownership, PruneReport, PutRecord,
+    Rebuild, RebuildReport, RecoveryMarker, StoreError,
 };
 
 /// Values flowing through actions: inputs, call arguments, call results, outputs.

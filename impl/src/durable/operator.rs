@@ -47,7 +47,8 @@ use serde::{Deserialize, Serialize};
 use super::defect::Defects;
 use super::log::{LogError, LogRecord, Offset};
 use super::store::{
-    ActionStateStore, PruneReport, PutRecord, Rebuild, RebuildReport, RecoveryMarker, StoreError,
+    merge_recovery_markers, ActionStateStore, MergeError, Ownership, PruneReport, PutRecord,
+    Rebuild, RebuildReport, RecoveryMarker, StoreError,
 };
 use super::{args_digest, ActionState, CallOutcome, CallRef, CallResult, Datum, StateKey};
 
@@ -212,6 +213,48 @@ impl Checkpoint {
     /// The completed-sequence boundaries this checkpoint captured.
     pub fn last_completed(&self) -> BTreeMap<String, u64> {
         boundaries(&self.keys)
+    }
+
+    /// One checkpoint of the parts several operator subtasks took of checkpoint `id`:
+    /// the keyed state of every part (each subtask's keys are its own, so a key in two
+    /// parts is refused) and the union minimum of their markers
+    /// ([`merge_recovery_markers`]). Each restored subtask then keeps what it owns
+    /// ([`Operator::restore_owned`]).
+    pub fn merge<'a>(
+        parts: impl IntoIterator<Item = &'a Checkpoint>,
+    ) -> Result<Checkpoint, MergeError> {
+        let parts: Vec<&Checkpoint> = parts.into_iter().collect();
+        let first = parts.first().ok_or(MergeError::Empty)?;
+        let mut keys = BTreeMap::new();
+        for (index, part) in parts.iter().enumerate() {
+            if part.id != first.id {
+                return Err(MergeError::CheckpointId {
+                    index,
+                    expected: first.id,
+                    found: part.id,
+                });
+            }
+            for (key, ks) in &part.keys {
+                if keys.insert(key.clone(), ks.clone()).is_some() {
+                    return Err(MergeError::KeyInTwoParts(key.clone()));
+                }
+            }
+        }
+        let marker = merge_recovery_markers(parts.iter().map(|p| &p.marker))?;
+        debug_assert!(
+            parts.iter().all(|p| p
+                .marker
+                .offsets
+                .iter()
+                .zip(&marker.offsets)
+                .all(|(own, merged)| merged <= own)),
+            "the merged marker is at or before every part's"
+        );
+        Ok(Checkpoint {
+            id: first.id,
+            keys,
+            marker,
+        })
     }
 }
 
@@ -712,19 +755,37 @@ impl Operator {
         actions: Vec<ActionDef>,
         checkpoint: &Checkpoint,
     ) -> Result<Restoring, OperatorError> {
+        Operator::restore_owned(actions, checkpoint, Ownership::All)
+    }
+
+    /// [`Operator::restore`] as one of several subtasks sharing the log: it takes the
+    /// keyed state of the keys it owns and replays only their records, from the
+    /// checkpoint's marker (for a checkpoint of several parts, their merge,
+    /// [`Checkpoint::merge`]).
+    pub fn restore_owned(
+        actions: Vec<ActionDef>,
+        checkpoint: &Checkpoint,
+        owned: Ownership,
+    ) -> Result<Restoring, OperatorError> {
         check_actions(&actions)?;
         check_checkpoint(&actions, checkpoint)?;
         let partitions = checkpoint.marker.offsets.len() as u32;
-        let rebuild =
-            ActionStateStore::rebuild(partitions, &checkpoint.marker, checkpoint.last_completed())?;
+        let keys: KeyMap<KeyState> = checkpoint
+            .keys
+            .iter()
+            .filter(|(k, _)| owned.owns(k))
+            .map(|(k, ks)| (k.clone(), ks.clone()))
+            .collect();
+        let rebuild = ActionStateStore::rebuild_owned(
+            partitions,
+            &checkpoint.marker,
+            boundaries(&keys),
+            owned,
+        )?;
         Ok(Restoring {
             actions,
             checkpoint_id: checkpoint.id,
-            keys: checkpoint
-                .keys
-                .iter()
-                .map(|(k, ks)| (k.clone(), ks.clone()))
-                .collect(),
+            keys,
             rebuild,
         })
     }
@@ -1552,5 +1613,86 @@ impl Operator {
     /// Why the operator failed, if it did.
     pub fn failure(&self) -> Option<&str> {
         self.failed.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(id: u64, keys: &[&str], marker: &[Offset]) -> Checkpoint {
+        Checkpoint {
+            id,
+            keys: keys
+                .iter()
+                .map(|k| {
+                    (
+                        k.to_string(),
+                        KeyState {
+                            next_seq: 1,
+                            last_completed: Some(0),
+                            ..KeyState::default()
+                        },
+                    )
+                })
+                .collect(),
+            marker: RecoveryMarker {
+                offsets: marker.to_vec(),
+            },
+        }
+    }
+
+    fn actions() -> Vec<ActionDef> {
+        vec![ActionDef::new("a", CallChain::new(["f"]))]
+    }
+
+    #[test]
+    fn parts_merge_into_their_keys_and_the_minimum_marker() {
+        let merged = Checkpoint::merge([&part(3, &["x"], &[4]), &part(3, &["y"], &[2])]).unwrap();
+        assert_eq!(merged.keys.keys().collect::<Vec<_>>(), ["x", "y"]);
+        assert_eq!(merged.marker.offsets, [2]);
+        assert_eq!(merged.id, 3);
+    }
+
+    #[test]
+    fn parts_that_do_not_make_one_checkpoint_are_refused() {
+        let twice = Checkpoint::merge([&part(3, &["x"], &[4]), &part(3, &["x"], &[2])]);
+        assert_eq!(twice.unwrap_err(), MergeError::KeyInTwoParts("x".into()));
+        let ids = Checkpoint::merge([&part(3, &["x"], &[4]), &part(4, &["y"], &[2])]);
+        assert!(matches!(
+            ids.unwrap_err(),
+            MergeError::CheckpointId {
+                index: 1,
+                expected: 3,
+                found: 4
+            }
+        ));
+        let partitions = Checkpoint::merge([&part(3, &["x"], &[4]), &part(3, &["y"], &[2, 0])]);
+        assert!(matches!(
+            partitions.unwrap_err(),
+            MergeError::PartitionCount { .. }
+        ));
+        assert_eq!(
+            Checkpoint::merge(std::iter::empty()).unwrap_err(),
+            MergeError::Empty
+        );
+    }
+
+    #[test]
+    fn an_owned_restore_takes_only_the_keyed_state_of_its_keys() {
+        let merged = Checkpoint::merge([&part(1, &["x"], &[0]), &part(1, &["y"], &[0])]).unwrap();
+        let owned = Ownership::Keys(["y".to_string()].into());
+        let (op, _) = Operator::restore_owned(actions(), &merged, owned)
+            .unwrap()
+            .finish(&[0])
+            .unwrap();
+        assert_eq!(op.keys().keys().collect::<Vec<_>>(), ["y"]);
+        let (op, _) = Operator::restore(actions(), &merged)
+            .unwrap()
+            .finish(&[0])
+            .unwrap();
+        let mut all: Vec<&String> = op.keys().keys().collect();
+        all.sort();
+        assert_eq!(all, ["x", "y"]);
     }
 }

@@ -15,6 +15,10 @@
 //! - A rebuild ([`Rebuild`]) takes the records of each partition from the marker to the
 //!   log's end, in offset order: last writer wins per state key, states of finished
 //!   inputs are skipped, and a gap or a record past the end is refused.
+//! - Several operator subtasks may share the log. Each checkpoint holds one marker per
+//!   subtask, covering the keys that subtask owned; a restore replays from their
+//!   minimum per partition ([`merge_recovery_markers`], Flink Agents' union list state)
+//!   and keeps only the records of keys the restored subtask owns ([`Ownership`]).
 //! - Prune, after a checkpoint completes, drops finished states and the per-key
 //!   tracking of every key left without live state.
 //!
@@ -89,6 +93,86 @@ pub struct RecoveryMarker {
     pub offsets: Vec<Offset>,
 }
 
+/// Why the parts of a checkpoint taken by several subtasks do not make one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MergeError {
+    /// There is no part to merge.
+    #[error("no recovery marker to merge")]
+    Empty,
+    /// Two markers name different numbers of partitions: they were not taken over one
+    /// log.
+    #[error("recovery marker {index} names {found} partitions, marker 0 names {expected}")]
+    PartitionCount {
+        /// The position of the disagreeing marker.
+        index: usize,
+        /// Partitions of the first marker.
+        expected: usize,
+        /// Partitions of the disagreeing one.
+        found: usize,
+    },
+    /// Two parts carry different checkpoint ids.
+    #[error("checkpoint part {index} has id {found}, part 0 has {expected}")]
+    CheckpointId {
+        /// The position of the disagreeing part.
+        index: usize,
+        /// The first part's id.
+        expected: u64,
+        /// The disagreeing part's id.
+        found: u64,
+    },
+    /// Two parts hold keyed state of one key: two subtasks owned it at once.
+    #[error("key {0:?} has keyed state in two checkpoint parts")]
+    KeyInTwoParts(String),
+}
+
+/// The marker every subtask restores from when several shared the log: per partition,
+/// the minimum of the subtasks' markers (Flink Agents' recovery marker is union list
+/// state, and each subtask merges the union it is handed). Each subtask's marker covers
+/// only the keys it owned; after a restore a subtask may own keys another one wrote, so
+/// replaying from its own marker alone could skip their unfinished states. Markers that
+/// disagree in partition count, or none at all, are refused.
+pub fn merge_recovery_markers<'a>(
+    markers: impl IntoIterator<Item = &'a RecoveryMarker>,
+) -> Result<RecoveryMarker, MergeError> {
+    let mut markers = markers.into_iter();
+    let first = markers.next().ok_or(MergeError::Empty)?;
+    let mut offsets = first.offsets.clone();
+    for (i, m) in markers.enumerate() {
+        if m.offsets.len() != offsets.len() {
+            return Err(MergeError::PartitionCount {
+                index: i + 1,
+                expected: offsets.len(),
+                found: m.offsets.len(),
+            });
+        }
+        for (merged, &o) in offsets.iter_mut().zip(&m.offsets) {
+            *merged = (*merged).min(o);
+        }
+    }
+    Ok(RecoveryMarker { offsets })
+}
+
+/// The keys a restored operator subtask owns (Flink's key-group range, as the keys it
+/// maps to): a rebuild keeps only their records, and a restore only their keyed state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Ownership {
+    /// Every key: the only subtask.
+    #[default]
+    All,
+    /// These keys and no other.
+    Keys(std::collections::BTreeSet<String>),
+}
+
+impl Ownership {
+    /// Whether `key` is owned.
+    pub fn owns(&self, key: &str) -> bool {
+        match self {
+            Ownership::All => true,
+            Ownership::Keys(keys) => keys.contains(key),
+        }
+    }
+}
+
 /// What a rebuild did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RebuildReport {
@@ -96,6 +180,8 @@ pub struct RebuildReport {
     pub records_scanned: u64,
     /// Records skipped because their input was already finished.
     pub finished_skipped: u64,
+    /// Records skipped because their key belongs to another subtask.
+    pub foreign_skipped: u64,
     /// Distinct states loaded into the cache.
     pub states_loaded: u64,
 }
@@ -424,6 +510,17 @@ impl ActionStateStore {
         marker: &RecoveryMarker,
         last_completed: BTreeMap<String, u64>,
     ) -> Result<Rebuild, StoreError> {
+        ActionStateStore::rebuild_owned(partitions, marker, last_completed, Ownership::All)
+    }
+
+    /// [`ActionStateStore::rebuild`] for a subtask that owns only `owned`: records of
+    /// other keys are skipped (and counted), as another subtask restores them.
+    pub fn rebuild_owned(
+        partitions: u32,
+        marker: &RecoveryMarker,
+        last_completed: BTreeMap<String, u64>,
+        owned: Ownership,
+    ) -> Result<Rebuild, StoreError> {
         let partitions = partitions.max(1);
         if marker.offsets.len() != partitions as usize {
             return Err(StoreError::InvalidMarker(format!(
@@ -436,6 +533,7 @@ impl ActionStateStore {
             next: marker.offsets.clone(),
             marker: marker.offsets.clone(),
             last_completed,
+            owned,
             report: RebuildReport::default(),
         })
     }
@@ -450,6 +548,7 @@ pub struct Rebuild {
     /// Per partition, the offset of the next record expected.
     next: Vec<Offset>,
     last_completed: BTreeMap<String, u64>,
+    owned: Ownership,
     report: RebuildReport,
 }
 
@@ -478,6 +577,10 @@ impl Rebuild {
         *next += 1;
         self.report.records_scanned += 1;
         let (sk, state) = decode_record(record)?;
+        if !self.owned.owns(&sk.key) {
+            self.report.foreign_skipped += 1;
+            return Ok(());
+        }
         if !input_unfinished(&sk.key, sk.seq, &self.last_completed) {
             self.report.finished_skipped += 1;
             return Ok(());
@@ -530,6 +633,10 @@ impl Rebuild {
                 )));
             }
         }
+        debug_assert!(
+            self.store.states.keys().all(|k| self.owned.owns(k)),
+            "a rebuild loads only the states of keys it owns"
+        );
         let mut report = self.report;
         report.states_loaded = self.store.cached_len() as u64;
         tracing::info!(
@@ -538,6 +645,7 @@ impl Rebuild {
             marker = ?self.marker,
             records_scanned = report.records_scanned,
             finished_skipped = report.finished_skipped,
+            foreign_skipped = report.foreign_skipped,
             states_loaded = report.states_loaded,
         );
         Ok((self.store, report))
@@ -546,4 +654,119 @@ impl Rebuild {
 
 fn input_unfinished(key: &str, seq: u64, last_completed: &BTreeMap<String, u64>) -> bool {
     !matches!(last_completed.get(key), Some(&done) if seq <= done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(calls: usize) -> ActionState {
+        ActionState {
+            call_results: (0..calls)
+                .map(|i| super::super::CallResult {
+                    function: format!("f{i}"),
+                    args_digest: 0,
+                    outcome: super::super::CallOutcome::Value(serde_json::json!(i)),
+                })
+                .collect(),
+            completed: false,
+            output: None,
+        }
+    }
+
+    fn sk(key: &str) -> StateKey {
+        StateKey {
+            key: key.into(),
+            seq: 0,
+            action: "a".into(),
+        }
+    }
+
+    /// Records of keys `a` and `b` in one partition, at offsets 0 and 1.
+    fn records() -> Vec<LogRecord> {
+        let store = ActionStateStore::new(1);
+        ["a", "b"]
+            .iter()
+            .enumerate()
+            .map(|(offset, key)| {
+                let put = store.encode_put(&sk(key), &state(1)).unwrap();
+                LogRecord {
+                    partition: put.partition,
+                    offset: offset as Offset,
+                    key: put.key,
+                    value: put.value,
+                }
+            })
+            .collect()
+    }
+
+    fn rebuilt(owned: Ownership) -> (ActionStateStore, RebuildReport) {
+        let marker = RecoveryMarker { offsets: vec![0] };
+        let mut rebuild =
+            ActionStateStore::rebuild_owned(1, &marker, BTreeMap::new(), owned).unwrap();
+        for r in records() {
+            rebuild.feed(&r).unwrap();
+        }
+        rebuild.finish(&[2]).unwrap()
+    }
+
+    #[test]
+    fn a_rebuild_keeps_only_the_records_of_keys_it_owns() {
+        let (store, report) = rebuilt(Ownership::Keys(["a".to_string()].into()));
+        assert_eq!(store.cache().into_keys().collect::<Vec<_>>(), [sk("a")]);
+        assert_eq!(store.offset_of(&sk("a")), Some((0, 0)));
+        assert_eq!(
+            (
+                report.records_scanned,
+                report.foreign_skipped,
+                report.states_loaded
+            ),
+            (2, 1, 1)
+        );
+        let (store, report) = rebuilt(Ownership::Keys(["b".to_string()].into()));
+        assert_eq!(store.cache().into_keys().collect::<Vec<_>>(), [sk("b")]);
+        assert_eq!(report.foreign_skipped, 1);
+        let (store, report) = rebuilt(Ownership::All);
+        assert_eq!(store.cached_len(), 2);
+        assert_eq!(report.foreign_skipped, 0);
+    }
+
+    fn marker(offsets: &[Offset]) -> RecoveryMarker {
+        RecoveryMarker {
+            offsets: offsets.to_vec(),
+        }
+    }
+
+    #[test]
+    fn merged_markers_take_the_minimum_per_partition() {
+        let merged = merge_recovery_markers([&marker(&[3, 5]), &marker(&[4, 2])]).unwrap();
+        assert_eq!(merged, marker(&[3, 2]));
+        let three = [marker(&[7, 1]), marker(&[7, 9]), marker(&[6, 9])];
+        assert_eq!(merge_recovery_markers(&three).unwrap(), marker(&[6, 1]));
+        assert_eq!(
+            merge_recovery_markers([&marker(&[4])]).unwrap(),
+            marker(&[4])
+        );
+    }
+
+    #[test]
+    fn markers_of_different_partition_counts_or_none_do_not_merge() {
+        let err = merge_recovery_markers([&marker(&[3, 5]), &marker(&[4])]).unwrap_err();
+        assert_eq!(
+            err,
+            MergeError::PartitionCount {
+                index: 1,
+                expected: 2,
+                found: 1
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "recovery marker 1 names 1 partitions, marker 0 names 2"
+        );
+        assert_eq!(
+            merge_recovery_markers(std::iter::empty()).unwrap_err(),
+            MergeError::Empty
+        );
+    }
 }
