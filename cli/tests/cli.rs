@@ -94,8 +94,8 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
              checkpoint is taken",
         ),
         (
-            &["conform", "durable", "--scenario", "rescale"],
-            "steadfast: the runtime steps one operator on one log, so `subtasks` above 1",
+            &["conform", "durable-eager", "--subtasks", "2"],
+            "steadfast: durable-eager drives one operator, so it has one subtask",
         ),
         (
             &["check", "leadership", "--dfs", "--symmetry", "--statuses", "1"],
@@ -424,6 +424,27 @@ fn conform_replays_every_leadership_transition() {
         text.contains("6786 unique states, 12106 transitions replayed"),
         "{text}"
     );
+}
+
+/// Two operators on one log and a scale-in restore: every transition of the `rescale`
+/// scenario agrees.
+#[test]
+fn conform_replays_two_subtasks_and_a_scale_in() {
+    let o = steadfast(&[
+        "conform",
+        "durable",
+        "--scenario",
+        "rescale",
+        "--walks",
+        "0",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}{}", stderr(&o));
+    assert!(
+        text.contains("140882 unique states, 357411 transitions replayed"),
+        "{text}"
+    );
+    assert!(text.contains("RestoreScaledIn 1062"), "{text}");
 }
 
 #[test]

@@ -67,8 +67,8 @@ use stateright::Model;
 use steadfast::durable::store::{decode_record, RebuildReport};
 use steadfast::durable::{
     partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Datum, Effect, Event,
-    KeyActivity, KeyState, Limits, LogError, LogRecord, Offset, Operator, OperatorError,
-    PendingInput, PutId, PutRecord, QueuedAction, Scheduling, StateKey as ImplKey,
+    KeyActivity, KeyState, Limits, LogError, LogRecord, Offset, Operator, OperatorError, Ownership,
+    PendingInput, PruneReport, PutId, PutRecord, QueuedAction, Scheduling, StateKey as ImplKey,
 };
 use steadfast_model::durable::{self as model, Action, ActionState, Durable, Phase, StateKey};
 
@@ -101,6 +101,16 @@ pub trait Variant: 'static {
     fn swallows_failures() -> bool {
         false
     }
+    /// Whether a restored subtask is handed every key as its own: no ownership filter
+    /// on the replay or the keyed state.
+    fn owns_every_key() -> bool {
+        false
+    }
+    /// Whether each restored subtask replays from its own part's marker, not the
+    /// minimum of all parts'.
+    fn replays_own_marker() -> bool {
+        false
+    }
 }
 
 /// The production runtime: checkpoints as the operator takes them, answers as the log
@@ -129,7 +139,8 @@ pub fn counterpart(kind: &str) -> &'static str {
         "AckPut" => "Event::PutAcked (the record landed first)",
         "FailPut" => "Event::PutFailed (the record landed first if landed); the operator fails",
         "TriggerCheckpoint" => {
-            "Operator::snapshot (refused with PutInFlight while a put is in flight)"
+            "Operator::snapshot of subtask 0's operator (refused with PutInFlight while a put \
+             is in flight)"
         }
         "CompleteCheckpoint" => "Operator::checkpoint_complete",
         "CompleteCheckpointUnnotified" => {
@@ -139,7 +150,17 @@ pub fn counterpart(kind: &str) -> &'static str {
         "LandZombie" => "the log appends the record a crashed operator's Effect::Append sent",
         "Crash" => "Operator::checkpoint_aborted per pending checkpoint, then the operator dropped",
         "Restore" => {
-            "Operator::restore, Restoring::feed per record from the marker, Restoring::finish"
+            "Operator::restore_owned per subtask from Checkpoint::merge of the parts (the union \
+             minimum marker, or its own part's with own-marker), Restoring::feed per record \
+             from the marker, Restoring::finish"
+        }
+        "RestoreScaledIn" => {
+            "Operator::restore_owned of one operator owning every key, from Checkpoint::merge \
+             of the parts; Restoring::feed per record from the marker, Restoring::finish"
+        }
+        "SnapshotSubtask" => {
+            "Operator::snapshot of subtask 1's operator: its part of the pending checkpoint \
+             (refused with PutInFlight while its put is in flight)"
         }
         _ => "(unknown action kind)",
     }
@@ -206,6 +227,26 @@ impl<V: Variant> Conformant<V> {
                 }),
         );
         out.cache_size = out.cache.len() as u64;
+        let subtasks = match (s.down, b.subtasks > 1) {
+            (false, true) if !s.scaled_in => b.subtasks,
+            (false, true) => 1,
+            _ => 0,
+        };
+        resize(&mut out.subtasks, subtasks as usize);
+        for (t, view) in out.subtasks.iter_mut().enumerate() {
+            let mine = |k: u8| m.owner(s.scaled_in, k) == t as u8;
+            refill(
+                &mut view.keys,
+                (0..b.keys).filter(|&k| mine(k) && s.next_seq[k as usize] > 0),
+            );
+            refill(
+                &mut view.cache,
+                out.cache
+                    .iter()
+                    .filter(|c| mine(c.state_key.key))
+                    .map(|c| c.state_key),
+            );
+        }
         out.tracked_keys = (0..b.keys)
             .filter(|&k| {
                 Self::state_keys(m)
@@ -268,21 +309,46 @@ impl<V: Variant> Conformant<V> {
         let names = &rt.names;
         let problems = &mut out.problems;
         problems.clear();
-        let checkpoint = |cp: &Checkpoint, out: &mut CheckpointView| {
-            refill(
-                &mut out.keys,
-                (0..names.keys.len())
-                    .map(|k| impl_key_progress(names, cp.keys.get(&names.keys[k]))),
-            );
-            refill(&mut out.marker, cp.marker.offsets.iter().copied());
+        let subtasks = names.subtasks as usize;
+        let partitions = names.partitions as usize;
+        let checkpoint = |parts: &[Arc<Checkpoint>],
+                          awaiting: bool,
+                          out: &mut CheckpointView,
+                          problems: &mut Vec<String>| {
+            resize(&mut out.keys, names.keys.len());
+            for (view, key) in out.keys.iter_mut().zip(&names.keys) {
+                let mut holding = parts.iter().filter_map(|cp| cp.keys.get(key));
+                *view = impl_key_progress(names, holding.next());
+                if holding.next().is_some() {
+                    problems.push(format!("checkpoint: two parts hold key {key:?}"));
+                }
+            }
+            // Subtask-major, as the model's slots; a checkpoint one subtask took for
+            // all (scaled in) fills every subtask's slots with its marker.
+            out.marker.clear();
+            for t in 0..if awaiting { 1 } else { subtasks } {
+                let part = parts.get(t).or(parts.first());
+                match part {
+                    Some(cp) => out.marker.extend(cp.marker.offsets.iter().copied()),
+                    None => out.marker.extend(std::iter::repeat_n(0, partitions)),
+                }
+            }
+            out.awaiting_subtask = awaiting;
         };
         out.up = rt.op.is_some();
-        match &rt.op {
-            None => {
-                out.keys.clear();
-                out.cache.clear();
+        out.keys.clear();
+        out.cache.clear();
+        out.subtasks.clear();
+        let running = rt.running_subtasks();
+        if rt.op.is_some() {
+            resize(&mut out.keys, names.keys.len());
+        }
+        for (t, op) in rt.operators() {
+            let mine = |k: usize| rt.subtask_of(k as u8) == t;
+            if t >= running {
+                problems.push(format!("subtask {t}'s operator runs after a scale-in"));
             }
-            Some(op) => {
+            {
                 if op.limits() != names.limits {
                     problems.push(format!("the operator's limits are {:?}", op.limits()));
                 }
@@ -299,9 +365,11 @@ impl<V: Variant> Conformant<V> {
                         names.partitions
                     ));
                 }
-                resize(&mut out.keys, names.keys.len());
                 let mut activities = [KeyActivity::default(); model::MAX_KEYS];
                 for (k, view) in out.keys.iter_mut().enumerate() {
+                    if !mine(k) {
+                        continue;
+                    }
                     let ks = op.keys().get(&names.keys[k]);
                     (view.next_seq, view.finished, view.next_action) = impl_key_progress(names, ks);
                     refill(&mut view.queued, impl_key_queued(ks));
@@ -328,8 +396,7 @@ impl<V: Variant> Conformant<V> {
                 };
                 // Looked up by the state keys within the bounds; only a cache that
                 // holds others is copied whole, to name them.
-                let cache = &mut out.cache;
-                cache.clear();
+                let mut cache = Vec::new();
                 let mut found = 0;
                 for (sk, v) in &names.state_keys {
                     let Some((st, partition, offset)) = store.entry_of(sk) else {
@@ -371,7 +438,24 @@ impl<V: Variant> Conformant<V> {
                     }
                     cache.sort_by_key(|c| c.state_key);
                 }
+                if subtasks > 1 {
+                    out.subtasks.push(SubtaskView {
+                        keys: (0..names.keys.len())
+                            .filter(|&k| {
+                                op.keys()
+                                    .get(&names.keys[k])
+                                    .is_some_and(|ks| ks.next_seq > 0)
+                            })
+                            .map(|k| k as u8)
+                            .collect(),
+                        cache: cache.iter().map(|c| c.state_key).collect(),
+                    });
+                }
+                out.cache.extend(cache);
             }
+        }
+        if rt.operators().count() > 1 {
+            out.cache.sort_by_key(|c| c.state_key);
         }
         let ends = rt.ends();
         let mut mirror = rt.mirror.borrow_mut();
@@ -439,17 +523,16 @@ impl<V: Variant> Conformant<V> {
                     runs: u64::from(runs),
                 }),
         );
-        out.failed = rt.op.as_ref().is_some_and(|op| op.failure().is_some());
-        out.cache_size = rt.op.as_ref().map_or(0, |op| {
+        out.failed = rt.operators().any(|(_, op)| op.failure().is_some());
+        out.cache_size = 0;
+        out.tracked_keys = 0;
+        for (_, op) in rt.operators() {
             let store = op.store();
             let open = rt
                 .puts_in_flight()
                 .filter(|put| store.get(&put.state_key).is_some())
                 .count();
-            (store.cached_len() - open) as u64
-        });
-        out.tracked_keys = rt.op.as_ref().map_or(0, |op| {
-            let store = op.store();
+            out.cache_size += (store.cached_len() - open) as u64;
             // A key with a put in flight is left out when that state is its only one.
             let alone = rt
                 .puts_in_flight()
@@ -458,14 +541,20 @@ impl<V: Variant> Conformant<V> {
                     store.get(open).is_some() && store.cached_count_of(&open.key) == 1
                 })
                 .count();
-            store.tracked_keys().saturating_sub(alone) as u64
-        });
+            out.tracked_keys += store.tracked_keys().saturating_sub(alone) as u64;
+        }
+        let problems = &mut out.problems;
         resize(&mut out.pending, rt.pending.len());
         for (view, p) in out.pending.iter_mut().zip(&rt.pending) {
-            checkpoint(&p.checkpoint, view);
+            checkpoint(&p.parts, p.awaiting_subtask, view, problems);
         }
         if let Some(view) = present(&mut out.completed, rt.completed.is_some()) {
-            checkpoint(rt.completed.as_ref().expect("present"), view);
+            checkpoint(
+                rt.completed.as_deref().expect("present"),
+                false,
+                view,
+                problems,
+            );
         }
         resize(&mut out.committed, rt.committed.len());
         for (view, seqs) in out.committed.iter_mut().zip(rt.committed.iter()) {
@@ -554,40 +643,64 @@ impl<V: Variant> Conformant<V> {
             Action::FailPut { key, landed } => rt.fail(key, landed),
             Action::LandPut(k) => rt.land(k).map(|_| ()).map_err(Rejection::from),
             Action::TriggerCheckpoint => {
+                // Subtask 0's part; with two subtasks running, subtask 1 takes its own
+                // when the barrier reaches it (`SnapshotSubtask`).
                 let id = rt.next_checkpoint;
-                let ends = rt.ends();
-                let mut checkpoint = rt.op()?.snapshot(id, &ends)?;
+                let checkpoint = Self::snapshot_part(rt, 0, id)?;
                 rt.next_checkpoint += 1;
-                // Past its bound the operator forgets the oldest checkpoint it knows: one
-                // completed without its being told (the model's coordinator never has
-                // more pending than the bound).
-                if rt.unnotified.len() + rt.pending.len() >= rt.names.limits.pending_checkpoints
-                    && !rt.unnotified.is_empty()
-                {
-                    rt.unnotified.remove(0);
+                let awaiting_subtask = rt.running_subtasks() > 1;
+                let mut outputs_before = [0; model::MAX_KEYS];
+                for (k, n) in outputs_before.iter_mut().enumerate() {
+                    if rt.subtask_of(k as u8) == 0 {
+                        *n = rt.uncommitted[k].len();
+                    }
                 }
-                V::after_snapshot(&ends, &mut checkpoint);
                 rt.pending.push(Pending {
                     id,
-                    checkpoint: Arc::new(checkpoint),
-                    outputs_before: rt.uncommitted.len(),
+                    parts: vec![checkpoint],
+                    awaiting_subtask,
+                    outputs_before,
                 });
-                let known = rt.known_checkpoints();
-                let got: Vec<u64> = rt.op()?.pending_checkpoint_ids().collect();
-                if got != known {
-                    rt.reports.push(format!(
-                        "checkpoint {id} taken: the operator knows checkpoints {got:?}, the coordinator left {known:?}"
-                    ));
+                Self::check_known(rt, 0, id)
+            }
+            Action::SnapshotSubtask => {
+                let at = rt
+                    .pending
+                    .iter()
+                    .position(|p| p.awaiting_subtask)
+                    .ok_or("no checkpoint waits for subtask 1's part")?;
+                let id = rt.pending[at].id;
+                let checkpoint = Self::snapshot_part(rt, 1, id)?;
+                let uncommitted: Vec<usize> = rt.uncommitted.iter().map(Vec::len).collect();
+                let mine: Vec<bool> = (0..model::MAX_KEYS)
+                    .map(|k| rt.subtask_of(k as u8) == 1)
+                    .collect();
+                let p = &mut rt.pending[at];
+                p.parts.push(checkpoint);
+                p.awaiting_subtask = false;
+                for k in 0..model::MAX_KEYS {
+                    if mine[k] {
+                        p.outputs_before[k] = uncommitted[k];
+                    }
                 }
-                Ok(())
+                Self::check_known(rt, 1, id)
             }
             Action::AbortCheckpoint(id) => {
                 let id = u64::from(id);
-                if rt.pending.first().map(|p| p.id) != Some(id) {
+                let Some(oldest) = rt.pending.first() else {
+                    return Err(format!("checkpoint {id} is not the oldest pending").into());
+                };
+                if oldest.id != id {
                     return Err(format!("checkpoint {id} is not the oldest pending").into());
                 }
-                if !rt.op()?.checkpoint_aborted(id) {
-                    return Err(format!("the operator does not know checkpoint {id}").into());
+                // Every subtask that took its part knows it.
+                for t in 0..oldest.parts.len() as u8 {
+                    if !rt.op_at(t)?.checkpoint_aborted(id) {
+                        return Err(format!(
+                            "subtask {t}'s operator does not know checkpoint {id}"
+                        )
+                        .into());
+                    }
                 }
                 rt.pending.remove(0);
                 Ok(())
@@ -602,26 +715,37 @@ impl<V: Variant> Conformant<V> {
                 // The coordinator completes it and subsumes the older ones; the operator
                 // hears of none of them, and the sink commits nothing yet.
                 let done: Vec<Pending> = rt.pending.drain(..=at).collect();
-                rt.unnotified.extend(done.iter().map(|p| p.id));
+                for (t, unnotified) in rt.unnotified.iter_mut().enumerate() {
+                    unnotified.extend(done.iter().filter(|p| p.parts.len() > t).map(|p| p.id));
+                }
                 let p = done.into_iter().next_back().expect("position found");
                 rt.unannounced_outputs = p.outputs_before;
-                rt.completed = Some(p.checkpoint);
+                rt.completed = Some(p.parts);
                 Ok(())
             }
             Action::CompleteCheckpoint(id) => {
                 let id = u64::from(id);
                 let Some(at) = rt.pending.iter().position(|p| p.id == id) else {
                     // Not pending (a probe): completed, subsumed, aborted or never taken;
-                    // the operator must not know it.
-                    return match rt.op()?.checkpoint_complete(id) {
-                        None => Err(format!("checkpoint {id} is not pending").into()),
-                        Some(_) => Ok(()),
+                    // no operator may know it.
+                    let mut known = false;
+                    for t in 0..rt.running_subtasks() {
+                        known |= rt.op_at(t)?.checkpoint_complete(id).is_some();
+                    }
+                    return match known {
+                        false => Err(format!("checkpoint {id} is not pending").into()),
+                        true => Ok(()),
                     };
                 };
-                let report = rt
-                    .op()?
-                    .checkpoint_complete(id)
-                    .ok_or_else(|| format!("checkpoint {id} is not pending"))?;
+                // Every subtask prunes what its part's boundaries mark finished.
+                let mut report = PruneReport::default();
+                for t in 0..rt.pending[at].parts.len() as u8 {
+                    let r = rt.op_at(t)?.checkpoint_complete(id).ok_or_else(|| {
+                        format!("subtask {t}'s operator does not know checkpoint {id}")
+                    })?;
+                    report.states_pruned += r.states_pruned;
+                    report.keys_dropped += r.keys_dropped;
+                }
                 // The coordinator drops it and the older pending checkpoints it subsumes.
                 let p = rt.pending.drain(..=at).next_back().expect("position found");
                 let model_checkpoint = s
@@ -651,20 +775,22 @@ impl<V: Variant> Conformant<V> {
                         ));
                     }
                 }
-                for (k, seq) in rt.uncommitted.drain(..p.outputs_before) {
-                    Arc::make_mut(&mut rt.committed)[k as usize].push(seq);
-                }
+                rt.commit(&p.outputs_before);
                 // It subsumes every checkpoint completed before it, told or not.
-                rt.unnotified.clear();
-                rt.unannounced_outputs = 0;
+                rt.unnotified = Default::default();
+                rt.unannounced_outputs = [0; model::MAX_KEYS];
                 // Later snapshots counted the outputs just committed.
                 for later in &mut rt.pending {
-                    later.outputs_before -= p.outputs_before;
+                    for (n, done) in later.outputs_before.iter_mut().zip(p.outputs_before) {
+                        *n -= done;
+                    }
                 }
-                rt.completed = Some(p.checkpoint);
-                if let Some(op) = &rt.op {
-                    cross_check_cache(op, &mut rt.reports);
+                rt.completed = Some(p.parts);
+                let mut reports = Vec::new();
+                for (_, op) in rt.operators() {
+                    cross_check_cache(op, &mut reports);
                 }
+                rt.reports.extend(reports);
                 Ok(())
             }
             Action::Crash { landed } => {
@@ -689,45 +815,96 @@ impl<V: Variant> Conformant<V> {
                 Ok(())
             }
             Action::LandZombie => rt.land_zombie().map(|_| ()).map_err(Rejection::from),
-            Action::RestoreScaledIn | Action::SnapshotSubtask => Err(SUBTASKS_UNSUPPORTED.into()),
-            Action::Restore => {
+            Action::Restore | Action::RestoreScaledIn => {
                 if m.bounds.fenced_producer {
                     rt.zombie = None;
                 }
-                let report = rt.restore()?;
-                if let Some(op) = &rt.op {
-                    cross_check_cache(op, &mut rt.reports);
+                let restored = rt.restore(*a == Action::RestoreScaledIn)?;
+                let mut reports = Vec::new();
+                for (_, op) in rt.operators() {
+                    cross_check_cache(op, &mut reports);
                 }
-                if let (Some(r), Some(c), Some(after)) =
-                    (report, s.completed, m.next_state(s, Action::Restore))
-                {
-                    let (scanned, loaded) = (r.records_scanned, r.states_loaded);
-                    // Offsets are positions unless compacted: the replay reads every
-                    // record from the marker to the end.
-                    let want_scanned: u64 = (0..m.bounds.partitions as usize)
-                        .map(|p| u64::from(s.log_len[p] - c.marker[p]))
-                        .sum();
-                    let want_loaded = after.cache.entries().count() as u64;
-                    let scanned_ok = m.bounds.compact_offsets || scanned == want_scanned;
-                    if !scanned_ok || loaded != want_loaded {
+                rt.reports.extend(reports);
+                let (Some(c), Some(after)) = (s.completed, m.next_state(s, *a)) else {
+                    return Ok(());
+                };
+                // Offsets are positions unless compacted: each subtask's replay reads
+                // every record from its marker to the end.
+                let (mut scanned, mut loaded, mut want_scanned) = (0, 0, 0);
+                for (t, r) in restored.iter().enumerate() {
+                    scanned += r.report.records_scanned;
+                    loaded += r.report.states_loaded;
+                    want_scanned += (0..m.bounds.partitions as usize)
+                        .map(|p| u64::from(s.log_len[p] - Self::replay_from(m, &c, t as u8, p)))
+                        .sum::<u64>();
+                    // It skips the records of keys it does not own, and those of its keys
+                    // whose input the checkpoint counts finished.
+                    let want = rt.skipped_in_replay(&c, &r.marker, &r.owned)?;
+                    let got = (r.report.foreign_skipped, r.report.finished_skipped);
+                    if got != want {
                         rt.reports.push(format!(
-                            "rebuild reports {scanned} records scanned and {loaded} states loaded, \
-                             the model replays {want_scanned} and loads {want_loaded}"
+                            "subtask {t}'s rebuild reports {got:?} records of other subtasks' keys \
+                             and of finished inputs skipped, its replay range holds {want:?}"
                         ));
                     }
-                    // The records it skips are those in the replayed range whose input the
-                    // checkpoint counts finished.
-                    let want_skipped = rt.finished_in_replay(&c)?;
-                    if r.finished_skipped != want_skipped {
-                        rt.reports.push(format!(
-                            "rebuild reports {} records of finished inputs skipped, the log holds {want_skipped}",
-                            r.finished_skipped
-                        ));
-                    }
+                }
+                let want_loaded = after.cache.entries().count() as u64;
+                let scanned_ok = m.bounds.compact_offsets || scanned == want_scanned;
+                if !scanned_ok || loaded != want_loaded {
+                    rt.reports.push(format!(
+                        "rebuild reports {scanned} records scanned and {loaded} states loaded, \
+                         the model replays {want_scanned} and loads {want_loaded}"
+                    ));
                 }
                 Ok(())
             }
         }
+    }
+
+    /// Where the model's restore from `c` has subtask `t` replay partition `p` from: its
+    /// own marker (`own-marker`), or the minimum of every subtask's.
+    fn replay_from(m: &Durable, c: &model::Checkpoint, t: u8, p: usize) -> u8 {
+        if m.bounds.own_marker {
+            c.marker[m.marker_slot(t, p)]
+        } else {
+            (0..m.bounds.subtasks)
+                .map(|t| c.marker[m.marker_slot(t, p)])
+                .min()
+                .expect("one subtask at least")
+        }
+    }
+
+    /// Subtask `t`'s part of checkpoint `id`, its operator's snapshot over the log's end
+    /// offsets; past its bound the operator forgets the oldest checkpoint it knows: one
+    /// completed without its being told (the model's coordinator never has more pending
+    /// than the bound).
+    fn snapshot_part(rt: &mut Runtime<V>, t: u8, id: u64) -> Result<Arc<Checkpoint>, Rejection> {
+        let ends = rt.ends();
+        let mut checkpoint = rt.op_at(t)?.snapshot(id, &ends)?;
+        let unnotified = &mut rt.unnotified[usize::from(t)];
+        let known = unnotified.len()
+            + rt.pending
+                .iter()
+                .filter(|p| p.parts.len() > usize::from(t))
+                .count();
+        if known >= rt.names.limits.pending_checkpoints && !unnotified.is_empty() {
+            unnotified.remove(0);
+        }
+        V::after_snapshot(&ends, &mut checkpoint);
+        Ok(Arc::new(checkpoint))
+    }
+
+    /// After subtask `t` took its part of checkpoint `id`: its operator knows exactly the
+    /// checkpoints the coordinator left it.
+    fn check_known(rt: &mut Runtime<V>, t: u8, id: u64) -> Result<(), Rejection> {
+        let known = rt.known_checkpoints(t);
+        let got: Vec<u64> = rt.op_at(t)?.pending_checkpoint_ids().collect();
+        if got != known {
+            rt.reports.push(format!(
+                "checkpoint {id} taken: subtask {t}'s operator knows checkpoints {got:?}, the coordinator left {known:?}"
+            ));
+        }
+        Ok(())
     }
 
     /// After `SendPut(k)` / `CompleteAction(k)`: the operator sent exactly the model's
@@ -803,12 +980,26 @@ impl<V: Variant> Conformant<V> {
         if s.down {
             return Vec::new();
         }
+        let apart = b.subtasks > 1 && !s.scaled_in;
         if s.failed {
-            // A failed operator refuses everything but its crash.
+            // A failed operator refuses everything but its crash. With two subtasks,
+            // only the one whose put failed has failed: the task's failover is the
+            // crash that follows.
+            let failed_subtask = (0..b.keys)
+                .find(|&k| {
+                    let ku = k as usize;
+                    s.puts[ku].is_none()
+                        && matches!(s.phase[ku], Phase::AwaitPut(_) | Phase::AwaitCompletion)
+                })
+                .map_or(0, |k| m.owner(s.scaled_in, k));
+            let failed = |k: u8| !apart || m.owner(s.scaled_in, k) == failed_subtask;
             let mut probes: Vec<Action> = (0..b.keys)
+                .filter(|&k| failed(k))
                 .flat_map(|k| [Action::DeliverInput(k), Action::StartAction(k)])
                 .collect();
-            probes.push(Action::TriggerCheckpoint);
+            if !apart || failed_subtask == 0 {
+                probes.push(Action::TriggerCheckpoint);
+            }
             return probes;
         }
         let mut enabled = Vec::new();
@@ -841,7 +1032,21 @@ impl<V: Variant> Conformant<V> {
         // A snapshot while a put is in flight, where nothing else holds it back: the
         // model's synchronous puts never take it, and the operator must refuse it.
         let quiet = b.mid_action_checkpoints || !running;
-        if s.any_put()
+        // With two subtasks, the trigger snapshots subtask 0 alone, which refuses only
+        // while a put of its own is in flight; subtask 1's part likewise.
+        let put_of = |t: u8| {
+            s.puts_in_flight()
+                .any(|p| !apart || m.owner(s.scaled_in, p.record.state_key.key) == t)
+        };
+        if apart
+            && b.synchronous_puts
+            && quiet
+            && put_of(1)
+            && s.pending.iter().flatten().any(|c| c.awaiting_subtask)
+        {
+            probes.push(Action::SnapshotSubtask);
+        }
+        if put_of(0)
             && b.synchronous_puts
             && quiet
             && s.checkpoints < b.checkpoints
@@ -883,15 +1088,8 @@ pub(crate) fn supports(model: &Durable) -> Result<(), String> {
     if model.design.commits_on_snapshot() {
         return Err(COMMIT_ON_SNAPSHOT_UNSUPPORTED.to_string());
     }
-    if model.bounds.subtasks > 1 {
-        return Err(SUBTASKS_UNSUPPORTED.to_string());
-    }
     Ok(())
 }
-
-/// Why conformance refuses several subtasks.
-pub const SUBTASKS_UNSUPPORTED: &str = "the runtime steps one operator on one log, so \
-    `subtasks` above 1 (and `rescale`) has no runtime counterpart yet";
 
 impl<V: Variant> Binding for Conformant<V> {
     type Model = Durable;
@@ -953,9 +1151,10 @@ impl<V: Variant> Binding for Conformant<V> {
     }
 
     fn describe(runtime: &Runtime<V>) -> String {
-        match &runtime.op {
-            Some(op) => format!("{op:?}"),
-            None => "no operator (crashed, not restored)".to_string(),
+        match (&runtime.op, &runtime.op1) {
+            (Some(op), None) => format!("{op:?}"),
+            (Some(op), Some(op1)) => format!("subtask 0: {op:?}; subtask 1: {op1:?}"),
+            _ => "no operator (crashed, not restored)".to_string(),
         }
     }
 }

@@ -1102,3 +1102,129 @@ fn the_eager_binding_refuses_concurrent_puts_by_name() {
     let e = EagerDurable::build("fixed", &settings).unwrap_err();
     assert!(e.0.contains("zombie-sends"), "{e}");
 }
+
+// Two operator subtasks sharing one log (`subtasks` 2), and a restore that scales the job
+// in to one (`rescale`).
+
+/// The kinds the `subtasks` scenario covers: the synchronous ones and subtask 1's part.
+fn subtask_kinds(rescale: bool) -> Vec<&'static str> {
+    let mut kinds = SYNCHRONOUS_KINDS.to_vec();
+    kinds.push("SnapshotSubtask");
+    if rescale {
+        kinds.push("RestoreScaledIn");
+    }
+    kinds.sort();
+    kinds
+}
+
+fn scenario(name: &str) -> Durable {
+    Durable::scenario(steadfast_model::durable::Design::Fixed, name).unwrap()
+}
+
+/// Every transition of the scenarios with two subtasks: two operators on one log, each
+/// restored from the union minimum of the subtasks' markers (or, in
+/// `rescale-own-marker`, its own, as the model does there) and keeping only the keys it
+/// owns; a scale-in restores one operator owning both keys.
+#[test]
+fn every_transition_of_two_subtasks_and_a_scale_in() {
+    for (name, rescale, pinned) in [
+        ("subtasks", false, (103_682, 267_268)),
+        ("rescale", true, (140_882, 357_411)),
+        ("rescale-own-marker", true, (149_029, 376_628)),
+    ] {
+        let c = full_coverage(name, &scenario(name), &subtask_kinds(rescale));
+        assert_eq!((c.unique_states, c.transitions), pinned, "{name}");
+        assert!(c.probes > 0, "{name}");
+    }
+}
+
+/// A restored subtask that replays every key's records, not only its own.
+struct NoOwnershipFilter;
+
+impl Variant for NoOwnershipFilter {
+    fn owns_every_key() -> bool {
+        true
+    }
+}
+
+/// A restored subtask that replays from its own part's marker, not the minimum of all.
+struct OwnMarkerReplay;
+
+impl Variant for OwnMarkerReplay {
+    fn replays_own_marker() -> bool {
+        true
+    }
+}
+
+/// Without the ownership filter, both subtasks take key 0's keyed state at the first
+/// restore: subtask 1 holds a key it does not own.
+#[test]
+fn a_replay_without_the_ownership_filter_diverges_at_the_first_restore() {
+    let d = cover::<Conformant<NoOwnershipFilter>>(&scenario("subtasks")).unwrap_err();
+    println!("{d}");
+    assert_eq!(
+        d.trace,
+        [
+            "DeliverInput(0)",
+            "TriggerCheckpoint",
+            "SnapshotSubtask",
+            "CompleteCheckpoint(1)",
+            "Crash { landed: false }",
+            "Restore"
+        ]
+    );
+    assert_eq!(
+        d.problem,
+        Problem::Projection(vec!["subtasks[1].keys: [] | [0]".to_string()])
+    );
+}
+
+/// Replaying from the own marker where the model takes the union minimum: the scale-in
+/// restore replays from subtask 0's marker, past key 1's saved result, which the model
+/// keeps. Against the own-marker model the same runtime agrees at every step.
+#[test]
+fn a_replay_from_the_own_marker_diverges_where_the_scale_in_skips_a_saved_result() {
+    let d = cover::<Conformant<OwnMarkerReplay>>(&scenario("rescale")).unwrap_err();
+    println!("{d}");
+    assert_eq!(d.step, 10);
+    assert_eq!(d.action, "RestoreScaledIn");
+    assert_eq!(
+        d.trace[..8],
+        [
+            "DeliverInput(1)",
+            "StartAction(1)",
+            "CallSupplier(1)",
+            "SendPut(1)",
+            "AckPut(1)",
+            "TriggerCheckpoint",
+            "SnapshotSubtask",
+            "CompleteCheckpoint(1)",
+        ]
+    );
+    let Problem::Projection(lines) = &d.problem else {
+        panic!("{d}");
+    };
+    assert!(
+        lines.contains(&r#"subtasks[0].cache: [{"action":0,"key":1,"seq":0}] | []"#.to_string()),
+        "{d}"
+    );
+    assert!(
+        lines.iter().any(|l| {
+            l.contains(
+            "rebuild reports 0 records scanned and 0 states loaded, the model replays 1 and loads 1"
+        )
+        }),
+        "{d}"
+    );
+    let c = cover::<Conformant<OwnMarkerReplay>>(&scenario("rescale-own-marker"))
+        .unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(c.unique_states, 149_029);
+}
+
+/// The eager binding drives one operator: it refuses two subtasks by name.
+#[test]
+fn the_eager_binding_refuses_two_subtasks_by_name() {
+    let settings = Settings::parse(Durable::params(), &[("subtasks", "2")]).unwrap();
+    let e = EagerDurable::build("fixed", &settings).unwrap_err();
+    assert!(e.0.contains("one subtask"), "{e}");
+}

@@ -612,7 +612,7 @@ impl Durable {
     }
 
     /// The subtask that runs key `key`, scaled in (one subtask runs every key) or not.
-    fn owner(&self, scaled_in: bool, key: u8) -> u8 {
+    pub fn owner(&self, scaled_in: bool, key: u8) -> u8 {
         if scaled_in {
             0
         } else {
@@ -621,7 +621,7 @@ impl Durable {
     }
 
     /// The checkpoint marker slot of subtask `subtask`'s marker for partition `p`.
-    pub(super) fn marker_slot(&self, subtask: u8, p: usize) -> usize {
+    pub fn marker_slot(&self, subtask: u8, p: usize) -> usize {
         subtask as usize * self.bounds.partitions as usize + p
     }
 

@@ -264,6 +264,13 @@ impl Spec for EagerDurable {
                     .to_string(),
             ));
         }
+        if model.bounds.subtasks > 1 {
+            return Err(SettingsError(
+                "durable-eager drives one operator, so it has one subtask; the stepwise \
+                 `durable` binding checks `subtasks` 2 and `rescale`"
+                    .to_string(),
+            ));
+        }
         if model.bounds.zombie_sends {
             return Err(SettingsError(
                 "durable-eager crashes inside a run, where no send outlives the crash; \

@@ -16,6 +16,11 @@ pub struct Names {
     pub calls: u8,
     /// Log partitions.
     pub partitions: u32,
+    /// Operator subtasks (key `k` runs on subtask `k mod subtasks` until a restore
+    /// scales the job in).
+    pub subtasks: u8,
+    /// Each subtask restores from its own marker, not the minimum of all subtasks'.
+    pub own_marker: bool,
     /// Every state key within the bounds, in the order of their views (key, input,
     /// action), with its view.
     pub(super) state_keys: Vec<(ImplKey, StateKeyView)>,
@@ -68,8 +73,25 @@ impl Names {
             actions,
             calls: bounds.calls,
             partitions,
+            subtasks: bounds.subtasks,
+            own_marker: bounds.own_marker,
             state_keys,
         }
+    }
+
+    /// The keys subtask `t` owns while `subtasks` run.
+    pub(super) fn ownership(&self, t: u8, subtasks: u8) -> Ownership {
+        if subtasks == 1 {
+            return Ownership::All;
+        }
+        Ownership::Keys(
+            self.keys
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| *k as u8 % subtasks == t)
+                .map(|(_, name)| name.clone())
+                .collect(),
+        )
     }
 
     pub(super) fn key_index(&self, name: &str) -> Option<u8> {
@@ -125,9 +147,12 @@ pub(super) struct Requested {
 #[derive(Clone, Debug)]
 pub(super) struct Pending {
     pub(super) id: u64,
-    pub(super) checkpoint: Arc<Checkpoint>,
-    /// Uncommitted outputs emitted before the snapshot.
-    pub(super) outputs_before: usize,
+    /// The subtasks' parts taken so far, by subtask.
+    pub(super) parts: Vec<Arc<Checkpoint>>,
+    /// Subtask 1 has not taken its part yet.
+    pub(super) awaiting_subtask: bool,
+    /// Per model key, its uncommitted outputs emitted before its subtask's snapshot.
+    pub(super) outputs_before: [usize; model::MAX_KEYS],
 }
 
 /// A put the operator sent and the model has not resolved.
@@ -159,7 +184,12 @@ pub struct Runtime<V: Variant> {
     /// The model's design tracks acknowledged offsets: views compare the store's.
     pub(super) tracks_offsets: bool,
     pub(super) log: Partitions,
+    /// Subtask 0's operator: the only one unless two subtasks run.
     pub(super) op: Option<Operator>,
+    /// Subtask 1's operator, on the same log (`subtasks` 2, not scaled in).
+    pub(super) op1: Option<Operator>,
+    /// A restore scaled the job in to one subtask.
+    pub(super) scaled_in: bool,
     /// Per model key, the call the operator asked for and the supplier has not run.
     pub(super) requested: Arc<BTreeMap<u8, Requested>>,
     /// Per model key, a call whose supplier ran and whose outcome is held back.
@@ -168,24 +198,26 @@ pub struct Runtime<V: Variant> {
     pub(super) in_flight: [Option<InFlight>; model::MAX_KEYS],
     /// A record a crashed operator sent that may still land (`zombie-sends`).
     pub(super) zombie: Option<Arc<PutRecord>>,
-    /// The last put this operator sent: put ids grow, from 0 for each operator.
-    pub(super) last_put: Option<PutId>,
+    /// Per subtask, the last put its operator sent: put ids grow, from 0 for each
+    /// operator.
+    pub(super) last_put: [Option<PutId>; 2],
     /// Supplier runs per durable call (its state key in model indices, its index).
     pub(super) supplier_calls: Arc<BTreeMap<(StateKeyView, u32), u32>>,
-    /// Outputs emitted since the last commit, as (key, sequence).
-    pub(super) uncommitted: Vec<(u8, u64)>,
+    /// Per model key, the sequence numbers of outputs emitted since the last commit.
+    pub(super) uncommitted: [Vec<u64>; model::MAX_KEYS],
     /// Per model key, committed outputs' sequence numbers in commit order.
     pub(super) committed: Arc<Vec<Vec<u64>>>,
     /// Checkpoints taken and not completed, oldest first.
     pub(super) pending: Vec<Pending>,
-    /// Checkpoints the coordinator completed without telling the operator, which must
-    /// still know them until a later completion subsumes them or a snapshot past its
-    /// bound forgets the oldest; oldest first.
-    pub(super) unnotified: Vec<u64>,
-    /// How many of the oldest `uncommitted` outputs a completed checkpoint covers whose
-    /// notification the sink never had: a restore commits them.
-    pub(super) unannounced_outputs: usize,
-    pub(super) completed: Option<Arc<Checkpoint>>,
+    /// Per subtask, checkpoints the coordinator completed without telling the operator,
+    /// which must still know them until a later completion subsumes them or a snapshot
+    /// past its bound forgets the oldest; oldest first.
+    pub(super) unnotified: [Vec<u64>; 2],
+    /// Per model key, how many of its oldest `uncommitted` outputs a completed
+    /// checkpoint covers whose notification the sink never had: a restore commits them.
+    pub(super) unannounced_outputs: [usize; model::MAX_KEYS],
+    /// The latest completed checkpoint's parts, by subtask (one part when taken by one).
+    pub(super) completed: Option<Vec<Arc<Checkpoint>>>,
     pub(super) next_checkpoint: u64,
     /// Prune and rebuild reports that disagree with the model's step.
     pub(super) reports: Vec<String>,
@@ -217,6 +249,8 @@ impl<V: Variant> Clone for Runtime<V> {
             tracks_offsets: self.tracks_offsets,
             log: self.log.clone(),
             op: self.op.clone(),
+            op1: self.op1.clone(),
+            scaled_in: self.scaled_in,
             requested: Arc::clone(&self.requested),
             returned: Arc::clone(&self.returned),
             in_flight: self.in_flight.clone(),
@@ -244,10 +278,15 @@ impl<V: Variant> Runtime<V> {
         tracks_offsets: bool,
         scheduling: Scheduling,
     ) -> Runtime<V> {
-        let mut op =
-            Operator::new(names.defs(), names.partitions).expect("action names are distinct");
-        op.set_scheduling(scheduling);
-        op.set_limits(names.limits);
+        let start = || {
+            let mut op =
+                Operator::new(names.defs(), names.partitions).expect("action names are distinct");
+            op.set_scheduling(scheduling);
+            op.set_limits(names.limits);
+            op
+        };
+        let op1 = (names.subtasks > 1).then(start);
+        let op = start();
         Runtime {
             scheduling,
             committed: Arc::new(vec![Vec::new(); names.keys.len()]),
@@ -256,16 +295,18 @@ impl<V: Variant> Runtime<V> {
             ranked_offsets,
             tracks_offsets,
             op: Some(op),
+            op1,
+            scaled_in: false,
             requested: Arc::default(),
             returned: Arc::default(),
             in_flight: Default::default(),
             zombie: None,
-            last_put: None,
+            last_put: [None; 2],
             supplier_calls: Arc::default(),
-            uncommitted: Vec::new(),
+            uncommitted: Default::default(),
             pending: Vec::new(),
-            unnotified: Vec::new(),
-            unannounced_outputs: 0,
+            unnotified: Default::default(),
+            unannounced_outputs: [0; model::MAX_KEYS],
             completed: None,
             next_checkpoint: 1,
             reports: Vec::new(),
@@ -274,9 +315,45 @@ impl<V: Variant> Runtime<V> {
         }
     }
 
-    /// The running operator.
+    /// The running operator (subtask 0's).
     pub fn operator(&self) -> Option<&Operator> {
         self.op.as_ref()
+    }
+
+    /// Subtasks running: two until a restore scales the job in, with `subtasks` 2.
+    pub fn running_subtasks(&self) -> u8 {
+        if self.scaled_in {
+            1
+        } else {
+            self.names.subtasks
+        }
+    }
+
+    /// The subtask that runs model key `k`.
+    pub fn subtask_of(&self, k: u8) -> u8 {
+        k % self.running_subtasks()
+    }
+
+    /// The running operators with their subtasks.
+    pub fn operators(&self) -> impl Iterator<Item = (u8, &Operator)> {
+        [&self.op, &self.op1]
+            .into_iter()
+            .enumerate()
+            .filter_map(|(t, op)| op.as_ref().map(|op| (t as u8, op)))
+    }
+
+    /// Subtask `t`'s operator.
+    pub(super) fn op_at(&mut self, t: u8) -> Result<&mut Operator, String> {
+        let op = if t == 0 { &mut self.op } else { &mut self.op1 };
+        op.as_mut().ok_or_else(|| {
+            format!("no operator of subtask {t} is running (crashed, scaled in or not restored)")
+        })
+    }
+
+    /// The operator that runs key `key` (by its name).
+    pub(super) fn op_of(&mut self, key: &str) -> Result<&mut Operator, String> {
+        let k = self.key_of(key)?;
+        self.op_at(self.subtask_of(k))
     }
 
     /// The log's records, per partition.
@@ -297,8 +374,31 @@ impl<V: Variant> Runtime<V> {
         self.log.iter().map(|p| p.len() as Offset).collect()
     }
 
+    /// Hands `event` to the operator of the key it names (every running operator for
+    /// [`Event::Resume`]), and applies the effects.
     pub(super) fn handle(&mut self, event: Event) -> Result<(), Rejection> {
-        let effects = self.op()?.handle(event).map_err(Rejection::Runtime)?;
+        let key = match &event {
+            Event::Input { key, .. }
+            | Event::Continue { key }
+            | Event::PutAcked { key, .. }
+            | Event::PutFailed { key, .. } => Some(key.clone()),
+            Event::CallReturned { call, .. } => Some(call.key.clone()),
+            Event::Resume => None,
+        };
+        let Some(key) = key else {
+            for t in 0..self.running_subtasks() {
+                let effects = self
+                    .op_at(t)?
+                    .handle(Event::Resume)
+                    .map_err(Rejection::Runtime)?;
+                self.apply(effects)?;
+            }
+            return Ok(());
+        };
+        let effects = self
+            .op_of(&key)?
+            .handle(event)
+            .map_err(Rejection::Runtime)?;
         Ok(self.apply(effects)?)
     }
 
@@ -323,7 +423,7 @@ impl<V: Variant> Runtime<V> {
                 }
                 Effect::Emit { key, seq, .. } => {
                     let k = self.key_of(&key)?;
-                    self.uncommitted.push((k, seq));
+                    self.uncommitted[usize::from(k)].push(seq);
                 }
                 Effect::Append { key, put, record } => {
                     let k = self.key_of(&key)?;
@@ -332,13 +432,13 @@ impl<V: Variant> Runtime<V> {
                             "the operator sends put {put:?} of {key:?} while the key's put is in flight"
                         ));
                     }
-                    if self.last_put.is_some_and(|last| put <= last) {
+                    let last = &mut self.last_put[usize::from(k % self.running_subtasks())];
+                    if last.is_some_and(|last| put <= last) {
                         return Err(format!(
-                            "the operator reuses put id {put:?} (the last was {:?})",
-                            self.last_put
+                            "the operator reuses put id {put:?} (the last was {last:?})"
                         ));
                     }
-                    self.last_put = Some(put);
+                    *last = Some(put);
                     let (state_key, _) = decode_record(&LogRecord {
                         partition: record.partition,
                         offset: 0,
@@ -451,7 +551,7 @@ impl<V: Variant> Runtime<V> {
             });
         }
         let error = LogError::SendFailed(format!("the model fails put {:?}", put.put));
-        match self.op()?.handle(Event::PutFailed {
+        match self.op_of(&key)?.handle(Event::PutFailed {
             key,
             put: put.put,
             error,
@@ -463,26 +563,28 @@ impl<V: Variant> Runtime<V> {
         }
     }
 
-    /// Records from the completed checkpoint's marker to the log's end whose input the
-    /// model's checkpoint `c` counts finished.
-    pub(super) fn finished_in_replay(&self, c: &model::Checkpoint) -> Result<u64, String> {
-        let marker = &self
-            .completed
-            .as_ref()
-            .ok_or_else(|| "no completed checkpoint".to_string())?
-            .marker
-            .offsets;
-        let mut skipped = 0;
+    /// Of the records from `marker` to the log's end, those of keys `owned` does not
+    /// hold, and those of its keys whose input the model's checkpoint `c` counts
+    /// finished: what a replay from there skips.
+    pub(super) fn skipped_in_replay(
+        &self,
+        c: &model::Checkpoint,
+        marker: &[Offset],
+        owned: &Ownership,
+    ) -> Result<(u64, u64), String> {
+        let (mut foreign, mut finished) = (0, 0);
         for (&from, partition) in marker.iter().zip(&self.log) {
             for record in partition.iter().skip(from as usize) {
                 let (sk, _) = decode_record(record).map_err(|e| e.to_string())?;
                 let v = self.names.view_of(&sk)?;
-                if v.seq < u64::from(c.finished[v.key as usize]) {
-                    skipped += 1;
+                if !owned.owns(&sk.key) {
+                    foreign += 1;
+                } else if v.seq < u64::from(c.finished[v.key as usize]) {
+                    finished += 1;
                 }
             }
         }
-        Ok(skipped)
+        Ok((foreign, finished))
     }
 
     /// The task fails: the coordinator aborts every pending checkpoint, each of which the
@@ -490,25 +592,30 @@ impl<V: Variant> Runtime<V> {
     /// every other checkpoint taken (completed, subsumed, aborted, forgotten, or lost
     /// with an earlier operator) must be unknown to it.
     pub(super) fn abort_checkpoints(&mut self) {
-        let Some(op) = self.op.as_mut() else { return };
-        for id in 1..self.next_checkpoint {
-            let pending = self.pending.iter().any(|p| p.id == id) || self.unnotified.contains(&id);
-            if op.checkpoint_aborted(id) != pending {
-                self.reports.push(format!(
-                    "aborting checkpoint {id}: the operator {} it",
-                    if pending { "does not know" } else { "knows" }
-                ));
-            }
-            // An aborted checkpoint is forgotten: aborting it again finds nothing.
-            if op.checkpoint_aborted(id) {
-                self.reports
-                    .push(format!("checkpoint {id} is still known after its abort"));
+        for t in 0..2u8 {
+            let known = self.known_checkpoints(t);
+            let op = if t == 0 { &mut self.op } else { &mut self.op1 };
+            let Some(op) = op.as_mut() else { continue };
+            for id in 1..self.next_checkpoint {
+                let pending = known.contains(&id);
+                if op.checkpoint_aborted(id) != pending {
+                    self.reports.push(format!(
+                        "aborting checkpoint {id}: subtask {t}'s operator {} it",
+                        if pending { "does not know" } else { "knows" }
+                    ));
+                }
+                // An aborted checkpoint is forgotten: aborting it again finds nothing.
+                if op.checkpoint_aborted(id) {
+                    self.reports
+                        .push(format!("checkpoint {id} is still known after its abort"));
+                }
             }
         }
     }
 
     pub(super) fn crash(&mut self) {
         self.op = None;
+        self.op1 = None;
         if !self.requested.is_empty() {
             self.requested = Arc::default();
         }
@@ -516,53 +623,118 @@ impl<V: Variant> Runtime<V> {
             self.returned = Arc::default();
         }
         self.in_flight = Default::default();
-        self.last_put = None;
+        self.last_put = [None; 2];
         self.pending.clear();
-        self.unnotified.clear();
+        self.unnotified = Default::default();
         // Outputs a completed checkpoint covers stay, for the restore to commit.
-        self.uncommitted.truncate(self.unannounced_outputs);
+        for (outputs, &covered) in self.uncommitted.iter_mut().zip(&self.unannounced_outputs) {
+            outputs.truncate(covered);
+        }
     }
 
-    /// The checkpoints the operator must know, oldest first: those completed without its
-    /// being told, then the pending ones.
-    pub(super) fn known_checkpoints(&self) -> Vec<u64> {
-        let mut ids = self.unnotified.clone();
-        ids.extend(self.pending.iter().map(|p| p.id));
+    /// The checkpoints subtask `t`'s operator must know, oldest first: those completed
+    /// without its being told, then the pending ones it took its part of.
+    pub(super) fn known_checkpoints(&self, t: u8) -> Vec<u64> {
+        let mut ids = self.unnotified[usize::from(t)].clone();
+        ids.extend(
+            self.pending
+                .iter()
+                .filter(|p| p.parts.len() > usize::from(t))
+                .map(|p| p.id),
+        );
         ids
     }
 
-    /// Restores; the rebuild's report when there was a checkpoint to restore from.
-    pub(super) fn restore(&mut self) -> Result<Option<RebuildReport>, Rejection> {
-        if self.op.is_some() {
-            return Err("restore while the operator runs".into());
-        }
-        let defs = self.names.defs();
-        let (mut op, report) = match self.completed.clone() {
-            Some(cp) => {
-                self.refuses_corruptions_of(&cp);
-                let mut restoring = Operator::restore(defs, &cp)?;
-                for (p, partition) in self.log.iter().enumerate() {
-                    let from = restoring.marker().get(p).copied().unwrap_or(0);
-                    for record in partition.iter().skip(from as usize) {
-                        restoring.feed(record)?;
-                    }
-                }
-                let (op, r) = restoring.finish(&self.ends())?;
-                (op, Some(r))
+    /// The sink commits what the checkpoint covers: per key, its outputs emitted before
+    /// its subtask's snapshot.
+    pub(super) fn commit(&mut self, outputs_before: &[usize; model::MAX_KEYS]) {
+        for (k, &n) in outputs_before.iter().enumerate() {
+            if n > 0 {
+                let seqs: Vec<u64> = self.uncommitted[k].drain(..n).collect();
+                Arc::make_mut(&mut self.committed)[k].extend(seqs);
             }
-            None => (Operator::new(defs, self.names.partitions)?, None),
+        }
+    }
+
+    /// Restores every subtask (one when `scale_in`, or scaled in before): each from the
+    /// completed checkpoint's parts merged ([`Checkpoint::merge`]: their keyed state,
+    /// the union minimum of their markers; with `own-marker`, its own part's marker),
+    /// keeping what it owns. Per subtask restored from a checkpoint: the rebuild's
+    /// report, the marker it replayed from and what it owns.
+    pub(super) fn restore(&mut self, scale_in: bool) -> Result<Vec<Restored>, Rejection> {
+        if self.op.is_some() || self.op1.is_some() {
+            return Err("restore while an operator runs".into());
+        }
+        self.scaled_in |= scale_in;
+        let subtasks = self.running_subtasks();
+        let mut restored = Vec::new();
+        let merged = match &self.completed {
+            Some(parts) => Some((
+                Checkpoint::merge(parts.iter().map(|p| &**p)).map_err(|e| e.to_string())?,
+                parts.clone(),
+            )),
+            None => None,
         };
-        op.set_scheduling(self.scheduling);
-        op.set_limits(self.names.limits);
-        self.op = Some(op);
+        if let Some((cp, _)) = &merged {
+            self.refuses_corruptions_of(&Arc::new(cp.clone()));
+        }
+        for t in 0..subtasks {
+            let defs = self.names.defs();
+            let owned = if V::owns_every_key() {
+                Ownership::All
+            } else {
+                self.names.ownership(t, subtasks)
+            };
+            let mut op = match &merged {
+                Some((cp, parts)) => {
+                    let mut cp = cp.clone();
+                    if self.names.own_marker || V::replays_own_marker() {
+                        // The part of the subtask of this index, or the only one.
+                        let own = parts.get(usize::from(t)).unwrap_or(&parts[0]);
+                        cp.marker = own.marker.clone();
+                    }
+                    let mut restoring = Operator::restore_owned(defs, &cp, owned.clone())?;
+                    let marker = restoring.marker().to_vec();
+                    for (p, partition) in self.log.iter().enumerate() {
+                        let from = marker.get(p).copied().unwrap_or(0);
+                        for record in partition.iter().skip(from as usize) {
+                            restoring.feed(record)?;
+                        }
+                    }
+                    let (op, report) = restoring.finish(&self.ends())?;
+                    restored.push(Restored {
+                        report,
+                        marker,
+                        owned,
+                    });
+                    op
+                }
+                None => Operator::new(defs, self.names.partitions)?,
+            };
+            op.set_scheduling(self.scheduling);
+            op.set_limits(self.names.limits);
+            if t == 0 {
+                self.op = Some(op);
+            } else {
+                self.op1 = Some(op);
+            }
+        }
         // The sink commits what the restored checkpoint covers and was not committed
         // (its completion's notification never came).
-        for (k, seq) in self.uncommitted.drain(..) {
-            Arc::make_mut(&mut self.committed)[k as usize].push(seq);
-        }
-        self.unannounced_outputs = 0;
-        Ok(report)
+        let all = std::array::from_fn(|k| self.uncommitted[k].len());
+        self.commit(&all);
+        self.unannounced_outputs = [0; model::MAX_KEYS];
+        Ok(restored)
     }
+}
+
+/// What one subtask's restore from a checkpoint did.
+pub(super) struct Restored {
+    pub(super) report: RebuildReport,
+    /// The marker it replayed from.
+    pub(super) marker: Vec<Offset>,
+    /// The keys it owns.
+    pub(super) owned: Ownership,
 }
 
 /// `record` lands at the end of its partition of `log`; returns its offset.

@@ -88,13 +88,29 @@ pub struct PartitionView {
     pub landed: Vec<LandedView>,
 }
 
-/// A checkpoint: keyed state per key and the recovery marker per partition.
+/// A checkpoint: keyed state per key and the recovery markers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CheckpointView {
-    /// Per key: (next sequence number, finished inputs, next action).
+    /// Per key: (next sequence number, finished inputs, next action); zeros for the
+    /// keys of a subtask that has not taken its part yet.
     pub keys: Vec<(u64, u64, u64)>,
-    /// Per partition, the offset a restore replays from.
+    /// Per subtask (subtask-major) and partition, the subtask's marker: the offset a
+    /// restore replays from is their minimum per partition. Only subtask 0's while
+    /// subtask 1 has not taken its part.
     pub marker: Vec<u64>,
+    /// Subtask 1 has not taken its part yet (`subtasks` 2).
+    pub awaiting_subtask: bool,
+}
+
+/// What one operator subtask holds (`subtasks` 2): the keys whose keyed state it
+/// holds, and the state keys it caches. A subtask holding another's key, or a replay
+/// that loaded another subtask's records, shows here.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SubtaskView {
+    /// Keys with keyed state (an input delivered) in this subtask.
+    pub keys: Vec<u8>,
+    /// State keys in this subtask's cache, the in-flight put's left out.
+    pub cache: Vec<StateKeyView>,
 }
 
 /// Supplier runs of one durable call.
@@ -123,8 +139,10 @@ pub struct View {
     /// Per key (empty while down).
     pub keys: Vec<KeyView>,
     /// The store's cache, by state key, without the in-flight put's state key (empty
-    /// while down).
+    /// while down); with two subtasks, both stores' entries.
     pub cache: Vec<CachedView>,
+    /// Per running subtask, what it holds (empty with one subtask, and while down).
+    pub subtasks: Vec<SubtaskView>,
     /// The log per partition.
     pub log: Vec<PartitionView>,
     /// The checkpoints taken and not completed, oldest first.
@@ -157,7 +175,7 @@ pub(super) fn rank_offsets(view: &mut View) {
                 .filter_map(|c| c.offset),
         );
         for c in view.pending.iter().chain(&view.completed) {
-            seen.extend(c.marker.get(p));
+            seen.extend(c.marker.iter().skip(p).step_by(partitions as usize));
         }
         seen.sort_unstable();
         seen.dedup();
@@ -169,9 +187,11 @@ pub(super) fn rank_offsets(view: &mut View) {
             .filter(|c| mine(c))
             .for_each(|c| c.offset.iter_mut().for_each(rank));
         for c in view.pending.iter_mut().chain(view.completed.iter_mut()) {
-            if let Some(m) = c.marker.get_mut(p) {
-                rank(m);
-            }
+            c.marker
+                .iter_mut()
+                .skip(p)
+                .step_by(partitions as usize)
+                .for_each(rank);
         }
     }
 }
@@ -222,9 +242,14 @@ pub(super) fn present<T: Default>(out: &mut Option<T>, present: bool) -> Option<
 }
 
 pub(super) fn model_checkpoint(m: &Durable, c: &model::Checkpoint, out: &mut CheckpointView) {
+    // Subtask 1's entries are placeholders until it takes its part.
+    let taken = |k: usize| !c.awaiting_subtask || m.owner(false, k as u8) == 0;
     refill(
         &mut out.keys,
         (0..m.bounds.keys as usize).map(|k| {
+            if !taken(k) {
+                return (0, 0, 0);
+            }
             (
                 u64::from(c.next_seq[k]),
                 u64::from(c.finished[k]),
@@ -232,10 +257,18 @@ pub(super) fn model_checkpoint(m: &Durable, c: &model::Checkpoint, out: &mut Che
             )
         }),
     );
+    let subtasks = if c.awaiting_subtask {
+        1
+    } else {
+        m.bounds.subtasks
+    };
     refill(
         &mut out.marker,
-        (0..m.bounds.partitions as usize).map(|p| u64::from(c.marker[p])),
+        (0..subtasks).flat_map(|t| {
+            (0..m.bounds.partitions as usize).map(move |p| u64::from(c.marker[m.marker_slot(t, p)]))
+        }),
     );
+    out.awaiting_subtask = c.awaiting_subtask;
 }
 
 /// (next sequence number, finished, next action) of a key's keyed state.
