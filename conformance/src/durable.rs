@@ -44,6 +44,13 @@
 //!   completed checkpoint, fed the log's records from its marker
 //!   ([`Operator::new`] without one).
 //!
+//! With `subtasks` 2, two operators share the log, key `k` on subtask `k mod 2`:
+//! events go to the key's operator, `TriggerCheckpoint` snapshots subtask 0's and
+//! `SnapshotSubtask` subtask 1's part, and `Restore` restores each with
+//! [`Operator::restore_owned`] from [`Checkpoint::merge`] of the parts (the union minimum
+//! of their markers, or its own part's with `own-marker`), keeping its own keys;
+//! `RestoreScaledIn` restores one operator owning every key.
+//!
 //! Refusals are checked too ([`Binding::probes`]): among them a snapshot while a put is
 //! in flight, which the model's synchronous puts never take and the operator must refuse
 //! ([`OperatorError::PutInFlight`]).
