@@ -85,8 +85,15 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
             "steadfast: `--symmetry` needs `--dfs`: stateright ignores symmetry reduction in breadth-first runs",
         ),
         (
-            &["conform", "leadership", "--dispatcher-overlap", "true"],
-            "steadfast: the driver runs one JobManager, so an old dispatcher still stopping",
+            &[
+                "conform",
+                "leadership",
+                "--dispatcher-overlap",
+                "true",
+                "--jobmaster-failures",
+                "true",
+            ],
+            "steadfast: the model's old dispatcher does nothing with a JobMaster failure",
         ),
         (
             &["conform", "durable", "--design", "commit-on-snapshot"],
@@ -424,6 +431,20 @@ fn conform_replays_every_leadership_transition() {
         text.contains("6786 unique states, 12106 transitions replayed"),
         "{text}"
     );
+}
+
+/// Overlapping dispatcher leaders: the old JobManager stops beside the next leader on
+/// the same stores, and every transition agrees.
+#[test]
+fn conform_replays_overlapping_dispatcher_leaders() {
+    let o = steadfast(&["conform", "leadership", "--dispatcher-overlap", "true"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}{}", stderr(&o));
+    assert!(
+        text.contains("37225 unique states, 93057 transitions replayed"),
+        "{text}"
+    );
+    assert!(text.contains("OldMarkResultClean 4206"), "{text}");
 }
 
 /// Two operators on one log and a scale-in restore: every transition of the `rescale`

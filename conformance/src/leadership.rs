@@ -47,7 +47,7 @@ use steadfast::leadership::{
 };
 use steadfast_model::check;
 use steadfast_model::leadership::{
-    self as model, property, Action, DispatcherState, Leadership, Outcome, State, Status,
+    self as model, property, Action, Cleanup, DispatcherState, Leadership, Outcome, State, Status,
 };
 use steadfast_model::Spec;
 use tracing::field::{Field, Visit};
@@ -81,7 +81,24 @@ pub struct Runtime {
 impl Runtime {
     /// A dispatcher leader with the job submitted: the model's initial situation.
     pub fn started() -> Runtime {
-        let mut driver = Driver::stepwise(JOB);
+        Runtime::started_on(Driver::stepwise(JOB))
+    }
+
+    /// [`Runtime::started`] with the environment `model` sets: the next dispatcher
+    /// leader on another host with `dispatcher-overlap`, fenced stores with
+    /// `fenced-result-store`.
+    pub fn for_model(model: &Leadership) -> Runtime {
+        let driver = Driver::stepwise(JOB);
+        Runtime::started_on(if model.dispatcher_overlap {
+            driver.overlapping(model.fenced_result_store)
+        } else {
+            driver
+        })
+    }
+
+    /// A runtime whose `driver` (fresh, stepwise) is brought to the model's initial
+    /// situation.
+    pub fn started_on(mut driver: Driver) -> Runtime {
         driver
             .dispatcher_gain_leadership()
             .expect("a fresh dispatcher gains leadership");
@@ -105,12 +122,13 @@ impl Runtime {
 /// Binds [`Leadership`] to the production leadership machines.
 pub struct LeadershipBinding;
 
-/// Why the binding has no counterpart for the model's overlapping dispatchers.
-pub const OVERLAP_UNSUPPORTED: &str = "the driver runs one JobManager, so an old dispatcher \
-    still stopping beside the next leader (`dispatcher-overlap`) has no runtime counterpart yet";
+/// Why the binding refuses overlapping dispatchers with JobMaster failures.
+pub const OVERLAP_FAILURES_UNSUPPORTED: &str = "the model's old dispatcher does nothing with \
+    a JobMaster failure, while the runtime's writes an entry or exits the old JobManager: \
+    `dispatcher-overlap` with `jobmaster-failures` has no counterpart";
 
 /// The model's steps the runtime takes by itself, as soon as they are possible.
-const OWN_STEPS: [Action; 1] = [Action::CloseRunner];
+const OWN_STEPS: [Action; 2] = [Action::CloseRunner, Action::CloseOldRunner];
 
 /// `state` after every step the runtime takes by itself (runner close completion)
 /// whenever the model enables it. That step is one-way, so this ends.
@@ -196,6 +214,25 @@ fn owns(rt: &Runtime, session: Session) -> bool {
         .is_some_and(|r| r.processes().any(|p| p.session() == session))
 }
 
+/// Whether the old JobManager's runner, still stopping beside the leader, owns the
+/// process of `session`.
+fn owns_old(rt: &Runtime, session: Session) -> bool {
+    rt.driver
+        .old_runner()
+        .is_some_and(|r| r.processes().any(|p| p.session() == session))
+}
+
+/// Feeds `event` about the process of `session` to the runner that owns it: the old
+/// JobManager's, or else the latest.
+fn to_owner(rt: &mut Runtime, session: Session, event: Event) -> Result<(), Rejection> {
+    if owns_old(rt, session) {
+        rt.driver.old_runner_event(event)?;
+    } else {
+        rt.driver.runner_event(event)?;
+    }
+    Ok(())
+}
+
 /// Whether the model enables `action` at `before`.
 fn enables(model: &Leadership, before: &State, action: &Action) -> bool {
     thread_local! {
@@ -244,20 +281,22 @@ fn apply(
             let session = process_session(before, id);
             let status = status(before.decided.ok_or("a signal without a decision")?);
             // A process whose runner is gone receives nothing.
-            if owns(rt, session) {
-                rt.driver
-                    .runner_event(Event::TerminalSignalDelivered { session, status })?;
+            if owns(rt, session) || owns_old(rt, session) {
+                to_owner(
+                    rt,
+                    session,
+                    Event::TerminalSignalDelivered { session, status },
+                )?;
             }
         }
         Action::CheckLeadershipInForward(id) => {
             let session = process_session(before, id);
-            rt.driver.runner_event(Event::ForwardCallback { session })?;
+            to_owner(rt, session, Event::ForwardCallback { session })?;
             answer_queries(rt, before)?;
         }
         Action::TerminateService(id) => {
             let session = process_session(before, id);
-            rt.driver
-                .runner_event(Event::ProcessServiceTerminated { session })?;
+            to_owner(rt, session, Event::ProcessServiceTerminated { session })?;
             answer_queries(rt, before)?;
         }
         Action::DispatcherFailover => {
@@ -289,15 +328,31 @@ fn apply(
                 .answer_store_request(DispatcherEffect::MarkEntryClean { job: JOB })?;
         }
         // Taken by the runtime already, as soon as it became possible.
-        Action::CloseRunner => {}
+        Action::CloseRunner | Action::CloseOldRunner => {}
         Action::CrashJobManager => rt.driver.crash_jobmanager(),
         Action::FailInitialization | Action::FailJobMaster => {
             let (session, value) = failure(before, action);
             rt.driver
                 .runner_event(Event::ProcessResultCompleted { session, value })?;
         }
-        Action::CloseOldRunner | Action::OldDispatcherHandlesResult => {
-            return Err(OVERLAP_UNSUPPORTED.into());
+        Action::OldDispatcherHandlesResult => {
+            rt.driver.deliver_old_runner_result()?;
+            // A terminal result's entry is asked for in the same step; fenced stores
+            // refused it already.
+            let write = rt.driver.old_store_requests().copied().find(
+                |r| matches!(r, DispatcherEffect::WriteDirtyEntry { job, .. } if *job == JOB),
+            );
+            if let Some(write) = write {
+                rt.driver.answer_old_store_request(write)?;
+            }
+        }
+        Action::OldRemoveJobGraph => {
+            rt.driver
+                .answer_old_store_request(DispatcherEffect::RemoveJobGraph { job: JOB })?;
+        }
+        Action::OldMarkResultClean => {
+            rt.driver
+                .answer_old_store_request(DispatcherEffect::MarkEntryClean { job: JOB })?;
         }
     }
     Ok(())
@@ -311,14 +366,14 @@ impl Binding for LeadershipBinding {
     type Projection = Observation;
 
     fn supports(model: &Leadership) -> Result<(), String> {
-        if model.dispatcher_overlap {
-            return Err(OVERLAP_UNSUPPORTED.to_string());
+        if model.dispatcher_overlap && model.jobmaster_failures {
+            return Err(OVERLAP_FAILURES_UNSUPPORTED.to_string());
         }
         Ok(())
     }
 
-    fn start(_: &Leadership, init: &State) -> Runtime {
-        let (mut rt, seen) = collect(Runtime::started);
+    fn start(model: &Leadership, init: &State) -> Runtime {
+        let (mut rt, seen) = collect(|| Runtime::for_model(model));
         if rt.check_log {
             rt.log = disagreements(&start_log(init), &seen);
         }
@@ -408,14 +463,20 @@ impl Binding for LeadershipBinding {
         match s.dispatcher {
             DispatcherState::Stopping => {
                 probes.push(Action::DispatcherFailover);
-                // The next leader waits for the old runner to terminate.
-                if live {
+                // The next leader waits for the old runner to terminate (on another
+                // host it does not), and a third one for the oldest's stop.
+                if (live && !model.dispatcher_overlap) || s.old.is_some() {
                     probes.push(Action::RecoverJob);
                 }
             }
             DispatcherState::Leading => probes.push(Action::RecoverJob),
             // A dead dispatcher has no leadership to lose.
-            DispatcherState::Crashed => probes.push(Action::DispatcherFailover),
+            DispatcherState::Crashed => {
+                probes.push(Action::DispatcherFailover);
+                if s.old.is_some() {
+                    probes.push(Action::RecoverJob);
+                }
+            }
         }
         // The dispatcher handles a runner result once, after the runner completed it.
         if !(s.has_runner && s.runner_result.is_set() && !s.result_handled) {
@@ -453,10 +514,18 @@ impl Binding for LeadershipBinding {
             "MarkResultClean" => {
                 "DispatcherEffect::MarkEntryClean answered by DispatcherEvent::EntryMarkedClean"
             }
-            "CloseRunner" => {
+            "CloseRunner" | "CloseOldRunner" => {
                 "taken by the runtime within the step that enabled it; checked by its log record"
             }
-            "CloseOldRunner" | "OldDispatcherHandlesResult" => OVERLAP_UNSUPPORTED,
+            "OldDispatcherHandlesResult" => {
+                "Driver::deliver_old_runner_result, then the old dispatcher's DispatcherEffect::WriteDirtyEntry answered (or refused: fenced, or an entry exists)"
+            }
+            "OldRemoveJobGraph" => {
+                "the old dispatcher's DispatcherEffect::RemoveJobGraph answered (Driver::answer_old_store_request)"
+            }
+            "OldMarkResultClean" => {
+                "the old dispatcher's DispatcherEffect::MarkEntryClean answered (Driver::answer_old_store_request)"
+            }
             "FailInitialization" => {
                 "Event::ProcessResultCompleted { value: InitializationFailed } for the current process"
             }

@@ -9,13 +9,14 @@
 use std::collections::BTreeSet;
 
 use steadfast::leadership::{
-    JobResultStore, JobStatus, ProcessResult, ProcessState, RunnerResult, Session,
+    DispatcherEffect, Driver, JobResultStore, JobStatus, ProcessResult, ProcessState, RunnerResult,
+    Session,
 };
 use steadfast_conformance::cover::{cover, cover_threads, Coverage};
 use steadfast_conformance::leadership::{
     check_log, collect, expected_log, logged_step, observe_runtime, realise,
     replay_unpatched_counterexample, start_log, LeadershipBinding, LogRecord, Observation,
-    Rejection, Runtime,
+    Rejection, Runtime, JOB,
 };
 use steadfast_conformance::trace::{self, TraceError};
 use steadfast_conformance::walk::walk;
@@ -82,6 +83,13 @@ fn full_coverage(what: &str, m: &Leadership) -> Coverage {
     }
     if m.jobmaster_failures {
         want.extend(["FailInitialization", "FailJobMaster"]);
+    }
+    if m.dispatcher_overlap {
+        want.extend(["CloseOldRunner", "OldDispatcherHandlesResult"]);
+        // Fenced stores refuse every request of the old dispatcher: it cleans nothing.
+        if !m.fenced_result_store {
+            want.extend(["OldMarkResultClean", "OldRemoveJobGraph"]);
+        }
     }
     want.sort();
     assert_eq!(kinds, want, "{what}: every action kind is taken");
@@ -1253,25 +1261,37 @@ fn the_log_of_the_initial_situation_is_checked_too() {
     assert_eq!(LeadershipBinding::start(&m, &init).log, "");
 }
 
-/// The runtime has one JobManager per driver: a model with an old dispatcher stopping
-/// beside the next leader is refused by name, before anything is replayed.
+/// Overlapping dispatcher leaders: the driver runs the old JobManager beside the next
+/// leader on the same stores, and every transition of the model conforms, with and
+/// without fenced stores and JobManager crashes.
 #[test]
-fn overlapping_dispatchers_are_refused_by_name() {
-    use Action::*;
-    let m = fixed(&[("dispatcher-overlap", "true")]);
+fn every_transition_conforms_when_dispatcher_leaders_overlap() {
+    let overlap = ("dispatcher-overlap", "true");
+    let fenced = ("fenced-result-store", "true");
+    let crash = ("jobmaster-crash", "true");
+    for (settings, counts) in [
+        (vec![overlap], (37_225, 93_057)),
+        (vec![overlap, fenced], (28_294, 67_902)),
+        (vec![overlap, crash], (54_927, 150_643)),
+        (vec![overlap, fenced, crash], (43_269, 113_869)),
+    ] {
+        let what = format!("fixed, {settings:?}");
+        let c = full_coverage(&what, &fixed(&settings));
+        assert_eq!((c.unique_states, c.transitions), counts, "{what}");
+    }
+}
+
+/// The model's old dispatcher does nothing with a JobMaster failure, the runtime's
+/// does: that combination is refused by name, before anything is replayed.
+#[test]
+fn overlapping_leaders_with_jobmaster_failures_are_refused_by_name() {
+    let m = fixed(&[
+        ("dispatcher-overlap", "true"),
+        ("jobmaster-failures", "true"),
+    ]);
     let why = LeadershipBinding::supports(&m).unwrap_err();
-    assert!(why.contains("`dispatcher-overlap`"), "{why}");
-    assert!(LeadershipBinding::supports(&fixed(&[("jobmaster-crash", "true")])).is_ok());
-    let path = [
-        GrantLeadership(1),
-        RunGrant(1),
-        DispatcherFailover,
-        RecoverJob,
-        TerminateService(1),
-        CheckLeadershipInForward(1),
-        CloseOldRunner,
-    ];
-    let file = trace::to_json(&m, 0, &path).expect("a path of the model");
+    assert!(why.contains("`jobmaster-failures`"), "{why}");
+    let file = trace::to_json(&m, 0, &[Action::GrantLeadership(1)]).expect("a model path");
     let loaded = trace::parse("overlap.json", &serde_json::to_string(&file).unwrap()).unwrap();
     match trace::replay::<LeadershipBinding>(&loaded) {
         Err(TraceError::Settings { file, problem }) => {
@@ -1280,4 +1300,179 @@ fn overlapping_dispatchers_are_refused_by_name() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// The binding with a runtime whose environment differs from the model's: one host
+/// (`OVERLAP` false: the next leader waits for the old one), or stores fenced or not
+/// regardless of the model's setting.
+struct EnvironmentBinding<const OVERLAP: bool, const FENCED: bool>;
+
+impl<const OVERLAP: bool, const FENCED: bool> Binding for EnvironmentBinding<OVERLAP, FENCED> {
+    type Model = Leadership;
+    type State = State;
+    type Action = Action;
+    type Runtime = Runtime;
+    type Projection = Observation;
+    type Rejection = Rejection;
+
+    fn start(_: &Leadership, _: &State) -> Runtime {
+        let driver = Driver::stepwise(JOB);
+        Runtime::started_on(if OVERLAP {
+            driver.overlapping(FENCED)
+        } else {
+            driver
+        })
+    }
+
+    fn model_view(m: &Leadership, s: &State) -> Observation {
+        LeadershipBinding::model_view(m, s)
+    }
+
+    fn runtime_view(rt: &Runtime) -> Observation {
+        LeadershipBinding::runtime_view(rt)
+    }
+
+    fn step(m: &Leadership, rt: &mut Runtime, before: &State, a: &Action) -> Result<(), Rejection> {
+        LeadershipBinding::step(m, rt, before, a)
+    }
+
+    fn probes(m: &Leadership, s: &State) -> Vec<Action> {
+        LeadershipBinding::probes(m, s)
+    }
+
+    fn counterpart(kind: &str) -> &'static str {
+        LeadershipBinding::counterpart(kind)
+    }
+
+    fn describe(rt: &Runtime) -> String {
+        LeadershipBinding::describe(rt)
+    }
+}
+
+#[test]
+fn a_runtime_whose_next_leader_waits_for_the_old_one_is_caught_at_the_first_overlap() {
+    let d = cover::<EnvironmentBinding<false, false>>(&fixed(&[("dispatcher-overlap", "true")]))
+        .unwrap_err();
+    // The runner closes at once (no process), its SUSPENDED result not yet handled.
+    assert_eq!(d.trace, ["DispatcherFailover", "RecoverJob"]);
+    assert_eq!(
+        d.problem,
+        Problem::Rejected("runner for job1 of the previous dispatcher epoch is still live".into())
+    );
+}
+
+#[test]
+fn stores_fenced_otherwise_than_the_model_says_are_caught_where_the_next_leader_starts() {
+    let overlap = ("dispatcher-overlap", "true");
+    let fenced = ("fenced-result-store", "true");
+    let path = [
+        "GrantLeadership(1)",
+        "RunGrant(1)",
+        "DecideTerminal(Finished)",
+        "DeliverTerminalSignal(1)",
+        "CheckLeadershipInForward(1)",
+        "HandleRunnerResult",
+        "DispatcherFailover",
+        "RecoverJob",
+    ];
+    let removal = r#"{"RemoveJobGraph":{"job":1}}"#;
+    // Unfenced stores where the model fences: the old dispatcher's cleanup goes on.
+    let d = cover::<EnvironmentBinding<true, false>>(&fixed(&[overlap, fenced])).unwrap_err();
+    assert_eq!(d.trace, path);
+    let Problem::Projection(diff) = &d.problem else {
+        panic!("{d}")
+    };
+    assert!(
+        diff.contains(&format!("old.store_request: null | {removal}")),
+        "{d}"
+    );
+    // Fenced stores where the model does not: they refuse it.
+    let d = cover::<EnvironmentBinding<true, true>>(&fixed(&[overlap])).unwrap_err();
+    assert_eq!(d.trace, path);
+    let Problem::Projection(diff) = &d.problem else {
+        panic!("{d}")
+    };
+    assert!(
+        diff.contains(&format!("old.store_request: {removal} | null")),
+        "{d}"
+    );
+}
+
+/// The old runner's process receives the signal and the forward callback after the
+/// next leader started, its close completes, and the old dispatcher's late entry lands
+/// in the stores the next leader's runner finds: "job already done", and the new
+/// dispatcher's cleanup beside the old one's.
+#[test]
+fn an_old_dispatchers_late_entry_meets_the_next_grant_and_both_clean_up() {
+    use Action::*;
+    let m = fixed(&[("dispatcher-overlap", "true")]);
+    let (_, rt) = drive(
+        &m,
+        &[
+            GrantLeadership(1),
+            RunGrant(1),
+            DecideTerminal(Status::Finished),
+            DispatcherFailover,
+            RecoverJob,
+            DeliverTerminalSignal(1),
+            CheckLeadershipInForward(1),
+            TerminateService(1),
+            CloseOldRunner,
+            OldDispatcherHandlesResult,
+            GrantLeadership(2),
+            RunGrant(2),
+            HandleRunnerResult,
+        ],
+    );
+    let seen = observe_runtime(&rt);
+    assert_eq!(
+        seen.job_result_entry,
+        steadfast::leadership::JobResultEntry::Dirty
+    );
+    let old = seen.old.expect("the old dispatcher still cleans up");
+    assert_eq!(
+        old.runner.result,
+        Some(RunnerResult::Terminal(JobStatus::Finished))
+    );
+    assert_eq!(
+        old.store_request,
+        Some(DispatcherEffect::RemoveJobGraph { job: JOB })
+    );
+    let runner = seen.runner.expect("the next leader's runner");
+    assert_eq!(runner.result, Some(RunnerResult::JobAlreadyDone));
+    assert_eq!(
+        seen.store_request,
+        Some(DispatcherEffect::RemoveJobGraph { job: JOB })
+    );
+    // Both cleanups finish; the old JobManager's stop completes with its own.
+    let (_, rt) = drive(
+        &m,
+        &[
+            GrantLeadership(1),
+            RunGrant(1),
+            DecideTerminal(Status::Finished),
+            DispatcherFailover,
+            RecoverJob,
+            DeliverTerminalSignal(1),
+            CheckLeadershipInForward(1),
+            TerminateService(1),
+            CloseOldRunner,
+            OldDispatcherHandlesResult,
+            GrantLeadership(2),
+            RunGrant(2),
+            HandleRunnerResult,
+            OldRemoveJobGraph,
+            RemoveJobGraph,
+            MarkResultClean,
+            OldMarkResultClean,
+        ],
+    );
+    let seen = observe_runtime(&rt);
+    assert!(seen.old.is_none());
+    assert_eq!(
+        seen.job_result_entry,
+        steadfast::leadership::JobResultEntry::Clean
+    );
+    assert!(!seen.job_graph_present);
+    assert_eq!(seen.store_request, None);
 }

@@ -35,8 +35,10 @@
 //! ([`Action::FailInitialization`], [`Action::FailJobMaster`], `jobmaster-failures`;
 //! a fatal one ends the JobManager as a crash does), and overlapping dispatcher leaders
 //! on different hosts (`dispatcher-overlap`: the old runner goes on beside the next
-//! leader, [`Action::CloseOldRunner`], [`Action::OldDispatcherHandlesResult`]; with
-//! `fenced-result-store` the store refuses the old dispatcher's write).
+//! leader, [`Action::CloseOldRunner`], [`Action::OldDispatcherHandlesResult`], and the
+//! old dispatcher's own cleanup, [`Action::OldRemoveJobGraph`],
+//! [`Action::OldMarkResultClean`]; with `fenced-result-store` the stores refuse the old
+//! dispatcher's requests).
 //!
 //! Environment assumptions, explicit here because the verdicts depend on them:
 //! - the next dispatcher leader starts only after the old dispatcher handled the
@@ -76,7 +78,7 @@ mod state;
 mod symmetry;
 
 pub use state::{
-    ChainOp, DispatcherState, JobResultEntry, OldRunner, Outcome, Process, ProcessState,
+    ChainOp, Cleanup, DispatcherState, JobResultEntry, OldRunner, Outcome, Process, ProcessState,
     RunnerState, State, Status,
 };
 
@@ -122,6 +124,11 @@ pub enum Action {
     /// terminal one is written to the JobResultStore unless the store fences it out
     /// (setting `fenced-result-store`).
     OldDispatcherHandlesResult,
+    /// The old dispatcher's global cleanup, first half: it removes the JobGraph
+    /// (setting `dispatcher-overlap`, unfenced stores).
+    OldRemoveJobGraph,
+    /// The old dispatcher's global cleanup, second half: it marks the entry clean.
+    OldMarkResultClean,
     /// The current process's JobMaster fails to initialise: its result completes with
     /// the failure (setting `jobmaster-failures`).
     FailInitialization,
@@ -272,7 +279,7 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "fenced-result-store",
-        help: "the JobResultStore refuses the writes of a dispatcher that is no longer leader",
+        help: "the HA stores refuse the writes of a dispatcher that is no longer leader",
         kind: ParamKind::Bool { default: false },
     },
     Param {
@@ -364,7 +371,7 @@ pub struct Leadership {
     pub jobmaster_failures: bool,
     /// Whether the next dispatcher leader may start while the old one still stops.
     pub dispatcher_overlap: bool,
-    /// Whether the JobResultStore refuses writes of a dispatcher no longer leader.
+    /// Whether the HA stores refuse the writes of a dispatcher no longer leader.
     pub fenced_result_store: bool,
     focus: Option<&'static str>,
 }
@@ -433,11 +440,38 @@ impl Leadership {
 
     /// Writes the dirty JobResultStore entry of the dispatcher of `epoch`, unless there
     /// is an entry already.
-    fn record_entry(state: &mut State, epoch: u8) {
-        if state.job_result == JobResultEntry::Absent {
+    /// Writes the dirty entry of `epoch`'s dispatcher; false when the store already
+    /// holds one (it refuses the write).
+    fn record_entry(state: &mut State, epoch: u8) -> bool {
+        let absent = state.job_result == JobResultEntry::Absent;
+        if absent {
             state.job_result = JobResultEntry::Dirty;
             state.entry_epoch = epoch;
         }
+        absent
+    }
+
+    /// The cleanup a dispatcher starts from what its recovery read found: an entry
+    /// with the JobGraph still stored needs the JobGraph removed, a dirty one without it
+    /// needs marking clean.
+    fn cleanup_from_stores(state: &State) -> Cleanup {
+        match (state.job_result, state.job_graph) {
+            (JobResultEntry::Absent, _) | (JobResultEntry::Clean, false) => Cleanup::Idle,
+            (_, true) => Cleanup::RemovingJobGraph,
+            (JobResultEntry::Dirty, false) => Cleanup::MarkingClean,
+        }
+    }
+
+    /// Whether [`Action::RecoverJob`] at `state` leaves the old JobManager stopping
+    /// beside the next leader: on another host (`dispatcher-overlap`) the old
+    /// dispatcher goes on stopping while its runner's close, its result handling or its
+    /// cleanup are still to come (Flink's dispatcher stops once its jobs' termination
+    /// futures, cleanup included, completed).
+    pub fn leaves_old_stopping(&self, state: &State) -> bool {
+        self.dispatcher_overlap
+            && state.dispatcher == DispatcherState::Stopping
+            && state.has_runner
+            && !(state.result_handled && state.runner_terminated && state.cleanup == Cleanup::Idle)
     }
 
     /// Whether the runner's close may complete.
@@ -463,7 +497,10 @@ impl Leadership {
     /// The old runner is done once it terminated and its dispatcher handled its result:
     /// that dispatcher's stop completes and nothing of its epoch acts any more.
     fn retire_old(state: &mut State) {
-        if state.old.is_some_and(|o| o.terminated && o.result_handled) {
+        if state
+            .old
+            .is_some_and(|o| o.terminated && o.result_handled && o.cleanup == Cleanup::Idle)
+        {
             state.old = None;
         }
     }
@@ -477,6 +514,8 @@ impl Leadership {
             next.crash_lost = true;
         }
         next.dispatcher = DispatcherState::Crashed;
+        // Its cleanup requests die with it; the next leader's recovery starts over.
+        next.cleanup = Cleanup::Idle;
         next.issued = 0;
         let epoch = next.epoch;
         for p in next.processes[..usize::from(next.process_count)].iter_mut() {
@@ -570,6 +609,8 @@ impl Leadership {
             job_graph: true,
             job_result: JobResultEntry::Absent,
             entry_epoch: 0,
+            runner_epoch: 1,
+            cleanup: Cleanup::Idle,
             decided: None,
             decider: 0,
             lost_terminal: false,
@@ -625,7 +666,10 @@ impl Model for Leadership {
                 | Action::RecoverJob
                 | Action::OldDispatcherHandlesResult
                 | Action::CrashJobManager => 3 + p,
-                Action::RemoveJobGraph | Action::MarkResultClean => 4 + p,
+                Action::RemoveJobGraph
+                | Action::MarkResultClean
+                | Action::OldRemoveJobGraph
+                | Action::OldMarkResultClean => 4 + p,
             })
         };
         Some(crate::picture::of_path(self, &path, &lanes, lane))
@@ -730,12 +774,10 @@ impl Model for Leadership {
         {
             actions.push(Action::HandleRunnerResult);
         }
-        if s.job_result == JobResultEntry::Dirty && s.dispatcher != DispatcherState::Crashed {
-            if s.job_graph {
-                actions.push(Action::RemoveJobGraph);
-            } else {
-                actions.push(Action::MarkResultClean);
-            }
+        match s.cleanup {
+            Cleanup::Idle => {}
+            Cleanup::RemovingJobGraph => actions.push(Action::RemoveJobGraph),
+            Cleanup::MarkingClean => actions.push(Action::MarkResultClean),
         }
         if s.dispatcher == DispatcherState::Leading
             && s.epoch < self.epochs
@@ -767,6 +809,11 @@ impl Model for Leadership {
         {
             actions.push(Action::OldDispatcherHandlesResult);
         }
+        match s.old.map(|o| o.cleanup) {
+            None | Some(Cleanup::Idle) => {}
+            Some(Cleanup::RemovingJobGraph) => actions.push(Action::OldRemoveJobGraph),
+            Some(Cleanup::MarkingClean) => actions.push(Action::OldMarkResultClean),
+        }
         if self.jobmaster_crash && s.dispatcher != DispatcherState::Crashed && s.epoch < self.epochs
         {
             actions.push(Action::CrashJobManager);
@@ -797,10 +844,13 @@ impl Model for Leadership {
                             }
                             next.runner = RunnerState::JobCompleted;
                         }
+                        // The runner completes with "already done" and, as after any
+                        // result it completed, takes no further grant.
                         None if next.job_result != JobResultEntry::Absent => {
                             if next.runner_result == Outcome::Unset {
                                 next.runner_result = Outcome::AlreadyDone;
                             }
+                            next.runner = RunnerState::JobCompleted;
                         }
                         None => {
                             next.process_count += 1;
@@ -918,12 +968,25 @@ impl Model for Leadership {
             Action::HandleRunnerResult => {
                 next.result_handled = true;
                 match next.runner_result {
-                    Outcome::Terminal(_) | Outcome::AlreadyDone => {
-                        Self::record_entry(&mut next, s.epoch)
+                    Outcome::Terminal(_) => {
+                        if Self::record_entry(&mut next, s.epoch) {
+                            next.cleanup = Cleanup::RemovingJobGraph;
+                        }
+                    }
+                    // Someone else wrote the entry: clean up after them, unless a
+                    // cleanup is under way.
+                    Outcome::AlreadyDone => {
+                        if next.cleanup == Cleanup::Idle {
+                            next.cleanup = Cleanup::RemovingJobGraph;
+                        }
                     }
                     // A submitted job whose JobMaster cannot start has FAILED for good;
                     // a recovered one is a fatal error (Flink's `Dispatcher.runJob`).
-                    Outcome::InitFailed if next.epoch == 1 => Self::record_entry(&mut next, 1),
+                    Outcome::InitFailed if next.epoch == 1 => {
+                        if Self::record_entry(&mut next, 1) {
+                            next.cleanup = Cleanup::RemovingJobGraph;
+                        }
+                    }
                     // A fatal error: the JobManager process exits.
                     Outcome::InitFailed | Outcome::JobMasterFailed => {
                         next.fatal_exit = true;
@@ -940,9 +1003,22 @@ impl Model for Leadership {
             }
             Action::RemoveJobGraph => {
                 next.job_graph = false;
+                next.cleanup = Cleanup::MarkingClean;
             }
             Action::MarkResultClean => {
+                debug_assert_ne!(next.job_result, JobResultEntry::Absent);
                 next.job_result = JobResultEntry::Clean;
+                next.cleanup = Cleanup::Idle;
+            }
+            Action::OldRemoveJobGraph => {
+                next.job_graph = false;
+                next.old.as_mut().expect("guarded").cleanup = Cleanup::MarkingClean;
+            }
+            Action::OldMarkResultClean => {
+                debug_assert_ne!(next.job_result, JobResultEntry::Absent);
+                next.job_result = JobResultEntry::Clean;
+                next.old.as_mut().expect("guarded").cleanup = Cleanup::Idle;
+                Self::retire_old(&mut next);
             }
             Action::FailInitialization | Action::FailJobMaster => {
                 let p = Self::process_mut(&mut next, s.current);
@@ -963,23 +1039,25 @@ impl Model for Leadership {
                 Self::retire_old(&mut next);
             }
             Action::OldDispatcherHandlesResult => {
-                let o = next.old.as_mut().expect("guarded");
+                let mut o = next.old.expect("guarded");
                 o.result_handled = true;
-                let terminal = matches!(o.result, Outcome::Terminal(_) | Outcome::AlreadyDone);
-                // The old dispatcher is no longer leader: a fenced store refuses it.
-                if terminal && !self.fenced_result_store {
-                    Self::record_entry(&mut next, s.epoch - 1);
+                // The old dispatcher is no longer leader: fenced stores refuse its
+                // requests, so it starts no cleanup.
+                let open = !self.fenced_result_store;
+                let cleans = match o.result {
+                    Outcome::Terminal(_) => open && Self::record_entry(&mut next, s.epoch - 1),
+                    Outcome::AlreadyDone => open && o.cleanup == Cleanup::Idle,
+                    _ => false,
+                };
+                if cleans {
+                    o.cleanup = Cleanup::RemovingJobGraph;
                 }
+                next.old = Some(o);
                 Self::retire_old(&mut next);
             }
             Action::CrashJobManager => self.crash(&mut next),
             Action::RecoverJob => {
-                // On another host the old dispatcher goes on stopping: its runner's
-                // close and its result handling are still to come.
-                let stopping = self.dispatcher_overlap
-                    && next.dispatcher == DispatcherState::Stopping
-                    && next.has_runner
-                    && !(next.result_handled && next.runner_terminated);
+                let stopping = self.leaves_old_stopping(&next);
                 if stopping {
                     next.old = Some(OldRunner {
                         result: next.runner_result,
@@ -988,7 +1066,21 @@ impl Model for Leadership {
                         current_leader: next.current_leader,
                         terminated: next.runner_terminated,
                         result_handled: next.result_handled,
+                        // The next leader's epoch fences the stores: they refuse the
+                        // old dispatcher's outstanding requests.
+                        cleanup: if self.fenced_result_store {
+                            Cleanup::Idle
+                        } else {
+                            next.cleanup
+                        },
                     });
+                    // Fenced, an old dispatcher that had only a cleanup left is done.
+                    Self::retire_old(&mut next);
+                }
+                // A dispatcher that goes on leading keeps the cleanup under way; a new
+                // one (on another host, or after a crash) starts from its read.
+                if stopping || next.cleanup == Cleanup::Idle {
+                    next.cleanup = Self::cleanup_from_stores(&next);
                 }
                 let epoch = next.epoch;
                 next.epoch += 1;
@@ -1017,6 +1109,7 @@ impl Model for Leadership {
                 next.runner_terminated = !recover;
                 if recover {
                     next.runner_killed = false;
+                    next.runner_epoch = next.epoch;
                 }
             }
         }

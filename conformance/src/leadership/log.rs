@@ -450,6 +450,19 @@ pub(super) fn election_record(
     }
 }
 
+/// The stores refuse `request` of the old dispatcher of `epoch`, which gives up on it.
+pub(super) fn refused_record(request: DispatcherEffect, epoch: u8) -> LogRecord {
+    LogRecord {
+        component: Cow::Borrowed("store"),
+        event: Cow::Borrowed(request.name()),
+        session: None,
+        job: Some(u64::from(JOB.0)),
+        epoch: Some(u64::from(epoch)),
+        status: None,
+        outcome: Cow::Borrowed("refused"),
+    }
+}
+
 /// The JobManager process of `epoch` dies ([`Driver::crash_jobmanager`]).
 pub(super) fn crash_record(epoch: u8) -> LogRecord {
     LogRecord {
@@ -468,7 +481,13 @@ pub(super) fn crash_record(epoch: u8) -> LogRecord {
 pub(super) fn of_latest_runner(s: &State, id: u8) -> bool {
     let p = &s.processes[usize::from(id) - 1];
     // A crash took its runner with it: the driver holds none for it.
-    !s.runner_killed && p.epoch == latest_runner_epoch(s)
+    !s.runner_killed && p.epoch == s.runner_epoch
+}
+
+/// Whether process `id` belongs to the old JobManager's runner, still stopping beside
+/// the leader.
+pub(super) fn of_old_runner(s: &State, id: u8) -> bool {
+    s.old.is_some() && s.processes[usize::from(id) - 1].epoch + 1 == s.epoch
 }
 
 /// The structured events the runtime must emit when the binding realises `action` at
@@ -495,7 +514,8 @@ pub(super) fn expected_log_into(
 ) {
     out.clear();
     if refused {
-        refusal_log(before, action, out);
+        // The runtime took its own steps (closes) already.
+        refusal_log(&settle(model, before), action, out);
         return;
     }
     match *action {
@@ -506,6 +526,14 @@ pub(super) fn expected_log_into(
         Action::DecideTerminal(_) | Action::CloseRunner => {}
         // The new leader asks the stores for its jobs; their answer is the recovery.
         Action::RecoverJob => {
+            // A new dispatcher elsewhere fences the stores: they refuse the old one's
+            // outstanding request.
+            let b = settle(model, before);
+            if model.fenced_result_store && model.leaves_old_stopping(&b) {
+                if let Some(request) = cleanup_request(b.cleanup) {
+                    out.push(refused_record(request, b.epoch));
+                }
+            }
             for event in [
                 DispatcherEvent::LeadershipGained,
                 DispatcherEvent::JobsRecovered {
@@ -530,6 +558,19 @@ pub(super) fn expected_log_into(
             "applied",
         )),
         Action::CrashJobManager => out.push(crash_record(before.epoch)),
+        Action::OldRemoveJobGraph => out.push(dispatcher_record(
+            &DispatcherEvent::JobGraphRemoved { job: JOB },
+            before.epoch - 1,
+            "applied",
+        )),
+        Action::OldMarkResultClean => out.push(dispatcher_record(
+            &DispatcherEvent::EntryMarkedClean {
+                job: JOB,
+                status: JobStatus::Finished,
+            },
+            before.epoch - 1,
+            "applied",
+        )),
         _ => step_log(model, before, action, out),
     }
 }
@@ -555,24 +596,24 @@ pub fn start_log(init: &State) -> Vec<LogRecord> {
 /// The events a forbidden step produces when the runtime refuses it: the refusal of the
 /// event the binding delivered, and nothing else.
 pub(super) fn refusal_log(before: &State, action: &Action, out: &mut Vec<LogRecord>) {
-    // After a crash the driver holds no runner: it refuses every runner event before
-    // any machine sees it.
-    let runner_gone = before.runner_killed;
+    // After a crash the driver holds no runner, nor when the latest one stops in the old
+    // JobManager beside a leader that started none: it refuses every runner event
+    // before any machine sees it.
+    // Events about the old JobManager's processes reach its runner.
+    let runner_gone = before.runner_killed || (before.old.is_some() && !before.has_runner);
     match *action {
-        Action::RunGrant(_)
-        | Action::RunRevoke
-        | Action::TerminateService(_)
-        | Action::CheckLeadershipInForward(_)
-            if runner_gone => {}
+        Action::RunGrant(_) | Action::RunRevoke if runner_gone => {}
+        Action::TerminateService(id) | Action::CheckLeadershipInForward(id)
+            if runner_gone && !of_old_runner(before, id) => {}
         Action::RunGrant(s) => out.push(runner_refusal(Event::LeadershipGranted {
             session: Session(u32::from(s)),
         })),
         Action::RunRevoke => out.push(runner_refusal(Event::LeadershipRevoked)),
         Action::TerminateService(id) => {
             let session = process_session(before, id);
-            // A process of the driver's runner refuses it itself first; a process of a
-            // replaced runner is unknown to the runner.
-            if of_latest_runner(before, id) {
+            // A process of the driver's runner (or the old one's) refuses it itself
+            // first; a process of a replaced runner is unknown to the runner.
+            if of_latest_runner(before, id) || of_old_runner(before, id) {
                 out.push(process_record(
                     ProcessEvent::ServiceTerminated,
                     session,
@@ -589,6 +630,10 @@ pub(super) fn refusal_log(before: &State, action: &Action, out: &mut Vec<LogReco
             before.epoch,
             REJECTED,
         )),
+        // The driver refuses a third leader while an old one still stops, before any
+        // machine sees it.
+        Action::RecoverJob
+            if before.old.is_some() && before.dispatcher != DispatcherState::Leading => {}
         Action::RecoverJob => out.push(dispatcher_record(
             &DispatcherEvent::LeadershipGained,
             before.epoch,
@@ -631,6 +676,8 @@ pub(super) fn step_log(
         .next_state(before, *action)
         .expect("the model's enabled actions always have a next state");
     let a = settle(model, &next);
+    // Steps on the old JobManager's processes reach its runner, which is closed.
+    let old_process = |id| of_old_runner(&b, id);
     let running = b.runner == model::RunnerState::Running;
     match *action {
         Action::RunGrant(s) => {
@@ -670,7 +717,7 @@ pub(super) fn step_log(
             ));
         }
         // A process whose runner is gone receives nothing.
-        Action::DeliverTerminalSignal(id) if of_latest_runner(&b, id) => {
+        Action::DeliverTerminalSignal(id) if of_latest_runner(&b, id) || old_process(id) => {
             let session = process_session(&b, id);
             let status = status(b.decided.expect("a signal follows a decision"));
             let completes = b.processes[usize::from(id) - 1].result == Outcome::Unset;
@@ -689,6 +736,21 @@ pub(super) fn step_log(
                     RunnerOutcome::ForwardScheduled
                 } else {
                     RunnerOutcome::Ignored
+                },
+            ));
+        }
+        Action::CheckLeadershipInForward(id) if old_process(id) => {
+            let session = process_session(&b, id);
+            let cache = |s: &State| s.old.and_then(|o| o.pending_terminal);
+            // Read before the close the forward may let complete, which spends the
+            // cache (and may retire the old JobManager).
+            let cached = cache(&b).is_none() && cache(&next).is_some();
+            out.push(runner_record(
+                Event::ForwardCallback { session },
+                if cached {
+                    RunnerOutcome::Cached
+                } else {
+                    RunnerOutcome::DroppedNotRunning
                 },
             ));
         }
@@ -764,7 +826,53 @@ pub(super) fn step_log(
             b.epoch,
             "applied",
         )),
+        Action::OldDispatcherHandlesResult => {
+            let result = b.old.map_or(Outcome::Unset, |o| o.result);
+            let epoch = b.epoch - 1;
+            out.push(dispatcher_record(
+                &DispatcherEvent::RunnerCompleted {
+                    job: JOB,
+                    result: runner_result(result).unwrap_or(RunnerResult::Suspended),
+                },
+                epoch,
+                "applied",
+            ));
+            let written = b.job_result == model::JobResultEntry::Absent
+                && a.job_result == model::JobResultEntry::Dirty;
+            match result {
+                Outcome::Terminal(_) if written => {
+                    out.push(dispatcher_record(
+                        &DispatcherEvent::DirtyEntryWritten { job: JOB },
+                        epoch,
+                        "applied",
+                    ));
+                }
+                Outcome::Terminal(decided) => out.push(refused_record(
+                    DispatcherEffect::WriteDirtyEntry {
+                        job: JOB,
+                        status: status(decided),
+                    },
+                    epoch,
+                )),
+                Outcome::AlreadyDone if model.fenced_result_store => out.push(refused_record(
+                    DispatcherEffect::RemoveJobGraph { job: JOB },
+                    epoch,
+                )),
+                _ => {}
+            }
+        }
         _ => {}
+    }
+    // The old runner's close completes once its process terminated and its forward
+    // settled: its dispatcher hears of it.
+    if let Some(o) = b.old {
+        if !o.terminated && a.old.is_none_or(|ao| ao.terminated) {
+            out.push(dispatcher_record(
+                &DispatcherEvent::RunnerTerminated { job: JOB },
+                b.epoch - 1,
+                "applied",
+            ));
+        }
     }
     // A fatal error exits the JobManager process inside the step: nothing follows.
     if b.dispatcher != DispatcherState::Crashed && a.dispatcher == DispatcherState::Crashed {

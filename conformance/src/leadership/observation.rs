@@ -34,6 +34,20 @@ pub struct RunnerView {
     pub result_handled: bool,
 }
 
+/// The old JobManager still stopping beside the leader (`dispatcher-overlap`), as both
+/// sides observe it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct OldView {
+    /// Its runner (closed).
+    pub runner: RunnerView,
+    /// The runner's result is on its way to the old dispatcher.
+    pub result_in_flight: bool,
+    /// The old dispatcher's store request waiting for an answer, if any.
+    pub store_request: Option<DispatcherEffect>,
+    /// How many of its store requests wait.
+    pub store_requests: usize,
+}
+
 /// The observable value both sides produce after every step.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Observation {
@@ -63,6 +77,8 @@ pub struct Observation {
     pub store_request: Option<DispatcherEffect>,
     /// How many store requests wait (at most one in this single-job model).
     pub store_requests: usize,
+    /// The old JobManager, while it stops beside the leader.
+    pub old: Option<OldView>,
     /// Where the structured log the runtime emitted in the step that led here disagrees
     /// with the log the model's step implies, one `; `-separated item per difference;
     /// empty when they agree, and always empty on the model side ([`check_log`]).
@@ -189,33 +205,45 @@ pub(super) fn observe_model_into(s: &State, out: &mut Observation) {
         dispatcher_epoch: u32::from(s.epoch),
         dispatcher_leader: s.dispatcher == DispatcherState::Leading,
         live_runner: live,
-        runners_started: u32::from(latest_runner_epoch(s)),
+        runners_started: u32::from(s.runner_epoch),
         result_in_flight: s.has_runner && s.runner_result.is_set() && !s.result_handled,
         store_request,
         store_requests: usize::from(store_request.is_some()),
+        old: s.old.map(|o| {
+            let store_request = cleanup_request(o.cleanup);
+            OldView {
+                runner: RunnerView {
+                    state: RunnerState::Stopped,
+                    result: runner_result(o.result),
+                    pending_terminal: o
+                        .pending_terminal
+                        .filter(|_| !o.result.is_set())
+                        .map(status),
+                    current_process_leader: (o.current != 0).then(|| process_session(s, o.current)),
+                    terminated: o.terminated,
+                    result_handled: o.result_handled,
+                },
+                result_in_flight: o.result.is_set() && !o.result_handled,
+                store_request,
+                store_requests: usize::from(store_request.is_some()),
+            }
+        }),
         log,
     };
 }
 
-/// The store request the model's state has the dispatcher wait on: the next step of
-/// global cleanup while the entry is dirty and a dispatcher lives to ask.
+/// The store request the model's state has the current dispatcher wait on: the next
+/// step of its global cleanup.
 pub(super) fn model_store_request(s: &State) -> Option<DispatcherEffect> {
-    (s.job_result == model::JobResultEntry::Dirty && s.dispatcher != DispatcherState::Crashed)
-        .then_some(if s.job_graph {
-            DispatcherEffect::RemoveJobGraph { job: JOB }
-        } else {
-            DispatcherEffect::MarkEntryClean { job: JOB }
-        })
+    cleanup_request(s.cleanup)
 }
 
-/// The epoch of the latest runner the dispatcher started. Recovery only ever stops (the
-/// JobGraph never comes back, an entry never goes), so runners were started in every
-/// epoch up to the one that wrote the entry, or up to now.
-pub(super) fn latest_runner_epoch(s: &State) -> u8 {
-    if s.has_runner {
-        s.epoch
-    } else {
-        s.entry_epoch
+/// The store request a dispatcher at cleanup step `cleanup` waits on.
+pub(super) fn cleanup_request(cleanup: Cleanup) -> Option<DispatcherEffect> {
+    match cleanup {
+        Cleanup::Idle => None,
+        Cleanup::RemovingJobGraph => Some(DispatcherEffect::RemoveJobGraph { job: JOB }),
+        Cleanup::MarkingClean => Some(DispatcherEffect::MarkEntryClean { job: JOB }),
     }
 }
 
@@ -247,6 +275,17 @@ pub(super) fn observe_runtime_into(rt: &Runtime, out: &mut Observation) {
         result: q.result,
         forward_pending: forward_pending(q.session),
     }));
+    if let Some(r) = d.old_runner() {
+        processes.extend(r.processes().map(|q| ProcessView {
+            session: q.session(),
+            state: q.state(),
+            result: q.result(),
+            forward_pending: r.forward_scheduled(q.session()),
+        }));
+        // A crash of the leader retired later processes while these still run:
+        // creation order is session order.
+        processes.sort_by_key(|p| p.session);
+    }
     if let Some(r) = latest {
         processes.extend(r.processes().map(|q| ProcessView {
             session: q.session(),
@@ -279,6 +318,22 @@ pub(super) fn observe_runtime_into(rt: &Runtime, out: &mut Observation) {
         result_in_flight: d.next_runner_result().is_some(),
         store_request: d.store_requests().next().copied(),
         store_requests: d.store_requests().len(),
+        old: d
+            .old_runner()
+            .zip(d.old_dispatcher())
+            .map(|(r, od)| OldView {
+                runner: RunnerView {
+                    state: r.state(),
+                    result: r.result(),
+                    pending_terminal: r.pending_terminal(),
+                    current_process_leader: r.current_process_leader(),
+                    terminated: r.is_terminated(),
+                    result_handled: od.result_received(JOB) == Some(true),
+                },
+                result_in_flight: d.next_old_runner_result().is_some(),
+                store_request: d.old_store_requests().next().copied(),
+                store_requests: d.old_store_requests().count(),
+            }),
         log,
     };
 }
@@ -299,6 +354,7 @@ impl Observation {
             result_in_flight: false,
             store_request: None,
             store_requests: 0,
+            old: None,
             log: String::new(),
         }
     }

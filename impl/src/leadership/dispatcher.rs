@@ -191,7 +191,23 @@ pub enum DispatcherEffect {
 }
 
 impl DispatcherEffect {
-    /// Whether this is a request to the stores, which the driver answers with an event.
+    /// The effect's name in the structured log.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DispatcherEffect::StartRunner { .. } => "start_runner",
+            DispatcherEffect::CloseRunner { .. } => "close_runner",
+            DispatcherEffect::RecoverJobs { .. } => "recover_jobs",
+            DispatcherEffect::PutJobGraph { .. } => "put_job_graph",
+            DispatcherEffect::WriteDirtyEntry { .. } => "write_dirty_entry",
+            DispatcherEffect::RemoveJobGraph { .. } => "remove_job_graph",
+            DispatcherEffect::MarkEntryClean { .. } => "mark_entry_clean",
+            DispatcherEffect::GlobalCleanup { .. } => "global_cleanup",
+            DispatcherEffect::LocalCleanup { .. } => "local_cleanup",
+            DispatcherEffect::FatalError { .. } => "fatal_error",
+        }
+    }
+
+    /// Whether the effect is a store request the driver answers.
     pub fn is_store_request(&self) -> bool {
         matches!(
             self,
@@ -302,6 +318,13 @@ impl Dispatcher {
     /// runner counters carry on, as the HA services' leader epochs do in Flink, so the
     /// next leadership gain starts the next epoch.
     pub fn after_crash(&self) -> Dispatcher {
+        self.successor()
+    }
+
+    /// The dispatcher of another JobManager that becomes the next leader while the one
+    /// running `self` is still stopping (overlapping leaders on different hosts): it
+    /// shares nothing with `self` but the stores and the epoch and runner counters.
+    pub fn successor(&self) -> Dispatcher {
         Dispatcher {
             epoch: self.epoch,
             runners_started: self.runners_started,

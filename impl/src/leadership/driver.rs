@@ -16,6 +16,14 @@
 //! them, and the runner's results on their way to the dispatcher, until the caller
 //! answers or delivers them, so every step of the dispatcher's cleanup is a step the
 //! caller takes.
+//!
+//! With [`Driver::overlapping`], the next dispatcher leader runs on another host: when
+//! it gains leadership while the old JobManager is still stopping (its runner not yet
+//! terminated, or its result not yet handled), the old dispatcher and runner go on
+//! beside the new ones, on the same stores ([`Driver::old_runner_event`],
+//! [`Driver::deliver_old_runner_result`], [`Driver::answer_old_store_request`]) until
+//! their stop completes. With fenced stores ([`Environment::fenced`]) the old
+//! dispatcher's writes are refused.
 
 use super::dispatcher::{Dispatcher, DispatcherEffect, DispatcherEvent, RecoveredJob};
 use super::error::LeadershipError;
@@ -26,6 +34,7 @@ use super::types::{JobId, JobResultEntry, ProcessState, RunnerState, Session};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::collections::VecDeque;
+use std::mem;
 
 /// A query from the runner that the environment has not answered yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +65,12 @@ pub struct Environment {
     pub graphs: InMemoryJobGraphStore,
     /// The JobResultStore.
     pub results: InMemoryJobResultStore,
+    /// The stores refuse the writes of a dispatcher that is no longer leader: each
+    /// write carries its dispatcher's epoch ([`Environment::execute_for`]), as
+    /// Kubernetes HA stores check the leader annotation.
+    pub fenced: bool,
+    /// The epoch of the dispatcher that gained leadership last.
+    pub leader_epoch: u32,
 }
 
 impl Environment {
@@ -70,6 +85,23 @@ impl Environment {
                 held: self.issued == Some(session),
             },
         }
+    }
+
+    /// [`Environment::execute`] for the dispatcher of `epoch`: fenced stores refuse its
+    /// writes unless it is the latest leader's.
+    pub fn execute_for(
+        &mut self,
+        epoch: u32,
+        request: DispatcherEffect,
+    ) -> Result<DispatcherEvent, LeadershipError> {
+        let write = !matches!(request, DispatcherEffect::RecoverJobs { .. });
+        if self.fenced && write && epoch != self.leader_epoch {
+            return Err(LeadershipError::Fenced {
+                epoch,
+                leader_epoch: self.leader_epoch,
+            });
+        }
+        self.execute(request)
     }
 
     /// Executes one of the dispatcher's store requests against the stores and returns
@@ -156,6 +188,28 @@ pub struct Driver {
     store_requests: VecDeque<DispatcherEffect>,
     /// Runner results not yet delivered to the dispatcher (stepwise), oldest first.
     runner_results: VecDeque<DispatcherEvent>,
+    /// The next dispatcher leader runs on another host ([`Driver::overlapping`]).
+    overlapping: bool,
+    /// The old JobManager still stopping beside the leader (overlapping leaders).
+    old: Option<Box<StoppingJobManager>>,
+    /// The old JobManager's parts are swapped in ([`Driver::on_old_jobmanager`]).
+    on_old: bool,
+    /// The old JobManager's runner is still the latest one started and nothing died
+    /// since: once it retires, [`Driver::runner`] is it again.
+    old_runner_latest: bool,
+}
+
+/// A JobManager whose dispatcher lost leadership while the next leader, on another
+/// host, already runs: its dispatcher and runner go on stopping on the same stores.
+#[derive(Clone, Debug)]
+struct StoppingJobManager {
+    dispatcher: Dispatcher,
+    runner: Option<Runner>,
+    queries: VecDeque<Query>,
+    store_requests: VecDeque<DispatcherEffect>,
+    runner_results: VecDeque<DispatcherEvent>,
+    /// Its dispatcher hit a fatal error: the JobManager exits.
+    exited: bool,
 }
 
 type Driven = Result<Vec<DriverEffect>, LeadershipError>;
@@ -176,7 +230,167 @@ impl Driver {
             queries: VecDeque::new(),
             store_requests: VecDeque::new(),
             runner_results: VecDeque::new(),
+            overlapping: false,
+            old: None,
+            on_old: false,
+            old_runner_latest: false,
         }
+    }
+
+    /// This driver with the next dispatcher leader on another host: it may gain
+    /// leadership while the old JobManager is still stopping, which then goes on beside
+    /// it. With `fenced`, the stores refuse the old dispatcher's writes.
+    pub fn overlapping(mut self, fenced: bool) -> Self {
+        self.overlapping = true;
+        self.env.fenced = fenced;
+        self
+    }
+
+    /// The old JobManager's runner while it stops beside the leader.
+    pub fn old_runner(&self) -> Option<&Runner> {
+        self.old.as_ref().and_then(|o| o.runner.as_ref())
+    }
+
+    /// The old JobManager's dispatcher while it stops beside the leader.
+    pub fn old_dispatcher(&self) -> Option<&Dispatcher> {
+        self.old.as_ref().map(|o| &o.dispatcher)
+    }
+
+    /// The old dispatcher's store requests waiting for an answer, oldest first.
+    pub fn old_store_requests(&self) -> impl Iterator<Item = &DispatcherEffect> {
+        self.old.iter().flat_map(|o| o.store_requests.iter())
+    }
+
+    /// The old runner's result on its way to the old dispatcher.
+    pub fn next_old_runner_result(&self) -> Option<&DispatcherEvent> {
+        self.old.as_ref().and_then(|o| o.runner_results.front())
+    }
+
+    /// Feeds one event to the old JobManager's runner; its questions are answered at
+    /// once from the environment.
+    pub fn old_runner_event(&mut self, event: Event) -> Driven {
+        self.on_old_jobmanager(|d| {
+            let effects = d.runner_mut()?.handle(event)?;
+            d.pump(effects)
+        })
+    }
+
+    /// Hands the old runner's result to the old dispatcher.
+    pub fn deliver_old_runner_result(&mut self) -> Driven {
+        self.on_old_jobmanager(Driver::deliver_runner_result)
+    }
+
+    /// Executes `request`, one of the old dispatcher's store requests waiting, against
+    /// the stores. A request the stores refuse (fenced, or an entry exists already) is
+    /// consumed: a stopping dispatcher gives up on it.
+    pub fn answer_old_store_request(&mut self, request: DispatcherEffect) -> Driven {
+        self.on_old_jobmanager(|d| d.answer_store_request(request))
+    }
+
+    /// Runs `step` on the old JobManager: its dispatcher, runner and queues are swapped
+    /// in for the step's length, its questions answered at once; all or nothing. The
+    /// old JobManager retires once its stop completed.
+    fn on_old_jobmanager(&mut self, step: impl FnOnce(&mut Self) -> Driven) -> Driven {
+        if self.old.is_none() {
+            return Err(LeadershipError::NoStoppingJobManager);
+        }
+        self.atomically(|d| {
+            d.swap_old();
+            let auto_answer = mem::replace(&mut d.auto_answer, true);
+            let result = step(d);
+            d.auto_answer = auto_answer;
+            d.swap_old();
+            d.retire_old();
+            result
+        })
+    }
+
+    fn swap_old(&mut self) {
+        let old = self.old.as_mut().expect("checked by the caller");
+        mem::swap(&mut self.dispatcher, &mut old.dispatcher);
+        mem::swap(&mut self.runner, &mut old.runner);
+        mem::swap(&mut self.queries, &mut old.queries);
+        mem::swap(&mut self.store_requests, &mut old.store_requests);
+        mem::swap(&mut self.runner_results, &mut old.runner_results);
+        self.on_old = !self.on_old;
+    }
+
+    /// Drops the old JobManager once its stop completed (its runner terminated, its
+    /// result handled, no request outstanding) or it exited; its processes stay on
+    /// record, in creation order.
+    fn retire_old(&mut self) {
+        let Some(old) = self.old.as_deref() else {
+            return;
+        };
+        let done = old.runner.as_ref().is_none_or(Runner::is_terminated)
+            && old.dispatcher.result_received(self.job) != Some(false)
+            && old.store_requests.is_empty()
+            && old.runner_results.is_empty();
+        if !(done || old.exited) {
+            return;
+        }
+        let old = self.old.take().expect("present");
+        let Some(runner) = old.runner else { return };
+        // The next leader started no runner and did not die: the old one stays the
+        // latest started.
+        if mem::take(&mut self.old_runner_latest) && !old.exited {
+            debug_assert!(self.runner.is_none());
+            self.runner = Some(runner);
+            return;
+        }
+        for mut p in runner.projection().processes {
+            if old.exited {
+                p.state = ProcessState::Terminated;
+            }
+            // Sessions grow with creation: a crash of the leader may have put later
+            // processes on record already.
+            let at = self.retired.partition_point(|q| q.session < p.session);
+            self.retired.insert(at, p);
+        }
+    }
+
+    /// Whether the current JobManager is still stopping (its runner not terminated, its
+    /// result not handled, or a cleanup request outstanding), so that a next leader
+    /// elsewhere overlaps it.
+    fn still_stopping(&self) -> bool {
+        if self.dispatcher.is_leader() {
+            return false;
+        }
+        // `None`: the dispatcher started no runner since it gained leadership.
+        self.dispatcher
+            .result_received(self.job)
+            .is_some_and(|received| {
+                !(received
+                    && self.runner.as_ref().is_none_or(Runner::is_terminated)
+                    && self.store_requests.is_empty())
+            })
+    }
+
+    /// The current JobManager becomes the old one, still stopping, and a new dispatcher
+    /// takes its place. Fenced stores refuse the old dispatcher's outstanding requests;
+    /// the old runner's leader election ended with its close.
+    fn split(&mut self) {
+        let successor = self.dispatcher.successor();
+        let mut old = StoppingJobManager {
+            dispatcher: mem::replace(&mut self.dispatcher, successor),
+            runner: self.runner.take(),
+            queries: mem::take(&mut self.queries),
+            store_requests: mem::take(&mut self.store_requests),
+            runner_results: mem::take(&mut self.runner_results),
+            exited: false,
+        };
+        if self.env.fenced {
+            let epoch = old.dispatcher.epoch();
+            for request in old.store_requests.drain(..) {
+                refused(self.job, epoch, request, "fenced by the next leader");
+            }
+        }
+        self.env.issued = None;
+        self.election_inbox.clear();
+        self.old = Some(Box::new(old));
+        self.old_runner_latest = true;
+        // Fenced, an old JobManager that had only a cleanup left is done.
+        self.retire_old();
     }
 
     /// A driver for `job` that decides nothing by itself: the runner's queries wait
@@ -245,8 +459,14 @@ impl Driver {
             .ok_or(LeadershipError::NoPendingStoreRequest)?;
         self.atomically(|d| {
             d.store_requests.remove(at);
-            let answer = d.env.execute(request)?;
-            d.hand_to_dispatcher(answer)
+            match d.env.execute_for(d.dispatcher.epoch(), request) {
+                Ok(answer) => d.hand_to_dispatcher(answer),
+                Err(error) if d.on_old => {
+                    refused(d.job, d.dispatcher.epoch(), request, &error.to_string());
+                    Ok(Vec::new())
+                }
+                Err(error) => Err(error),
+            }
         })
     }
 
@@ -266,9 +486,23 @@ impl Driver {
         self.election_inbox.iter().copied().collect()
     }
 
-    /// The dispatcher gains leadership and recovers jobs.
+    /// The dispatcher gains leadership and recovers jobs. When the next leader runs on
+    /// another host ([`Driver::overlapping`]) and the old JobManager is still stopping,
+    /// a new dispatcher gains it and the old one goes on beside it.
     pub fn dispatcher_gain_leadership(&mut self) -> Driven {
-        self.dispatch(DispatcherEvent::LeadershipGained)
+        // At most two dispatchers overlap: a third leader waits for the oldest's stop.
+        if self.old.is_some() && !self.dispatcher.is_leader() {
+            return Err(LeadershipError::RunnerStillLive { job: self.job });
+        }
+        let split = self.overlapping && self.old.is_none() && self.still_stopping();
+        self.atomically(|d| {
+            if split {
+                d.split();
+            }
+            let effects = d.hand_to_dispatcher(DispatcherEvent::LeadershipGained)?;
+            d.env.leader_epoch = d.dispatcher.epoch();
+            Ok(effects)
+        })
     }
 
     /// The dispatcher loses leadership and closes its runners.
@@ -290,6 +524,7 @@ impl Driver {
                 }));
         }
         self.dispatcher = self.dispatcher.after_crash();
+        self.old_runner_latest = false;
         self.env.issued = None;
         self.election_inbox.clear();
         self.queries.clear();
@@ -425,9 +660,14 @@ impl Driver {
     pub fn projection(&self) -> LeadershipProjection {
         let runner = self.runner.as_ref().map(Runner::projection);
         let mut processes = self.retired.clone();
+        if let Some(old) = self.old_runner() {
+            processes.extend(old.projection().processes);
+        }
         if let Some(r) = &runner {
             processes.extend(r.processes.iter().copied());
         }
+        // A crash of the leader may retire processes created after the old JobManager's.
+        processes.sort_by_key(|p| p.session);
         LeadershipProjection {
             issued_session: self.env.issued,
             runner_state: runner.as_ref().map(|r| r.state),
@@ -510,28 +750,50 @@ impl Driver {
                     }
                 }
                 DriverEffect::Runner(Effect::RunnerTerminated) => {
-                    // The runner closes its leader election once its process terminated.
-                    self.env.issued = None;
-                    self.election_inbox.clear();
+                    // The runner closes its leader election once its process terminated;
+                    // the old JobManager's ended when the next leader started.
+                    if !self.on_old {
+                        self.env.issued = None;
+                        self.election_inbox.clear();
+                    }
                     self.queries.clear();
                     let event = DispatcherEvent::RunnerTerminated { job: self.job };
                     self.dispatcher_work(event, &mut work)?;
                 }
                 DriverEffect::Dispatcher(request) if request.is_store_request() => {
-                    if self.stepwise {
+                    let epoch = self.dispatcher.epoch();
+                    if self.on_old && self.env.fenced {
+                        // Fenced stores refuse a stopping dispatcher's request at once.
+                        refused(self.job, epoch, request, "fenced by the next leader");
+                    } else if self.stepwise {
                         self.store_requests.push_back(request);
                     } else {
-                        let answer = self.env.execute(request)?;
-                        self.dispatcher_work(answer, &mut work)?;
+                        match self.env.execute_for(epoch, request) {
+                            Ok(answer) => self.dispatcher_work(answer, &mut work)?,
+                            Err(error) if self.on_old => {
+                                refused(self.job, epoch, request, &error.to_string())
+                            }
+                            Err(error) => return Err(error),
+                        }
                     }
                 }
                 // Flink's fatal error handler exits the JobManager process: nothing
                 // after it runs, and the next leader takes over.
                 DriverEffect::Dispatcher(DispatcherEffect::FatalError { .. }) => {
-                    self.crash_jobmanager();
+                    if self.on_old {
+                        // Swapped in: the old JobManager's parts live in `self.old`.
+                        self.old.as_mut().expect("swapped in").exited = true;
+                        self.queries.clear();
+                        self.store_requests.clear();
+                        self.runner_results.clear();
+                    } else {
+                        self.crash_jobmanager();
+                    }
                     return Ok(done);
                 }
                 DriverEffect::Dispatcher(DispatcherEffect::StartRunner { job }) => {
+                    debug_assert!(!self.on_old, "a stopping dispatcher starts no runner");
+                    self.old_runner_latest = false;
                     if let Some(old) = self.runner.take() {
                         self.retired.extend(old.projection().processes);
                     }
@@ -570,4 +832,17 @@ impl Driver {
         work.extend(fx.into_iter().map(DriverEffect::Runner));
         Ok(())
     }
+}
+
+/// Logs a store request the stores refused to a stopping dispatcher, which gives up on
+/// it.
+fn refused(job: JobId, epoch: u32, request: DispatcherEffect, why: &str) {
+    tracing::debug!(
+        component = "store",
+        event = request.name(),
+        job = job.0,
+        epoch,
+        outcome = "refused",
+        error = why,
+    );
 }

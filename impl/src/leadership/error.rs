@@ -154,4 +154,16 @@ pub enum LeadershipError {
     /// The driver was asked to deliver a runner result while none is pending.
     #[error("no runner result pending")]
     NoPendingRunnerResult,
+    /// The stores refused a write of a dispatcher that is no longer leader.
+    #[error("the stores refuse a write of dispatcher epoch {epoch}: epoch {leader_epoch} leads (fenced)")]
+    Fenced {
+        /// The epoch of the dispatcher that asked.
+        epoch: u32,
+        /// The epoch of the current leader.
+        leader_epoch: u32,
+    },
+    /// The driver was asked to act on a stopping JobManager beside the leader while it
+    /// runs none.
+    #[error("no JobManager is stopping beside the leader")]
+    NoStoppingJobManager,
 }

@@ -32,6 +32,8 @@ impl Action {
             Action::FailInitialization => "JobMaster fails to initialise".to_string(),
             Action::FailJobMaster => "JobMaster fails".to_string(),
             Action::CloseOldRunner => "old runner's close completes".to_string(),
+            Action::OldRemoveJobGraph => "old dispatcher removes the JobGraph".to_string(),
+            Action::OldMarkResultClean => "old dispatcher marks the result entry clean".to_string(),
             Action::OldDispatcherHandlesResult => {
                 "old dispatcher handles its runner's result".to_string()
             }
@@ -212,6 +214,12 @@ impl Leadership {
             Action::MarkResultClean => {
                 "the dispatcher marks the JobResultStore entry clean".to_string()
             }
+            Action::OldRemoveJobGraph => {
+                "the old dispatcher, still stopping, removes the JobGraph".to_string()
+            }
+            Action::OldMarkResultClean => {
+                "the old dispatcher marks the JobResultStore entry clean".to_string()
+            }
             Action::FailInitialization => format!(
                 "the JobMaster of {} fails to initialise: its result completes with the failure",
                 process_words(before.current)
@@ -241,6 +249,13 @@ impl Leadership {
                         "the old dispatcher sees {}; the JobResultStore refuses its write (fenced)",
                         status.word()
                     ),
+                    Outcome::Terminal(status) => format!(
+                        "the old dispatcher sees {}; the JobResultStore already holds an entry and refuses its write",
+                        status.word()
+                    ),
+                    Outcome::AlreadyDone if self.fenced_result_store => {
+                        "the old dispatcher sees the job already done; the stores refuse its cleanup (fenced)".to_string()
+                    }
                     other => format!("the old dispatcher sees {}", other.word()),
                 }
             }

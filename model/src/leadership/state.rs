@@ -152,6 +152,20 @@ pub enum JobResultEntry {
     Clean,
 }
 
+/// The global cleanup step a dispatcher has asked the stores for and waits on: after
+/// it wrote a dirty entry, found one at recovery, or learnt from its runner that the
+/// job is already done. Each dispatcher runs its own cleanup; the stores' steps are
+/// idempotent, so two dispatchers may clean up the same entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Cleanup {
+    /// No cleanup request outstanding.
+    Idle,
+    /// The JobGraph's removal is asked for.
+    RemovingJobGraph,
+    /// Marking the entry clean is asked for.
+    MarkingClean,
+}
+
 /// The dispatcher of the current epoch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum DispatcherState {
@@ -181,6 +195,9 @@ pub struct OldRunner {
     pub terminated: bool,
     /// Its dispatcher handled its result.
     pub result_handled: bool,
+    /// Its dispatcher's cleanup step outstanding: a stopping dispatcher finishes the
+    /// cleanup it started before its stop completes.
+    pub cleanup: Cleanup,
 }
 
 /// The whole system: election, runner, processes, scheduler signal, dispatcher, stores
@@ -241,6 +258,10 @@ pub struct State {
     pub job_result: JobResultEntry,
     /// Epoch in which the JobResultStore entry was written (0: none).
     pub entry_epoch: u8,
+    /// Epoch whose dispatcher started the latest runner (the submission's is 1).
+    pub runner_epoch: u8,
+    /// The current dispatcher's cleanup step outstanding.
+    pub cleanup: Cleanup,
 
     /// Ghost: the status the scheduler decided, once it did.
     pub decided: Option<Status>,
@@ -303,14 +324,20 @@ impl State {
         b[14] = self.result_handled as u8;
         b[15] = self.job_graph as u8;
         b[16] = self.job_result as u8;
-        b[17] = self.entry_epoch;
+        // Epochs are at most 4: a nibble each.
+        b[17] = self.entry_epoch | self.runner_epoch << 4;
         b[18] = self.decided.map_or(0, Status::code);
         b[19] = self.decider;
         b[20] = self.lost_terminal as u8;
-        b[21] =
-            self.crash_lost as u8 | (self.runner_killed as u8) << 1 | (self.fatal_exit as u8) << 2;
+        b[21] = self.crash_lost as u8
+            | (self.runner_killed as u8) << 1
+            | (self.fatal_exit as u8) << 2
+            | (self.cleanup as u8) << 3;
         if let Some(o) = self.old {
-            b[22] = 1 | (o.terminated as u8) << 1 | (o.result_handled as u8) << 2;
+            b[22] = 1
+                | (o.terminated as u8) << 1
+                | (o.result_handled as u8) << 2
+                | (o.cleanup as u8) << 3;
             b[23] = o.result.code() | o.pending_terminal.map_or(0, Status::code) << 4;
             // Process ids and sessions are at most MAX_GRANTS (4): a nibble each.
             b[24] = o.current | o.current_leader << 4;

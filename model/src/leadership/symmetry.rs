@@ -305,13 +305,13 @@ mod tests {
                 ("revoke-clears-leader", "jobmaster-failures"),
                 (58457, 28355),
             ),
-            (("unpatched", "dispatcher-overlap"), (232864, 84334)),
-            (("process-fix-only", "dispatcher-overlap"), (124580, 46852)),
-            (("runner-fix-only", "dispatcher-overlap"), (56234, 20926)),
-            (("fixed", "dispatcher-overlap"), (35878, 13728)),
+            (("unpatched", "dispatcher-overlap"), (234337, 84825)),
+            (("process-fix-only", "dispatcher-overlap"), (126137, 47371)),
+            (("runner-fix-only", "dispatcher-overlap"), (57545, 21363)),
+            (("fixed", "dispatcher-overlap"), (37225, 14177)),
             (
                 ("revoke-clears-leader", "dispatcher-overlap"),
-                (65908, 24796),
+                (70183, 26221),
             ),
             (("unpatched", "dispatcher-overlap-fenced"), (216844, 78994)),
             (
