@@ -374,9 +374,112 @@ fn scaling<M: Spec>(limit: f64, cap: Duration) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// `bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]`
+/// The bounds of an independent model of the leadership protocol in a peer model checker
+/// (Spin 6.5.2, exhaustive safety search, one core of this machine kind, fixed design):
+/// sessions issued in total, dispatcher failovers, jobs, its states and its seconds to a
+/// verdict (the slower end where it gave a range). Source: the leadership-at-scale
+/// issue's yardstick table.
+const PEER: [(u8, u8, u8, f64, f64); 5] = [
+    (8, 1, 1, 1.10e6, 1.4),
+    (10, 1, 1, 9.92e6, 23.0),
+    (10, 3, 1, 27.1e6, 100.0),
+    (4, 1, 2, 26.3e6, 68.0),
+    (2, 0, 3, 2.74e6, 4.7),
+];
+
+/// The fixed leadership design at the peer checker's bounds (`grants` = sessions,
+/// `epochs` = failovers + 1), BFS and DFS on two threads and BFS on one, each a fresh
+/// process: seconds to the verdict beside the peer's, unique states per second, and
+/// peak memory per unique state. Rows with several jobs wait for the `jobs` bound.
+fn peer() -> Result<ExitCode, UsageError> {
+    let mut rows = vec![[
+        "sessions",
+        "failovers",
+        "jobs",
+        "peer states",
+        "peer s",
+        "order",
+        "threads",
+        "unique",
+        "seconds",
+        "vs peer",
+        "unique/s",
+        "peak MiB",
+        "bytes/state",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for (sessions, failovers, jobs, peer_states, peer_seconds) in PEER {
+        let bounds = [
+            sessions.to_string(),
+            failovers.to_string(),
+            jobs.to_string(),
+            format!("{:.2} M", peer_states / 1e6),
+            format!("{peer_seconds}"),
+        ];
+        if jobs > 1 {
+            let mut row = bounds.to_vec();
+            row.extend(
+                [
+                    "-",
+                    "-",
+                    "not modelled: one job per run",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                ]
+                .map(String::from),
+            );
+            rows.push(row);
+            continue;
+        }
+        for (order, threads) in [("bfs", 1), ("bfs", 2), ("dfs", 2)] {
+            let mut args = vec![
+                "leadership".to_string(),
+                "--grants".into(),
+                sessions.to_string(),
+                "--epochs".into(),
+                (failovers + 1).to_string(),
+                "--threads".into(),
+                threads.to_string(),
+            ];
+            if order == "dfs" {
+                args.push("--dfs".into());
+            }
+            let r = child(&args)?;
+            let mut row = bounds.to_vec();
+            row.extend([
+                order.to_string(),
+                threads.to_string(),
+                r.unique.to_string(),
+                format!("{:.2}", r.seconds),
+                format!("{:.2}x", r.seconds / peer_seconds),
+                format!("{:.0}", r.unique as f64 / r.seconds.max(1e-9)),
+                mib(r.peak_kib),
+                r.peak_kib
+                    .map(|k| format!("{:.0}", k as f64 * 1024.0 / r.unique.max(1) as f64))
+                    .unwrap_or_else(|| "?".into()),
+            ]);
+            rows.push(row);
+        }
+    }
+    println!("fixed leadership design at the peer checker's bounds (each run a fresh process; peak memory is the whole process's)\n");
+    print!("{}", render::table(&rows));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]`, `bench --peer`,
+/// `bench --validation`
 pub fn bench(rest: &[String]) -> Result<ExitCode, UsageError> {
-    let mut args = Args::parse(rest, &["scaling", "validation"])?;
+    let mut args = Args::parse(rest, &["scaling", "validation", "peer"])?;
+    if args.switch("peer") {
+        if args.switches.len() > 1 || !args.options.is_empty() || !args.positional.is_empty() {
+            return Err(UsageError("`bench --peer` takes no other arguments".into()));
+        }
+        return peer();
+    }
     if args.switch("validation") {
         if args.switches.len() > 1 || !args.options.is_empty() || !args.positional.is_empty() {
             return Err(UsageError(

@@ -200,9 +200,12 @@ usage: steadfast validate LOG... [--design D] [--late-signal true|false] [--json
         "bench" => {
             "\
 usage: steadfast bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]
+       steadfast bench --peer
        steadfast bench --validation
-  checking speed per design, symmetry reduction factor, growth per bound; with
-  --validation, the async driver's and the trace validator's throughput"
+  checking speed per design, symmetry reduction factor, growth per bound; with --peer,
+  the fixed leadership design at a peer checker's bounds (up to 10 sessions, 3
+  failovers); with --validation, the async driver's and the trace validator's
+  throughput"
         }
         _ => return None,
     })

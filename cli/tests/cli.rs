@@ -50,7 +50,7 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
         ),
         (
             &["check", "leadership", "--grants", "0"],
-            "steadfast: `grants` must be within 1..=4, got 0",
+            "steadfast: `grants` must be within 1..=10, got 0",
         ),
         (
             &["check", "leadership", "--grants", "999999999999999999999"],
@@ -319,7 +319,25 @@ fn http(port: u16, method: &str, path: &str) -> Option<(u16, String)> {
     s.read_to_string(&mut raw).ok()?;
     let (head, body) = raw.split_once("\r\n\r\n")?;
     let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, body.to_string()))
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    Some((status, if chunked { dechunk(body)? } else { body.to_string() }))
+}
+
+/// The body of a chunked HTTP/1.1 response (the Explorer chunks large bodies): each
+/// chunk is its size in hex on a line, then that many bytes; size 0 ends it.
+fn dechunk(mut rest: &str) -> Option<String> {
+    let mut body = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n")?;
+        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            return Some(body);
+        }
+        body.push_str(after.get(..size)?);
+        rest = after.get(size..)?.strip_prefix("\r\n")?;
+    }
 }
 
 struct Explorer(Child);

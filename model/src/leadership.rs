@@ -65,7 +65,11 @@ use crate::{Expectation, Spec};
 
 /// Most leadership grants a run may issue (the `grants` setting's limit); also the most
 /// processes, since every process comes from one grant.
-pub const MAX_GRANTS: usize = 4;
+pub const MAX_GRANTS: usize = 10;
+
+/// Most dispatcher epochs a run may have (the `epochs` setting's limit: three
+/// failovers).
+pub const MAX_EPOCHS: u8 = 4;
 
 /// Capacity of the runner's operation chain: grants and revokes alternate, so a chain
 /// never holds more than two operations per grant.
@@ -232,7 +236,7 @@ const PARAMS: &[Param] = &[
         kind: ParamKind::Int {
             default: 3,
             min: 1,
-            max: 3,
+            max: MAX_EPOCHS as u64,
         },
     },
     Param {

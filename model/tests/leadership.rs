@@ -918,8 +918,10 @@ fn bad_input_is_an_error_naming_the_problem() {
     );
     let e = Leadership::scenario("fixed", "ordering-c", &[]).unwrap_err();
     assert!(e.0.starts_with("unknown scenario `ordering-c`"), "{e}");
-    let e = Leadership::scenario("fixed", "all", &[("grants", "5")]).unwrap_err();
-    assert_eq!(e.0, "`grants` must be within 1..=4, got 5");
+    let e = Leadership::scenario("fixed", "all", &[("grants", "11")]).unwrap_err();
+    assert_eq!(e.0, "`grants` must be within 1..=10, got 11");
+    let e = Leadership::scenario("fixed", "all", &[("epochs", "5")]).unwrap_err();
+    assert_eq!(e.0, "`epochs` must be within 1..=4, got 5");
     let e = Leadership::scenario("fixed", "all", &[("ordering", "c")]).unwrap_err();
     assert!(e.0.contains("one of a, b, all"), "{e}");
     let e = Leadership::new(Design::Fixed)

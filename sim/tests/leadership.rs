@@ -30,12 +30,10 @@ fn config(seed: u64) -> Config {
     }
 }
 
+/// Every run's sessions per job stay within what the model can explain.
 #[test]
-fn the_simulations_bound_is_the_models() {
-    assert_eq!(
-        usize::from(MAX_GRANTS_PER_JOB),
-        steadfast_model::leadership::MAX_GRANTS
-    );
+fn the_simulations_bound_is_within_the_models() {
+    assert!(usize::from(MAX_GRANTS_PER_JOB) <= steadfast_model::leadership::MAX_GRANTS);
 }
 
 #[test]

@@ -339,7 +339,7 @@ impl State {
                 | (o.result_handled as u8) << 2
                 | (o.cleanup as u8) << 3;
             b[23] = o.result.code() | o.pending_terminal.map_or(0, Status::code) << 4;
-            // Process ids and sessions are at most MAX_GRANTS (4): a nibble each.
+            // Process ids and sessions are at most MAX_GRANTS (10): a nibble each.
             b[24] = o.current | o.current_leader << 4;
         }
         let mut i = 25;
