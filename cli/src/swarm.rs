@@ -800,7 +800,7 @@ pub fn merge(args: &Args, dir: &str) -> Result<ExitCode, UsageError> {
         let shard = read_shard(file)?;
         let differs = |what: &str| {
             UsageError(format!(
-                "`{}`: its {what} differs from that of `{}`",
+                "`{}`: {what} from that of `{}`",
                 file.display(),
                 first
                     .as_ref()
@@ -825,13 +825,13 @@ pub fn merge(args: &Args, dir: &str) -> Result<ExitCode, UsageError> {
             }
             Some((f, _)) => {
                 if shard.model != f.model {
-                    return Err(differs("model"));
+                    return Err(differs("its model differs"));
                 }
                 if shard.design != f.design {
-                    return Err(differs("design"));
+                    return Err(differs("its design differs"));
                 }
                 if shard.settings != f.settings {
-                    return Err(differs("settings"));
+                    return Err(differs("its settings differ"));
                 }
                 let names = |s: &ShardFile| -> Vec<(String, String)> {
                     s.properties
@@ -840,7 +840,7 @@ pub fn merge(args: &Args, dir: &str) -> Result<ExitCode, UsageError> {
                         .collect()
                 };
                 if names(&shard) != names(f) {
-                    return Err(differs("list of properties"));
+                    return Err(differs("its list of properties differs"));
                 }
             }
         }
