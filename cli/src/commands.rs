@@ -72,9 +72,28 @@ where
 pub fn check(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(
         rest,
-        &["json", "dfs", "no-shortest", "no-traces", "symmetry"],
+        &[
+            "json",
+            "dfs",
+            "no-shortest",
+            "no-traces",
+            "symmetry",
+            "simulate",
+        ],
     )?;
+    if let Some(dir) = args.take("merge") {
+        return crate::swarm::merge(&args, &dir);
+    }
     let name = model_name(&args, "check", NAMES)?;
+    if args.switch("simulate") {
+        return with_spec!(name.as_str(), M => crate::swarm::simulate::<M>(&mut args));
+    }
+    // Without `--simulate` these would be taken for model settings.
+    for option in ["seed", "shard", "time", "out"] {
+        if args.options.iter().any(|(n, _)| n == option) {
+            return Err(UsageError(format!("`--{option}` needs `--simulate`")));
+        }
+    }
     with_spec!(name.as_str(), M => check_model::<M>(&mut args))
 }
 

@@ -21,6 +21,7 @@ mod models;
 mod render;
 mod report;
 mod simulate;
+mod swarm;
 
 use std::process::ExitCode;
 
@@ -39,6 +40,10 @@ steadfast: formal models of two Apache Flink bugs, and the checks that bind them
 usage:
   steadfast check MODEL [--design D] [--SETTING VALUE]... [--threads N] [--dfs [--symmetry]]
                     [--json] [--report FILE.html]
+  steadfast check MODEL [--design D] [--SETTING VALUE]... --simulate --time T
+                    [--seed N] [--shard i/n] [--out DIR] [--json]
+                                    swarm mode: seeded random walks, one shard
+  steadfast check --merge DIR       one verdict table from a swarm's shard files
   steadfast verdicts [--json]
   steadfast explore MODEL [--design D] [--SETTING VALUE]... [--addr 127.0.0.1:3000] [--public]
   steadfast models                  list models, designs, settings and scenarios
@@ -123,10 +128,21 @@ fn command_help(command: &str) -> Option<&'static str> {
 usage: steadfast check MODEL [--design D] [--scenario S] [--SETTING VALUE]... [--threads N]
                        [--dfs [--symmetry]] [--json] [--no-shortest] [--no-traces]
                        [--max-memory MIB] [--report FILE.html]
+       steadfast check MODEL [--design D] [--scenario S] [--SETTING VALUE]... --simulate
+                       --time T [--seed N] [--shard i/n] [--out DIR] [--json]
+       steadfast check --merge DIR
   exhaustive check of one design: verdicts, counts and the shortest trace of each
   counterexample; `--report` also writes them, with a lane diagram per trace, as one
   self-contained HTML page; `steadfast models` lists models, designs, settings and
-  scenarios"
+  scenarios
+  --simulate: swarm mode, for bounds beyond exhaustive reach: seeded random walks for
+  T (30s, 2m, 1h), one thread; shard i of n (default 1/1) walks from the i-th output
+  of SplitMix64 seeded with N (default 0); per property the shortest counterexample
+  or example found, or none (walks never show that a property holds); --out writes
+  DIR/shard-<i>-of-<n>.json
+  --merge: every DIR/shard-*.json of one model, design and settings as one table, with
+  the shortest path over all shards and the shard that found it
+  exit status as the exhaustive check: 1 when a counterexample is found"
         }
         "verdicts" => {
             "\
