@@ -322,7 +322,14 @@ fn http(port: u16, method: &str, path: &str) -> Option<(u16, String)> {
     let chunked = head
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked");
-    Some((status, if chunked { dechunk(body)? } else { body.to_string() }))
+    Some((
+        status,
+        if chunked {
+            dechunk(body)?
+        } else {
+            body.to_string()
+        },
+    ))
 }
 
 /// The body of a chunked HTTP/1.1 response (the Explorer chunks large bodies): each
