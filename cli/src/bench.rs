@@ -257,7 +257,9 @@ fn symmetry<M: Spec>(plain: &[PlainDfs], rows: &mut Vec<Vec<String>>) -> Result<
 
 /// Names the growth of a series of (bound, unique states): constant ratios between
 /// successive points mean exponential growth, falling ratios polynomial growth (its
-/// degree from the log-log slope of the last two points).
+/// degree from the log-log slope of the last two points), unless they level off well
+/// above 1 (the last two within 2 %, above 1.5): a polynomial's ratios keep falling
+/// towards 1, so that is exponential growth with the last ratio as its base.
 pub fn growth(points: &[(u64, u64)]) -> String {
     if points.len() < 3 {
         return "too few points".into();
@@ -270,6 +272,11 @@ pub fn growth(points: &[(u64, u64)]) -> String {
     let n = points.len();
     let (x0, y0) = (points[n - 2].0 as f64, points[n - 2].1.max(1) as f64);
     let (x1, y1) = (points[n - 1].0 as f64, points[n - 1].1.max(1) as f64);
+    let before_last = ratios[ratios.len() - 2];
+    let levels_off = last > 1.5 && (before_last - last).abs() < 0.02 * last;
+    if last <= 0.85 * first && levels_off {
+        return format!("exponential once the ratios level off, base {last:.1}");
+    }
     if last > 0.85 * first {
         let base = ratios
             .iter()
@@ -570,5 +577,25 @@ mod tests {
         let cubic: Vec<(u64, u64)> = (2..7).map(|n| (n, n * n * n)).collect();
         assert_eq!(growth(&cubic), "polynomial, degree 3.0");
         assert_eq!(growth(&exp[..2]), "too few points");
+        // Falling ratios that settle at 2.33 (the leadership model's grants), and a
+        // degree-8 polynomial whose ratios keep falling at the same bounds.
+        let settling = [
+            (1, 446),
+            (2, 2_062),
+            (3, 6_786),
+            (4, 19_380),
+            (5, 51_342),
+            (6, 129_948),
+            (7, 318_974),
+            (8, 765_748),
+            (9, 1_807_134),
+            (10, 4_206_588),
+        ];
+        assert_eq!(
+            growth(&settling),
+            "exponential once the ratios level off, base 2.3"
+        );
+        let octic: Vec<(u64, u64)> = (7u64..11).map(|n| (n, n.pow(8))).collect();
+        assert_eq!(growth(&octic), "polynomial, degree 8.0");
     }
 }
