@@ -19,9 +19,13 @@
 //!   dirty entry, `RemoveJobGraph`, `MarkResultClean`, `RecoverJob` reads the stores)
 //!   answers it;
 //! - the runtime takes one step of its own, as soon as it is possible, that the model
-//!   schedules separately: completing the runner's close. The model side of the
-//!   observation is therefore taken after it ([`settle`]), and the model's own copy of
-//!   it is a step without a runtime event.
+//!   schedules separately: completing the runner's close (the old runner's too). The
+//!   model side of the observation is therefore taken after it ([`settle`]), and the
+//!   model's own copy of it is a step without a runtime event;
+//! - with `dispatcher-overlap` the driver is [`Driver::overlapping`]: the old JobManager
+//!   stops beside the next leader on the same stores, events about its processes reach
+//!   its runner, and its dispatcher's result handling and cleanup are stepped one to one
+//!   (`OldDispatcherHandlesResult`, `OldRemoveJobGraph`, `OldMarkResultClean`).
 //!
 //! Every step also checks the runtime's structured `tracing` log: the events the runtime
 //! emitted while it took the step must be exactly those the model's step implies

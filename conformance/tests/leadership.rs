@@ -1420,24 +1420,22 @@ fn stores_fenced_otherwise_than_the_model_says_are_caught_where_the_next_leader_
 fn an_old_dispatchers_late_entry_meets_the_next_grant_and_both_clean_up() {
     use Action::*;
     let m = fixed(&[("dispatcher-overlap", "true")]);
-    let (_, rt) = drive(
-        &m,
-        &[
-            GrantLeadership(1),
-            RunGrant(1),
-            DecideTerminal(Status::Finished),
-            DispatcherFailover,
-            RecoverJob,
-            DeliverTerminalSignal(1),
-            CheckLeadershipInForward(1),
-            TerminateService(1),
-            CloseOldRunner,
-            OldDispatcherHandlesResult,
-            GrantLeadership(2),
-            RunGrant(2),
-            HandleRunnerResult,
-        ],
-    );
+    let late_entry = [
+        GrantLeadership(1),
+        RunGrant(1),
+        DecideTerminal(Status::Finished),
+        DispatcherFailover,
+        RecoverJob,
+        DeliverTerminalSignal(1),
+        CheckLeadershipInForward(1),
+        TerminateService(1),
+        CloseOldRunner,
+        OldDispatcherHandlesResult,
+        GrantLeadership(2),
+        RunGrant(2),
+        HandleRunnerResult,
+    ];
+    let (_, rt) = drive(&m, &late_entry);
     let seen = observe_runtime(&rt);
     assert_eq!(
         seen.job_result_entry,
@@ -1459,28 +1457,13 @@ fn an_old_dispatchers_late_entry_meets_the_next_grant_and_both_clean_up() {
         Some(DispatcherEffect::RemoveJobGraph { job: JOB })
     );
     // Both cleanups finish; the old JobManager's stop completes with its own.
-    let (_, rt) = drive(
-        &m,
-        &[
-            GrantLeadership(1),
-            RunGrant(1),
-            DecideTerminal(Status::Finished),
-            DispatcherFailover,
-            RecoverJob,
-            DeliverTerminalSignal(1),
-            CheckLeadershipInForward(1),
-            TerminateService(1),
-            CloseOldRunner,
-            OldDispatcherHandlesResult,
-            GrantLeadership(2),
-            RunGrant(2),
-            HandleRunnerResult,
-            OldRemoveJobGraph,
-            RemoveJobGraph,
-            MarkResultClean,
-            OldMarkResultClean,
-        ],
-    );
+    let cleaned = [
+        OldRemoveJobGraph,
+        RemoveJobGraph,
+        MarkResultClean,
+        OldMarkResultClean,
+    ];
+    let (_, rt) = drive(&m, &[&late_entry[..], &cleaned[..]].concat());
     let seen = observe_runtime(&rt);
     assert!(seen.old.is_none());
     assert_eq!(

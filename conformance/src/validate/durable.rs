@@ -8,7 +8,7 @@
 //! checks it against the model under those bounds with every environment the runtime
 //! may meet: concurrent puts (group commit), a send that fails before or after its
 //! record landed, checkpoints between an action's calls, a restart before any
-//! checkpoint completed. The search is [`super::search`]'s, over one projection (the
+//! checkpoint completed. The search is `validate::search`'s, over one projection (the
 //! task's).
 //!
 //! Mapping of the model's steps to logged events (the rest of the model's steps log
