@@ -781,7 +781,8 @@ impl Driver {
                 // after it runs, and the next leader takes over.
                 DriverEffect::Dispatcher(DispatcherEffect::FatalError { .. }) => {
                     if self.on_old {
-                        // Swapped in: the old JobManager's parts live in `self.old`.
+                        // The old JobManager's parts are swapped in; the flag stays on
+                        // its box, which gets them back after the step.
                         self.old.as_mut().expect("swapped in").exited = true;
                         self.queries.clear();
                         self.store_requests.clear();
