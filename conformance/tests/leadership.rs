@@ -317,68 +317,77 @@ fn observations_filled_in_place_equal_fresh_ones_and_the_driver_projection() {
     use steadfast_conformance::walk::{successors, Rng};
     let mut late = LARGEST.to_vec();
     late.push(("late-signal", "true"));
-    let m = fixed(&late);
+    // The same with an old JobManager stopping beside the leader, and crashes.
+    let overlap = [
+        ("dispatcher-overlap", "true"),
+        ("jobmaster-crash", "true"),
+        ("late-signal", "true"),
+    ];
     let mut rng = Rng::new(39704);
     let (mut want, mut got) = (
         observe_runtime(&Runtime::started()),
         observe_runtime(&Runtime::started()),
     );
-    let (mut compared, mut with_retired) = (0, 0);
-    for _ in 0..60 {
-        let mut state = initial(&m);
-        let mut rt = LeadershipBinding::start(&m, &state);
-        for _ in 0..80 {
-            LeadershipBinding::model_view_into(&m, &state, &mut want);
-            assert_eq!(want, LeadershipBinding::model_view(&m, &state));
-            LeadershipBinding::runtime_view_into(&rt, &mut got);
-            assert_eq!(got, LeadershipBinding::runtime_view(&rt));
-            assert_eq!(want, got);
-            let p = rt.driver.projection();
-            let processes: Vec<_> = got
-                .processes
-                .iter()
-                .map(|v| (v.session, v.state, v.result))
-                .collect();
-            let projected: Vec<_> = p
-                .processes
-                .iter()
-                .map(|q| (q.session, q.state, q.result))
-                .collect();
-            assert_eq!(processes, projected);
-            assert_eq!(got.issued_session, p.issued_session);
-            assert_eq!(got.job_graph_present, p.job_graph_present);
-            assert_eq!(got.job_result_entry, p.job_result_entry);
-            assert_eq!(
-                (got.dispatcher_epoch, got.runners_started),
-                (p.dispatcher_epoch, p.runners_started)
-            );
-            let pending = rt
-                .driver
-                .runner()
-                .map(|r| r.pending_forwards())
-                .unwrap_or_default();
-            for v in &got.processes {
-                assert_eq!(v.forward_pending, pending.contains(&v.session), "{v:?}");
+    let (mut compared, mut with_retired, mut with_old) = (0, 0, 0);
+    for (m, walks) in [(fixed(&late), 60), (fixed(&overlap), 60)] {
+        for _ in 0..walks {
+            let mut state = initial(&m);
+            let mut rt = LeadershipBinding::start(&m, &state);
+            for _ in 0..80 {
+                LeadershipBinding::model_view_into(&m, &state, &mut want);
+                assert_eq!(want, LeadershipBinding::model_view(&m, &state));
+                LeadershipBinding::runtime_view_into(&rt, &mut got);
+                assert_eq!(got, LeadershipBinding::runtime_view(&rt));
+                assert_eq!(want, got);
+                let p = rt.driver.projection();
+                let processes: Vec<_> = got
+                    .processes
+                    .iter()
+                    .map(|v| (v.session, v.state, v.result))
+                    .collect();
+                let projected: Vec<_> = p
+                    .processes
+                    .iter()
+                    .map(|q| (q.session, q.state, q.result))
+                    .collect();
+                assert_eq!(processes, projected);
+                assert_eq!(got.issued_session, p.issued_session);
+                assert_eq!(got.job_graph_present, p.job_graph_present);
+                assert_eq!(got.job_result_entry, p.job_result_entry);
+                assert_eq!(
+                    (got.dispatcher_epoch, got.runners_started),
+                    (p.dispatcher_epoch, p.runners_started)
+                );
+                let pending: Vec<Session> = [rt.driver.runner(), rt.driver.old_runner()]
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|r| r.pending_forwards())
+                    .collect();
+                for v in &got.processes {
+                    assert_eq!(v.forward_pending, pending.contains(&v.session), "{v:?}");
+                }
+                assert_eq!(
+                    rt.driver.next_query(),
+                    rt.driver.pending_queries().first().copied()
+                );
+                with_retired += usize::from(!rt.driver.retired_processes().is_empty());
+                with_old += usize::from(rt.driver.old_runner().is_some());
+                compared += 1;
+                let steps = successors(&m, &state);
+                if steps.is_empty() {
+                    break;
+                }
+                let (action, next) = steps[rng.below(steps.len())];
+                LeadershipBinding::step(&m, &mut rt, &state, &action).unwrap();
+                state = next;
             }
-            assert_eq!(
-                rt.driver.next_query(),
-                rt.driver.pending_queries().first().copied()
-            );
-            with_retired += usize::from(!rt.driver.retired_processes().is_empty());
-            compared += 1;
-            let steps = successors(&m, &state);
-            if steps.is_empty() {
-                break;
-            }
-            let (action, next) = steps[rng.below(steps.len())];
-            LeadershipBinding::step(&m, &mut rt, &state, &action).unwrap();
-            state = next;
         }
     }
-    // The walks reach runners replaced by a recovery, whose processes are retired.
+    // The walks reach runners replaced by a recovery, whose processes are retired, and
+    // old JobManagers stopping beside the leader.
     assert!(
-        compared > 1000 && with_retired > 100,
-        "{compared} {with_retired}"
+        compared > 2000 && with_retired > 100 && with_old > 100,
+        "{compared} {with_retired} {with_old}"
     );
 }
 

@@ -210,11 +210,6 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// The completed-sequence boundaries this checkpoint captured.
-    pub fn last_completed(&self) -> BTreeMap<String, u64> {
-        boundaries(&self.keys)
-    }
-
     /// One checkpoint of the parts several operator subtasks took of checkpoint `id`:
     /// the keyed state of every part (each subtask's keys are its own, so a key in two
     /// parts is refused) and the union minimum of their markers

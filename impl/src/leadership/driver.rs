@@ -762,10 +762,9 @@ impl Driver {
                 }
                 DriverEffect::Dispatcher(request) if request.is_store_request() => {
                     let epoch = self.dispatcher.epoch();
-                    if self.on_old && self.env.fenced {
-                        // Fenced stores refuse a stopping dispatcher's request at once.
-                        refused(self.job, epoch, request, "fenced by the next leader");
-                    } else if self.stepwise {
+                    // Fenced stores refuse a stopping dispatcher's request at once.
+                    let fenced_out = self.on_old && self.env.fenced;
+                    if self.stepwise && !fenced_out {
                         self.store_requests.push_back(request);
                     } else {
                         match self.env.execute_for(epoch, request) {
