@@ -47,7 +47,7 @@ use stateright::Model;
 use steadfast::leadership::{
     DispatcherEffect, DispatcherEvent, Driver, Event, JobGraphStore, JobId, JobResultEntry,
     JobResultStore, JobStatus, LeadershipError, ProcessEvent, ProcessResult, ProcessState, Query,
-    RunnerOutcome, RunnerResult, RunnerState, Session,
+    Runner, RunnerOutcome, RunnerResult, RunnerState, Session,
 };
 use steadfast_model::check;
 use steadfast_model::leadership::{
@@ -211,25 +211,26 @@ fn deliver(rt: &mut Runtime, expected: Event, enabled: bool) -> Result<(), Rejec
     Ok(())
 }
 
-/// Whether the runtime's latest runner owns the process of `session`.
-fn owns(rt: &Runtime, session: Session) -> bool {
-    rt.driver
-        .runner()
-        .is_some_and(|r| r.processes().any(|p| p.session() == session))
+/// Whether `runner` (the driver's latest, or the old JobManager's still stopping beside
+/// the leader) owns the process of `session`.
+fn owns(runner: Option<&Runner>, session: Session) -> bool {
+    runner.is_some_and(|r| r.processes().any(|p| p.session() == session))
 }
 
-/// Whether the old JobManager's runner, still stopping beside the leader, owns the
-/// process of `session`.
-fn owns_old(rt: &Runtime, session: Session) -> bool {
-    rt.driver
-        .old_runner()
-        .is_some_and(|r| r.processes().any(|p| p.session() == session))
+/// The dirty-entry write among `requests`, which the model's step that handles a
+/// terminal result also performs.
+fn entry_write<'a>(
+    mut requests: impl Iterator<Item = &'a DispatcherEffect>,
+) -> Option<DispatcherEffect> {
+    requests
+        .find(|r| matches!(r, DispatcherEffect::WriteDirtyEntry { job, .. } if *job == JOB))
+        .copied()
 }
 
 /// Feeds `event` about the process of `session` to the runner that owns it: the old
 /// JobManager's, or else the latest.
 fn to_owner(rt: &mut Runtime, session: Session, event: Event) -> Result<(), Rejection> {
-    if owns_old(rt, session) {
+    if owns(rt.driver.old_runner(), session) {
         rt.driver.old_runner_event(event)?;
     } else {
         rt.driver.runner_event(event)?;
@@ -285,7 +286,7 @@ fn apply(
             let session = process_session(before, id);
             let status = status(before.decided.ok_or("a signal without a decision")?);
             // A process whose runner is gone receives nothing.
-            if owns(rt, session) || owns_old(rt, session) {
+            if owns(rt.driver.runner(), session) || owns(rt.driver.old_runner(), session) {
                 to_owner(
                     rt,
                     session,
@@ -316,10 +317,7 @@ fn apply(
         Action::HandleRunnerResult => {
             rt.driver.deliver_runner_result()?;
             // The model writes the dirty entry in the same step; the runtime asked for it.
-            let write = rt.driver.store_requests().copied().find(
-                |r| matches!(r, DispatcherEffect::WriteDirtyEntry { job, .. } if *job == JOB),
-            );
-            if let Some(write) = write {
+            if let Some(write) = entry_write(rt.driver.store_requests()) {
                 rt.driver.answer_store_request(write)?;
             }
         }
@@ -343,10 +341,7 @@ fn apply(
             rt.driver.deliver_old_runner_result()?;
             // A terminal result's entry is asked for in the same step; fenced stores
             // refused it already.
-            let write = rt.driver.old_store_requests().copied().find(
-                |r| matches!(r, DispatcherEffect::WriteDirtyEntry { job, .. } if *job == JOB),
-            );
-            if let Some(write) = write {
+            if let Some(write) = entry_write(rt.driver.old_store_requests()) {
                 rt.driver.answer_old_store_request(write)?;
             }
         }

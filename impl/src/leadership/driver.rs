@@ -459,15 +459,29 @@ impl Driver {
             .ok_or(LeadershipError::NoPendingStoreRequest)?;
         self.atomically(|d| {
             d.store_requests.remove(at);
-            match d.env.execute_for(d.dispatcher.epoch(), request) {
-                Ok(answer) => d.hand_to_dispatcher(answer),
-                Err(error) if d.on_old => {
-                    refused(d.job, d.dispatcher.epoch(), request, &error.to_string());
-                    Ok(Vec::new())
-                }
-                Err(error) => Err(error),
+            match d.execute(request)? {
+                Some(answer) => d.hand_to_dispatcher(answer),
+                None => Ok(Vec::new()),
             }
         })
+    }
+
+    /// Executes the dispatcher's `request` against the stores for its epoch. A request
+    /// the stores refuse to a stopping dispatcher is logged and given up (`None`); to
+    /// the leader it is an error.
+    fn execute(
+        &mut self,
+        request: DispatcherEffect,
+    ) -> Result<Option<DispatcherEvent>, LeadershipError> {
+        let epoch = self.dispatcher.epoch();
+        match self.env.execute_for(epoch, request) {
+            Ok(answer) => Ok(Some(answer)),
+            Err(error) if self.on_old => {
+                refused(self.job, epoch, request, &error.to_string());
+                Ok(None)
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// Hands the oldest runner result to the dispatcher.
@@ -761,19 +775,12 @@ impl Driver {
                     self.dispatcher_work(event, &mut work)?;
                 }
                 DriverEffect::Dispatcher(request) if request.is_store_request() => {
-                    let epoch = self.dispatcher.epoch();
                     // Fenced stores refuse a stopping dispatcher's request at once.
                     let fenced_out = self.on_old && self.env.fenced;
                     if self.stepwise && !fenced_out {
                         self.store_requests.push_back(request);
-                    } else {
-                        match self.env.execute_for(epoch, request) {
-                            Ok(answer) => self.dispatcher_work(answer, &mut work)?,
-                            Err(error) if self.on_old => {
-                                refused(self.job, epoch, request, &error.to_string())
-                            }
-                            Err(error) => return Err(error),
-                        }
+                    } else if let Some(answer) = self.execute(request)? {
+                        self.dispatcher_work(answer, &mut work)?;
                     }
                 }
                 // Flink's fatal error handler exits the JobManager process: nothing
