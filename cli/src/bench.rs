@@ -340,10 +340,21 @@ fn scaling<M: Spec>(limit: f64, cap: Duration) -> Result<(), UsageError> {
                 })
                 .unwrap_or_default();
             points.push((value, r.unique));
-            let model: M = model_at("fixed", Some((p.name, value.to_string())))?;
-            let reduced = match model.representative() {
-                None => ["-".to_string(), "-".to_string()],
-                Some(_) => {
+            // The model the child ran: `leadership` with several jobs is another entry.
+            let entry = crate::models::entry(
+                M::NAME,
+                &Args {
+                    options: vec![(p.name.to_string(), value.to_string())],
+                    ..Args::default()
+                },
+            );
+            let symmetric = with_spec!(entry.as_str(), E => {
+                model_at::<E>("fixed", Some((p.name, value.to_string())))
+                    .map(|m| m.representative().is_some())
+            })?;
+            let reduced = match symmetric {
+                false => ["-".to_string(), "-".to_string()],
+                true => {
                     let symmetric = [&args[..], &["--dfs".into(), "--symmetry".into()]].concat();
                     let ended = child_capped(&symmetric, Some(cap))?;
                     match ended {
@@ -397,7 +408,8 @@ const PEER: [(u8, u8, u8, f64, f64); 5] = [
 /// The fixed leadership design at the peer checker's bounds (`grants` = sessions,
 /// `epochs` = failovers + 1), BFS and DFS on two threads and BFS on one, each a fresh
 /// process: seconds to the verdict beside the peer's, unique states per second, and
-/// peak memory per unique state. Rows with several jobs wait for the `jobs` bound.
+/// peak memory per unique state; DFS with symmetry reduction too (over statuses, and
+/// over jobs with several), whose unique count is of classes.
 fn peer() -> Result<ExitCode, UsageError> {
     let mut rows = vec![[
         "sessions",
@@ -424,36 +436,23 @@ fn peer() -> Result<ExitCode, UsageError> {
             format!("{:.2} M", peer_states / 1e6),
             format!("{peer_seconds}"),
         ];
-        if jobs > 1 {
-            let mut row = bounds.to_vec();
-            row.extend(
-                [
-                    "-",
-                    "-",
-                    "not modelled: one job per run",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                ]
-                .map(String::from),
-            );
-            rows.push(row);
-            continue;
-        }
-        for (order, threads) in [("bfs", 1), ("bfs", 2), ("dfs", 2)] {
+        for (order, threads) in [("bfs", 1), ("bfs", 2), ("dfs", 2), ("dfs+symmetry", 2)] {
             let mut args = vec![
                 "leadership".to_string(),
                 "--grants".into(),
                 sessions.to_string(),
                 "--epochs".into(),
                 (failovers + 1).to_string(),
+                "--jobs".into(),
+                jobs.to_string(),
                 "--threads".into(),
                 threads.to_string(),
             ];
-            if order == "dfs" {
+            if order != "bfs" {
                 args.push("--dfs".into());
+            }
+            if order == "dfs+symmetry" {
+                args.push("--symmetry".into());
             }
             let r = child(&args)?;
             let mut row = bounds.to_vec();

@@ -84,7 +84,7 @@ pub fn check(rest: &[String]) -> Result<ExitCode, UsageError> {
     if let Some(dir) = args.take("merge") {
         return crate::swarm::merge(&args, &dir);
     }
-    let name = model_name(&args, "check", NAMES)?;
+    let name = crate::models::entry(&model_name(&args, "check", NAMES)?, &args);
     if args.switch("simulate") {
         return with_spec!(name.as_str(), M => crate::swarm::simulate::<M>(&mut args));
     }
@@ -347,7 +347,7 @@ pub fn verdicts(rest: &[String]) -> Result<ExitCode, UsageError> {
         )));
     }
     let mut tables: Vec<VerdictTable> = Vec::new();
-    for name in NAMES {
+    for name in crate::models::ENTRIES {
         tables.push(with_spec!(*name, M => verdict_table::<M>())?);
     }
     let all = tables
@@ -379,7 +379,7 @@ pub fn verdicts(rest: &[String]) -> Result<ExitCode, UsageError> {
 /// `explore MODEL ...`
 pub fn explore(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &["public"])?;
-    let name = model_name(&args, "explore", NAMES)?;
+    let name = crate::models::entry(&model_name(&args, "explore", NAMES)?, &args);
     with_spec!(name.as_str(), M => explore_model::<M>(&mut args))
 }
 
@@ -445,6 +445,15 @@ where
         format!("{n} ({})", sets.join(" "))
     }));
     println!("  scenarios: {}", scenarios.join(", "));
+    if M::NAME == "leadership" {
+        let columns: Vec<String> = steadfast_model::leadership::jobs::columns()
+            .map(|(n, preset)| {
+                let sets: Vec<String> = preset.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("{n} ({})", sets.join(" "))
+            })
+            .collect();
+        println!("  several-jobs scenarios: {}", columns.join(", "));
+    }
     println!("  settings:");
     for p in M::params() {
         let range = match p.kind {

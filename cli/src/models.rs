@@ -3,8 +3,37 @@
 //! `with_spec!(name, M => expr)` evaluates `expr` with the type alias `M` bound to the
 //! model called `name`, or returns a usage error naming the known models.
 
+use crate::args::Args;
+
 /// Model names, in the order tables list them.
 pub const NAMES: &[&str] = &["leadership", "durable"];
+
+/// Every registry entry, in the order verdict tables list them: `leadership-jobs` is
+/// the leadership model with several jobs (`steadfast_model::leadership::Jobs`).
+pub const ENTRIES: &[&str] = &["leadership", "leadership-jobs", "durable"];
+
+/// The registry entry for the model a command names, given its options: `leadership`
+/// with `--jobs` above 1, or with a several-jobs scenario, is `leadership-jobs`. A
+/// `--jobs` value that is not a number stays with `leadership`, whose settings say
+/// what is wrong with it.
+pub fn entry(name: &str, args: &Args) -> String {
+    let last = |option: &str| {
+        args.options
+            .iter()
+            .rev()
+            .find(|(n, _)| n == option)
+            .map(|(_, v)| v.as_str())
+    };
+    let several = last("jobs")
+        .and_then(|v| v.parse::<u64>().ok())
+        .is_some_and(|n| n > 1)
+        || last("scenario").is_some_and(steadfast_model::leadership::jobs::is_jobs_scenario);
+    if name == "leadership" && several {
+        "leadership-jobs".to_string()
+    } else {
+        name.to_string()
+    }
+}
 
 macro_rules! with_spec {
     ($name:expr, $m:ident => $body:expr) => {{
@@ -12,6 +41,10 @@ macro_rules! with_spec {
         match $name {
             "leadership" => {
                 type $m = steadfast_model::leadership::Leadership;
+                $body
+            }
+            "leadership-jobs" => {
+                type $m = steadfast_model::leadership::Jobs;
                 $body
             }
             "durable" => {

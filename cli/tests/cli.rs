@@ -57,6 +57,15 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
             "steadfast: `grants` needs a whole number",
         ),
         (
+            &["check", "leadership", "--jobs", "4"],
+            "steadfast: `jobs` must be within 1..=3, got 4",
+        ),
+        (
+            &["conform", "leadership", "--jobs", "2"],
+            "steadfast: jobs 2: the runtime is replayed with one job; several jobs are checked \
+             by `check leadership --jobs 2`",
+        ),
+        (
             &["check", "leadership", "--colour", "red"],
             "steadfast: unknown setting `colour`",
         ),
@@ -108,7 +117,7 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
             &["check", "leadership", "--dfs", "--symmetry", "--statuses", "1"],
             "steadfast: `--symmetry`: model leadership (design fixed, decide-while-closing=false \
              dispatcher-overlap=false epochs=3 fenced-result-store=false grants=3 jobmaster-crash=false \
-             jobmaster-failures=false late-signal=false old-runner-first=true ordering=all statuses=1) \
+             jobmaster-failures=false jobs=1 late-signal=false old-runner-first=true ordering=all statuses=1) \
              has no \
              interchangeable components to reduce by symmetry",
         ),
@@ -164,6 +173,73 @@ fn json_report_carries_counts_verdicts_and_traces() {
         assert_eq!(p["verdict"], q["verdict"]);
         assert!(p["trace"].is_null(), "{p}");
     }
+}
+
+#[test]
+fn several_jobs_are_checked_and_the_counterexample_names_the_job() {
+    // `--jobs 2` runs the several-jobs model: the settings say so, the counts are its.
+    let o = steadfast(&[
+        "check",
+        "leadership",
+        "--jobs",
+        "2",
+        "--grants",
+        "2",
+        "--epochs",
+        "2",
+        "--statuses",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert_eq!(v["unique_states"], 29263);
+    assert!(
+        v["settings"].to_string().contains(r#"["jobs","2"]"#),
+        "{}",
+        v["settings"]
+    );
+    // A several-jobs scenario routes there too; with JobMaster failures one job's fatal
+    // error kills the other's unrecorded decision, and the trace says which job.
+    let o = steadfast(&[
+        "check",
+        "leadership",
+        "--scenario",
+        "two-jobs-jobmaster-failures",
+        "--design",
+        "fixed",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("287632 unique states"), "{out}");
+    assert!(
+        out.contains(
+            "counterexample to \"no reanimation\" [job 1: JobManager crash before the result \
+             was recorded], 10 steps"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("job 2: the dispatcher sees a JobMaster failure: a fatal error"),
+        "{out}"
+    );
+    // With symmetry over jobs the same verdicts from fewer states.
+    let count = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "leadership",
+            "--scenario",
+            "two-jobs",
+            "--dfs",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let o = steadfast(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["unique_states"].as_u64().unwrap()
+    };
+    assert_eq!((count(&[]), count(&["--symmetry"])), (29263, 14854));
 }
 
 #[test]

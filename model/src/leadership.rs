@@ -75,12 +75,17 @@ pub const MAX_EPOCHS: u8 = 4;
 /// never holds more than two operations per grant.
 pub const CHAIN_CAPACITY: usize = 2 * MAX_GRANTS;
 
+/// Most jobs under one dispatcher (the `jobs` setting's limit).
+pub const MAX_JOBS: usize = 3;
+
 mod expectations;
+pub mod jobs;
 mod narrative;
 pub mod property;
 mod state;
 mod symmetry;
 
+pub use jobs::{Jobs, JobsAction, JobsState};
 pub use state::{
     ChainOp, Cleanup, DispatcherState, JobResultEntry, OldRunner, Outcome, Process, ProcessState,
     RunnerState, State, Status,
@@ -237,6 +242,15 @@ const PARAMS: &[Param] = &[
             default: 3,
             min: 1,
             max: MAX_EPOCHS as u64,
+        },
+    },
+    Param {
+        name: "jobs",
+        help: "jobs under the dispatcher, each with its own runner, processes and JobResultStore entry",
+        kind: ParamKind::Int {
+            default: 1,
+            min: 1,
+            max: MAX_JOBS as u64,
         },
     },
     Param {
@@ -407,6 +421,12 @@ impl Leadership {
         &mut state.processes[id as usize - 1]
     }
 
+    /// Whether the election's notifications reach this epoch's runner: only a running
+    /// one takes grants and revokes into its chain.
+    fn notified(state: &State) -> bool {
+        state.has_runner && state.runner == RunnerState::Running
+    }
+
     fn current_process(state: &State) -> Option<&Process> {
         (state.current != 0).then(|| Self::process(state, state.current))
     }
@@ -512,7 +532,7 @@ impl Leadership {
     /// The JobManager process of the current epoch dies: a crash, or the process exit a
     /// fatal error causes. Its dispatcher, runner, processes and scheduler vanish
     /// without a close, a result or a store write.
-    fn crash(&self, next: &mut State) {
+    pub(super) fn crash(&self, next: &mut State) {
         // A decision that reached no JobResultStore entry dies with the process.
         if next.decided.is_some() && next.job_result == JobResultEntry::Absent {
             next.crash_lost = true;
@@ -687,7 +707,7 @@ impl Model for Leadership {
     }
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
-        let runner_running = s.has_runner && s.runner == RunnerState::Running;
+        let runner_running = Self::notified(s);
 
         // Leader election: notifications reach a running runner only.
         if runner_running && s.issued == 0 && s.sessions < self.grants {
@@ -830,11 +850,16 @@ impl Model for Leadership {
             Action::GrantLeadership(session) => {
                 next.sessions = session;
                 next.issued = session;
-                Self::push(&mut next, ChainOp::Grant(session));
+                // One job's runner may be stopped while another's runs (`jobs`).
+                if Self::notified(s) {
+                    Self::push(&mut next, ChainOp::Grant(session));
+                }
             }
             Action::RevokeLeadership(_) => {
                 next.issued = 0;
-                Self::push(&mut next, ChainOp::Revoke);
+                if Self::notified(s) {
+                    Self::push(&mut next, ChainOp::Revoke);
+                }
             }
             Action::RunGrant(session) => {
                 Self::pop(&mut next);
@@ -1151,39 +1176,18 @@ impl Spec for Leadership {
     }
 
     fn build(design: &str, settings: &Settings) -> Result<Self, SettingsError> {
-        let design = Design::ALL
-            .into_iter()
-            .find(|d| d.name() == design)
-            .ok_or_else(|| {
-                SettingsError(format!(
-                    "unknown design `{design}` for leadership (known: {})",
-                    DESIGN_NAMES.join(", ")
-                ))
-            })?;
-        // Limits in PARAMS keep these within u8 and within the fixed arrays.
-        let ordering = match settings.choice("ordering") {
-            "a" => Ordering::A,
-            "b" => Ordering::B,
-            _ => Ordering::All,
-        };
-        Ok(Leadership {
-            design,
-            settings: settings.clone(),
-            grants: settings.int("grants") as u8,
-            epochs: settings.int("epochs") as u8,
-            statuses: settings.int("statuses") as u8,
-            ordering,
-            late_signal: settings.flag("late-signal"),
-            decide_while_closing: settings.flag("decide-while-closing"),
-            old_runner_first: settings.flag("old-runner-first"),
-            jobmaster_crash: settings.flag("jobmaster-crash"),
-            jobmaster_failures: settings.flag("jobmaster-failures"),
-            dispatcher_overlap: settings.flag("dispatcher-overlap"),
-            fenced_result_store: settings.flag("fenced-result-store"),
-            focus: None,
-        })
+        if settings.int("jobs") > 1 {
+            // The command line routes several jobs to `Jobs`; what reaches here is the
+            // runtime's replay, which drives one job.
+            return Err(SettingsError(format!(
+                "jobs {}: the runtime is replayed with one job; several jobs are checked \
+                 by `check leadership --jobs {}`",
+                settings.int("jobs"),
+                settings.int("jobs")
+            )));
+        }
+        Self::configure(design, settings)
     }
-
     fn focus(&self, property: Option<&str>) -> Result<Self, SettingsError> {
         if let Some(setting) = property.and_then(property::needs) {
             if !self.settings.flag(setting) {
@@ -1232,5 +1236,43 @@ impl Spec for Leadership {
     /// of them; with `statuses` 1 there is nothing to permute.
     fn representative(&self) -> Option<fn(&State) -> State> {
         (self.statuses > 1).then_some(State::canonical_statuses as fn(&State) -> State)
+    }
+}
+
+impl Leadership {
+    /// The model for a design and settings, whatever their `jobs`: one job's view of
+    /// the several-jobs model ([`Jobs`]) is configured here too.
+    fn configure(design: &str, settings: &Settings) -> Result<Leadership, SettingsError> {
+        let design = Design::ALL
+            .into_iter()
+            .find(|d| d.name() == design)
+            .ok_or_else(|| {
+                SettingsError(format!(
+                    "unknown design `{design}` for leadership (known: {})",
+                    DESIGN_NAMES.join(", ")
+                ))
+            })?;
+        // Limits in PARAMS keep these within u8 and within the fixed arrays.
+        let ordering = match settings.choice("ordering") {
+            "a" => Ordering::A,
+            "b" => Ordering::B,
+            _ => Ordering::All,
+        };
+        Ok(Leadership {
+            design,
+            settings: settings.clone(),
+            grants: settings.int("grants") as u8,
+            epochs: settings.int("epochs") as u8,
+            statuses: settings.int("statuses") as u8,
+            ordering,
+            late_signal: settings.flag("late-signal"),
+            decide_while_closing: settings.flag("decide-while-closing"),
+            old_runner_first: settings.flag("old-runner-first"),
+            jobmaster_crash: settings.flag("jobmaster-crash"),
+            jobmaster_failures: settings.flag("jobmaster-failures"),
+            dispatcher_overlap: settings.flag("dispatcher-overlap"),
+            fenced_result_store: settings.flag("fenced-result-store"),
+            focus: None,
+        })
     }
 }

@@ -948,6 +948,7 @@ fn designs_params_and_scenarios_are_declared() {
         [
             "grants",
             "epochs",
+            "jobs",
             "statuses",
             "ordering",
             "late-signal",

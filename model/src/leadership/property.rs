@@ -4,7 +4,8 @@
 use stateright::{Model, Property};
 
 use super::{
-    Action, ChainOp, JobResultEntry, Leadership, Outcome, ProcessState, RunnerState, State,
+    Action, ChainOp, DispatcherState, JobResultEntry, Leadership, Outcome, ProcessState,
+    RunnerState, State,
 };
 
 /// No new process once a scheduler decided a globally terminal status.
@@ -142,7 +143,15 @@ pub(super) fn all(model: &Leadership) -> Vec<Property<Leadership>> {
                 && s.runner_result == Outcome::Unset
                 && s.pending_terminal.is_some()
                 && s.pending_terminal == s.decided;
-            if s.decided.is_none() || s.crash_lost || s.job_result == JobResultEntry::Clean || held
+            // A JobManager that exited in the last epoch the bound allows leaves its
+            // cleanup to the next leader, beyond the bound (with several jobs, another
+            // job's fatal error can end it there).
+            let cut_by_bound = s.dispatcher == DispatcherState::Crashed && s.epoch == m.epochs;
+            if s.decided.is_none()
+                || s.crash_lost
+                || s.job_result == JobResultEntry::Clean
+                || held
+                || cut_by_bound
             {
                 return true;
             }

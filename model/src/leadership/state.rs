@@ -279,7 +279,7 @@ pub struct State {
 }
 
 /// Bytes of [`State::pack`].
-const PACKED_LEN: usize = 25 + CHAIN_CAPACITY + 4 * MAX_GRANTS;
+pub(super) const PACKED_LEN: usize = 25 + CHAIN_CAPACITY + 4 * MAX_GRANTS;
 
 impl Status {
     fn code(self) -> u8 {
@@ -305,7 +305,7 @@ impl State {
     /// An injective byte encoding (every field gets its own byte or bytes), so that
     /// equal encodings mean equal states and the fingerprint loses nothing but hash
     /// collisions.
-    fn pack(&self) -> [u8; PACKED_LEN] {
+    pub(super) fn pack(&self) -> [u8; PACKED_LEN] {
         let mut b = [0u8; PACKED_LEN];
         b[0] = self.issued;
         b[1] = self.sessions;

@@ -1,0 +1,840 @@
+//! Several jobs under one dispatcher (setting `jobs`): the leadership model composed
+//! with itself, one copy per job, synchronised on what the jobs share.
+//!
+//! Flink's dispatcher runs one `JobMasterServiceLeadershipRunner` per job. Each job has
+//! its own runner and operation chain, its own processes and scheduler, its own
+//! JobGraph and JobResultStore entry. The jobs share the leader election (in Flink the
+//! JobManager's leader election service grants and revokes every contender it hosts at
+//! once) and the dispatcher, so a failover, the next leader's recovery and a JobManager
+//! crash reach every job in the same step.
+//!
+//! The composition reuses the one-job model unchanged. A state holds one one-job
+//! state, a *view*, per job; the election's and the dispatcher's fields (`issued`,
+//! `sessions`, `epoch`, `dispatcher`) are equal in every view. A step is either
+//! - one job's own step (its chain, processes, scheduler, forward callbacks, its
+//!   runner's result and cleanup: [`JobsAction::Job`]), taken in that job's view alone;
+//!   a fatal error there ends the JobManager process, and every other job's runner
+//!   dies with it; or
+//! - a shared step (the election's grant and revoke, the dispatcher's failover, the
+//!   next leader's recovery, a crash: [`JobsAction::Shared`]), taken in every view at
+//!   once. A grant or revoke is enabled when some job's runner runs (the others'
+//!   views only see the session change); a failover or recovery when every job allows
+//!   it (the dispatcher stops once all its jobs did).
+//!
+//! Every property of the one-job model becomes a property of every job: a safety
+//! property holds when it holds in every job's view ("no reanimation": no job is
+//! reanimated), a reachability property is reached when some job reaches it. The
+//! properties keep their names. A counterexample's shape names the job it is about
+//! ([`Spec::classify`]).
+//!
+//! Jobs are interchangeable: they start alike, and no step or property tells them
+//! apart. [`JobsState::canonical`] sorts the views (after relabelling each job's
+//! terminal statuses, which are only compared within a job) and is the symmetry
+//! reduction's representative.
+
+use std::fmt;
+
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize};
+use stateright::{Expectation as Kind, Model, Property};
+
+use super::state::PACKED_LEN;
+use super::{property, Action, DispatcherState, Leadership, State, DESIGN_NAMES, MAX_JOBS};
+use crate::check;
+use crate::settings::{Param, Settings, SettingsError};
+use crate::{Expectation, Spec, Verdict};
+
+/// One step of several jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum JobsAction {
+    /// A step of the election or the dispatcher, taken by every job at once.
+    Shared(Action),
+    /// A step of one job (numbered from 1) alone.
+    Job(u8, Action),
+}
+
+impl JobsAction {
+    /// The Explorer's name of the step.
+    pub fn phrase(&self) -> String {
+        match self {
+            JobsAction::Shared(action) => action.phrase(),
+            JobsAction::Job(job, action) => format!("job {job}: {}", action.phrase()),
+        }
+    }
+}
+
+/// Whether a one-job action is a shared step.
+fn is_shared(action: Action) -> bool {
+    matches!(
+        action,
+        Action::GrantLeadership(_)
+            | Action::RevokeLeadership(_)
+            | Action::DispatcherFailover
+            | Action::RecoverJob
+            | Action::CrashJobManager
+    )
+}
+
+/// The state of several jobs: one view per job, the shared fields equal in all.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct JobsState {
+    /// Each job's view; slots from `count` on are unused and stay initial.
+    views: [State; MAX_JOBS],
+    /// Jobs in the run.
+    count: u8,
+}
+
+impl JobsState {
+    /// Every job's view, job 1 first.
+    pub fn jobs(&self) -> &[State] {
+        &self.views[..usize::from(self.count)]
+    }
+
+    /// Job `job`'s view (numbered from 1).
+    pub fn job(&self, job: u8) -> &State {
+        &self.jobs()[usize::from(job) - 1]
+    }
+
+    /// The representative of this state's class under renamings of each job's terminal
+    /// statuses and permutations of the jobs: each view's statuses relabelled
+    /// ([`State::canonical_statuses`]), then the views sorted by their packing (an
+    /// injective encoding, so the order is total and the result one per class).
+    pub fn canonical(&self) -> JobsState {
+        let mut r = *self;
+        let views = &mut r.views[..usize::from(r.count)];
+        for v in views.iter_mut() {
+            *v = v.canonical_statuses();
+        }
+        views.sort_unstable_by_key(State::pack);
+        r
+    }
+
+    /// The shared fields agree in every view.
+    fn shared_agree(&self) -> bool {
+        let first = &self.views[0];
+        self.jobs().iter().all(|v| {
+            (v.issued, v.sessions, v.epoch, v.dispatcher)
+                == (first.issued, first.sessions, first.epoch, first.dispatcher)
+        })
+    }
+}
+
+impl std::hash::Hash for JobsState {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // One write of every job's packing, as the one-job state does.
+        let mut bytes = [0u8; PACKED_LEN * MAX_JOBS];
+        for (chunk, v) in bytes.chunks_exact_mut(PACKED_LEN).zip(self.jobs()) {
+            chunk.copy_from_slice(&v.pack());
+        }
+        state.write(&bytes[..PACKED_LEN * usize::from(self.count)]);
+    }
+}
+
+impl fmt::Debug for JobsState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobsState")
+            .field("jobs", &self.jobs())
+            .finish()
+    }
+}
+
+impl Serialize for JobsState {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("JobsState", 1)?;
+        s.serialize_field("jobs", self.jobs())?;
+        s.end()
+    }
+}
+
+/// The several-jobs model: the one-job model (design, bounds, assumptions) and the
+/// number of jobs.
+#[derive(Clone)]
+pub struct Jobs {
+    /// One job's model: every view steps by it.
+    pub single: Leadership,
+    /// Jobs in the run.
+    pub jobs: u8,
+    /// The one-job model's properties, in order; [`LIFTED`] lifts each by its index.
+    single_properties: Vec<Property<Leadership>>,
+}
+
+impl fmt::Debug for Jobs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Jobs")
+            .field("single", &self.single)
+            .field("jobs", &self.jobs)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A property of every job (safety) or of some job (reachability), from the one-job
+/// property at index `I`. stateright takes a property as a plain function, so each
+/// index gets its own.
+fn lifted<const I: usize>(m: &Jobs, s: &JobsState) -> bool {
+    let p = &m.single_properties[I];
+    let mut views = s.jobs().iter();
+    match p.expectation {
+        Kind::Sometimes => views.any(|v| (p.condition)(&m.single, v)),
+        Kind::Always | Kind::Eventually => views.all(|v| (p.condition)(&m.single, v)),
+    }
+}
+
+type Lifted = fn(&Jobs, &JobsState) -> bool;
+
+macro_rules! lifted_table {
+    ($($i:literal)*) => { [$(lifted::<$i>),*] };
+}
+
+/// One lifted property per index of the one-job model's properties.
+const LIFTED: [Lifted; 24] =
+    lifted_table!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23);
+
+/// A several-jobs column: its name, its settings, and the one-job column it follows.
+type Column = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
+
+/// Named presets of the several-jobs model: a column of its verdict table each, and
+/// the one-job column whose verdicts it must reproduce. Bounds are smaller than the
+/// one-job defaults: two jobs square the interleavings. One status: statuses are only
+/// compared for equality, so more of them change no verdict (`symmetry`).
+const SCENARIOS: &[Column] = &[
+    (
+        "two-jobs",
+        &[
+            ("jobs", "2"),
+            ("ordering", "all"),
+            ("grants", "2"),
+            ("epochs", "2"),
+            ("statuses", "1"),
+        ],
+        "all",
+    ),
+    (
+        "two-jobs-jobmaster-failures",
+        &[
+            ("jobs", "2"),
+            ("ordering", "all"),
+            ("grants", "2"),
+            ("epochs", "2"),
+            ("statuses", "1"),
+            ("jobmaster-failures", "true"),
+        ],
+        "jobmaster-failures",
+    ),
+    (
+        "two-jobs-dispatcher-overlap",
+        &[
+            ("jobs", "2"),
+            ("ordering", "all"),
+            ("grants", "2"),
+            ("epochs", "2"),
+            ("statuses", "1"),
+            ("dispatcher-overlap", "true"),
+        ],
+        "dispatcher-overlap",
+    ),
+];
+
+/// A scenario's name and its settings.
+pub type Preset = (&'static str, &'static [(&'static str, &'static str)]);
+
+/// Every preset of the one-job model (with `--jobs` they run several jobs), then the
+/// several-jobs columns.
+const PRESETS: [Preset; super::SCENARIOS.len() + SCENARIOS.len()] = {
+    let single = super::SCENARIOS;
+    let mut presets: [Preset; super::SCENARIOS.len() + SCENARIOS.len()] =
+        [("", &[]); super::SCENARIOS.len() + SCENARIOS.len()];
+    let mut i = 0;
+    while i < single.len() {
+        presets[i] = single[i];
+        i += 1;
+    }
+    while i < presets.len() {
+        let own = &SCENARIOS[i - single.len()];
+        presets[i] = (own.0, own.1);
+        i += 1;
+    }
+    presets
+};
+
+/// The several-jobs columns (the scenarios the one-job model lacks) and their presets.
+pub fn columns() -> impl Iterator<Item = Preset> {
+    SCENARIOS.iter().map(|(name, preset, _)| (*name, *preset))
+}
+
+/// Whether `name` is a several-jobs column (a scenario the one-job model lacks).
+pub fn is_jobs_scenario(name: &str) -> bool {
+    SCENARIOS.iter().any(|(n, _, _)| *n == name)
+}
+
+impl Jobs {
+    /// The model of `jobs` jobs at a design's default settings.
+    pub fn new(design: super::Design, jobs: u8) -> Result<Jobs, SettingsError> {
+        let jobs = jobs.to_string();
+        let settings = Settings::parse(super::PARAMS, &[("jobs", jobs.as_str())])?;
+        Self::build(design.name(), &settings)
+    }
+
+    fn count(&self) -> usize {
+        usize::from(self.jobs)
+    }
+
+    /// The first job (from 1) whose view decides a property's verdict at `state`: it
+    /// violates a safety property or reaches a reachability one, among the properties
+    /// this model checks.
+    fn job_in_question(&self, state: &JobsState) -> Option<u8> {
+        let focus = self.single.focus;
+        for p in &self.single_properties {
+            if focus.is_some_and(|name| name != p.name) {
+                continue;
+            }
+            let decides = |v: &State| match p.expectation {
+                Kind::Sometimes => (p.condition)(&self.single, v),
+                Kind::Always | Kind::Eventually => !(p.condition)(&self.single, v),
+            };
+            if let Some(i) = state.jobs().iter().position(decides) {
+                return Some(i as u8 + 1);
+            }
+        }
+        None
+    }
+
+    /// A path of several jobs as one job saw it: the shared steps and that job's own,
+    /// with its view before each. Other jobs' steps are left out, but for a fatal error
+    /// that ended the JobManager: to this job that is a crash.
+    fn project(path: &[(JobsState, Option<JobsAction>)], job: u8) -> Vec<(State, Option<Action>)> {
+        let mut projected = Vec::with_capacity(path.len());
+        for (i, (s, a)) in path.iter().enumerate() {
+            let view = *s.job(job);
+            let action = match *a {
+                None => None,
+                Some(JobsAction::Shared(action)) => Some(action),
+                Some(JobsAction::Job(j, action)) if j == job => Some(action),
+                Some(JobsAction::Job(..)) => {
+                    let after = path.get(i + 1).map(|(n, _)| n.job(job).dispatcher);
+                    let ended = view.dispatcher != DispatcherState::Crashed
+                        && after == Some(DispatcherState::Crashed);
+                    if !ended {
+                        continue;
+                    }
+                    Some(Action::CrashJobManager)
+                }
+            };
+            projected.push((view, action));
+        }
+        projected
+    }
+}
+
+impl Model for Jobs {
+    type State = JobsState;
+    type Action = JobsAction;
+
+    fn format_step(&self, last_state: &JobsState, action: JobsAction) -> Option<String> {
+        check::explorer_step(self, last_state, action)
+    }
+
+    fn format_action(&self, action: &JobsAction) -> String {
+        action.phrase()
+    }
+
+    fn init_states(&self) -> Vec<JobsState> {
+        vec![JobsState {
+            views: [self.single.initial_state(); MAX_JOBS],
+            count: self.jobs,
+        }]
+    }
+
+    fn actions(&self, s: &JobsState, actions: &mut Vec<JobsAction>) {
+        let mut one = Vec::with_capacity(16);
+        let mut election = [None, None];
+        let (mut failover, mut recover, mut crash) = (true, true, false);
+        let mut own = Vec::with_capacity(16);
+        for (i, view) in s.jobs().iter().enumerate() {
+            one.clear();
+            self.single.actions(view, &mut one);
+            let (mut fails_over, mut recovers) = (false, false);
+            for &action in &one {
+                match action {
+                    Action::GrantLeadership(_) => election[0] = Some(action),
+                    Action::RevokeLeadership(_) => election[1] = Some(action),
+                    Action::DispatcherFailover => fails_over = true,
+                    Action::RecoverJob => recovers = true,
+                    Action::CrashJobManager => crash = true,
+                    _ => own.push(JobsAction::Job(i as u8 + 1, action)),
+                }
+            }
+            failover &= fails_over;
+            recover &= recovers;
+        }
+        actions.extend(election.into_iter().flatten().map(JobsAction::Shared));
+        actions.extend(own);
+        for (enabled, action) in [
+            (failover, Action::DispatcherFailover),
+            (recover, Action::RecoverJob),
+            (crash, Action::CrashJobManager),
+        ] {
+            if enabled {
+                actions.push(JobsAction::Shared(action));
+            }
+        }
+    }
+
+    fn next_state(&self, s: &JobsState, action: JobsAction) -> Option<JobsState> {
+        let mut next = *s;
+        match action {
+            JobsAction::Shared(action) => {
+                debug_assert!(is_shared(action));
+                for view in next.views[..self.count()].iter_mut() {
+                    *view = self.single.next_state(view, action)?;
+                }
+            }
+            JobsAction::Job(job, action) => {
+                debug_assert!(!is_shared(action));
+                let i = usize::from(job) - 1;
+                let before = s.views[i];
+                let after = self.single.next_state(&before, action)?;
+                next.views[i] = after;
+                if after.dispatcher == DispatcherState::Crashed
+                    && before.dispatcher != DispatcherState::Crashed
+                {
+                    // A fatal error of this job's JobMaster ended the JobManager process:
+                    // every other job's runner, processes and scheduler die with it.
+                    for (k, view) in next.views[..self.count()].iter_mut().enumerate() {
+                        if k != i {
+                            self.single.crash(view);
+                        }
+                    }
+                }
+            }
+        }
+        debug_assert!(next.shared_agree(), "{action:?} split the shared fields");
+        Some(next)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        let lifted = self
+            .single_properties
+            .iter()
+            .zip(LIFTED)
+            .map(|(p, condition)| Property {
+                expectation: p.expectation.clone(),
+                name: p.name,
+                condition,
+            })
+            .collect();
+        check::select(lifted, self.single.focus)
+    }
+}
+
+impl Spec for Jobs {
+    const NAME: &'static str = "leadership";
+    const SUMMARY: &'static str =
+        "job leadership lifecycle of FLINK-39704, several jobs under one dispatcher";
+
+    fn designs() -> &'static [&'static str] {
+        &DESIGN_NAMES
+    }
+
+    fn design_name(&self) -> &'static str {
+        self.single.design.name()
+    }
+
+    fn settings(&self) -> &Settings {
+        &self.single.settings
+    }
+
+    fn params() -> &'static [Param] {
+        super::PARAMS
+    }
+
+    fn scenarios() -> &'static [(&'static str, &'static [(&'static str, &'static str)])] {
+        &PRESETS
+    }
+
+    fn build(design: &str, settings: &Settings) -> Result<Self, SettingsError> {
+        let single = Leadership::configure(design, settings)?;
+        let single_properties = property::all(&single);
+        if single_properties.len() > LIFTED.len() {
+            return Err(SettingsError(format!(
+                "{} properties, more than the {} the several-jobs model lifts",
+                single_properties.len(),
+                LIFTED.len()
+            )));
+        }
+        Ok(Jobs {
+            single,
+            jobs: settings.int("jobs") as u8,
+            single_properties,
+        })
+    }
+
+    fn focus(&self, property: Option<&str>) -> Result<Self, SettingsError> {
+        Ok(Jobs {
+            single: self.single.focus(property)?,
+            ..self.clone()
+        })
+    }
+
+    /// A shared step in the words of each job's view (once, when they all say the
+    /// same); a job's own step prefixed with the job.
+    fn describe_step(&self, before: &JobsState, action: &JobsAction) -> String {
+        match *action {
+            JobsAction::Job(job, a) => {
+                format!(
+                    "job {job}: {}",
+                    self.single.step_sentence(before.job(job), &a)
+                )
+            }
+            JobsAction::Shared(a) => {
+                let sentences: Vec<String> = before
+                    .jobs()
+                    .iter()
+                    .map(|v| self.single.step_sentence(v, &a))
+                    .collect();
+                if sentences.iter().all(|s| *s == sentences[0]) {
+                    sentences[0].clone()
+                } else {
+                    let each: Vec<String> = sentences
+                        .iter()
+                        .enumerate()
+                        .map(|(i, s)| format!("job {}: {s}", i + 1))
+                        .collect();
+                    each.join("; ")
+                }
+            }
+        }
+    }
+
+    /// "job N" for the job whose view decides the verdict, with the shape of its
+    /// projection when that is a known one.
+    fn classify(&self, path: &[(JobsState, Option<JobsAction>)]) -> Option<String> {
+        let (last, _) = path.last()?;
+        let job = self.job_in_question(last)?;
+        let projected = Self::project(path, job);
+        Some(match self.single.shape(&projected) {
+            Some(shape) => format!("job {job}: {shape}"),
+            None => format!("job {job}"),
+        })
+    }
+
+    /// Each column has the verdicts of the one-job column it names in [`SCENARIOS`],
+    /// but one difference: with JobMaster failures, one job's fatal error ends the
+    /// JobManager and kills another job's decision that no JobResultStore entry
+    /// recorded yet, as a crash does (`jobmaster-crash`): that job runs again in every
+    /// design, so "no reanimation" and "no masking" have counterexamples; "only a crash
+    /// loses a decision" still holds where it held. And one bound: the fixed design's
+    /// masking under overlapping leaders needs a third epoch, beyond these columns'
+    /// two, so "no masking" holds there (one job at the same bounds agrees).
+    fn expectations() -> Vec<Expectation> {
+        let single = Leadership::expectations();
+        let mut table = Vec::new();
+        for (scenario, preset, mirrored) in SCENARIOS {
+            let failures = preset.contains(&("jobmaster-failures", "true"));
+            table.extend(single.iter().filter(|e| e.scenario == *mirrored).map(|e| {
+                let killed = failures
+                    && [property::NO_REANIMATION, property::NO_MASKING].contains(&e.property);
+                let beyond_bound = *mirrored == "dispatcher-overlap"
+                    && e.design == super::Design::Fixed.name()
+                    && e.property == property::NO_MASKING;
+                Expectation {
+                    scenario,
+                    expected: if killed {
+                        Verdict::Counterexample
+                    } else if beyond_bound {
+                        Verdict::Holds
+                    } else {
+                        e.expected
+                    },
+                    ..e.clone()
+                }
+            }));
+        }
+        table
+    }
+
+    fn representative(&self) -> Option<fn(&JobsState) -> JobsState> {
+        Some(JobsState::canonical)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::check::{try_check, CheckOptions, CheckReport, Strategy, Traces};
+
+    fn options(strategy: Strategy, symmetry: bool) -> CheckOptions {
+        CheckOptions {
+            strategy,
+            traces: Traces::None,
+            symmetry,
+            threads: 2,
+            ..CheckOptions::default()
+        }
+    }
+
+    fn verdicts(report: &CheckReport) -> BTreeMap<&'static str, Verdict> {
+        report
+            .properties
+            .iter()
+            .map(|p| (p.name, p.verdict))
+            .collect()
+    }
+
+    /// The model of `design` under a preset of either model plus overrides.
+    fn jobs(design: &str, preset: &[(&str, &str)], overrides: &[(&str, &str)]) -> Jobs {
+        let mut all = preset.to_vec();
+        all.extend_from_slice(overrides);
+        Jobs::build(
+            design,
+            &Settings::parse(super::super::PARAMS, &all).unwrap(),
+        )
+        .unwrap()
+    }
+
+    /// A preset of the one-job model by name.
+    fn preset(name: &str) -> &'static [(&'static str, &'static str)] {
+        Leadership::preset(name).unwrap()
+    }
+
+    #[test]
+    fn one_job_is_the_one_job_model() {
+        // The composition adds nothing of its own with one job: the same reachable
+        // states (counted) and the same verdicts, in every design and scenario.
+        for design in DESIGN_NAMES {
+            for scenario in Leadership::scenario_names() {
+                let single = Leadership::scenario(design, scenario, &[]).unwrap();
+                let one = jobs(design, preset(scenario), &[]);
+                assert_eq!(one.jobs, 1);
+                let a = try_check(&single, &options(Strategy::Bfs, false)).unwrap();
+                let b = try_check(&one, &options(Strategy::Bfs, false)).unwrap();
+                assert_eq!(a.unique_states, b.unique_states, "{design} {scenario}");
+                assert_eq!(verdicts(&a), verdicts(&b), "{design} {scenario}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_column_has_its_expected_verdicts_and_differs_from_one_job_only_where_a_fatal_error_kills(
+    ) {
+        let table = Jobs::expectations();
+        let mut counts = Vec::new();
+        for (scenario, preset, _) in SCENARIOS {
+            for design in DESIGN_NAMES {
+                let m = jobs(design, preset, &[]);
+                let report = try_check(&m, &options(Strategy::Bfs, false)).unwrap();
+                let found = verdicts(&report);
+                let cells: Vec<&Expectation> = table
+                    .iter()
+                    .filter(|e| e.design == design && e.scenario == *scenario)
+                    .collect();
+                // Every property of the run has a cell.
+                assert_eq!(cells.len(), found.len(), "{design} {scenario}");
+                for e in cells {
+                    assert_eq!(
+                        found[e.property], e.expected,
+                        "{design} {scenario} `{}`",
+                        e.property
+                    );
+                }
+                counts.push(report.unique_states);
+                // Against one job at the same bounds: every verdict equal, but the rows
+                // a fatal error of the other job kills.
+                let one = jobs(design, preset, &[("jobs", "1")]);
+                let one = verdicts(&try_check(&one, &options(Strategy::Bfs, false)).unwrap());
+                let changed: Vec<&str> = found
+                    .iter()
+                    .filter(|(name, v)| one[*name] != **v)
+                    .map(|(name, _)| *name)
+                    .collect();
+                let expected: &[&str] = match (*scenario, design) {
+                    ("two-jobs-jobmaster-failures", "fixed") => {
+                        &[property::NO_MASKING, property::NO_REANIMATION]
+                    }
+                    _ => &[],
+                };
+                assert_eq!(changed, expected, "{design} {scenario}");
+            }
+        }
+        assert_eq!(
+            counts,
+            [
+                272_660, 111_213, 53_779, 29_263, 57_503, // two-jobs
+                2_925_676, 1_607_038, 461_269, 287_632, 526_887, // jobmaster-failures
+                2_079_614, 929_518, 533_577, 302_373, 663_347, // dispatcher-overlap
+            ]
+        );
+    }
+
+    #[test]
+    fn a_fatal_error_of_one_job_kills_another_jobs_decision() {
+        // The table's one difference from the one-job columns, found by the checker: a
+        // fatal JobMaster error of one job ends the JobManager, and with it another
+        // job's decision that no JobResultStore entry recorded yet. The shape says so.
+        let m = jobs("fixed", SCENARIOS[1].1, &[]);
+        let report = try_check(
+            &m,
+            &CheckOptions {
+                traces: Traces::Shortest,
+                ..options(Strategy::Bfs, false)
+            },
+        )
+        .unwrap();
+        let p = report
+            .properties
+            .iter()
+            .find(|p| p.name == property::NO_REANIMATION)
+            .unwrap();
+        assert_eq!(p.verdict, Verdict::Counterexample);
+        let trace = p.trace.as_ref().unwrap();
+        assert_eq!(
+            trace.shape.as_deref(),
+            Some("job 1: JobManager crash before the result was recorded")
+        );
+        let steps: Vec<&str> = trace.steps.iter().map(|s| s.description.as_str()).collect();
+        assert_eq!(steps.len(), 10, "{steps:#?}");
+        assert!(steps[2].starts_with("job 1: the scheduler of process 1 decides"));
+        assert!(
+            steps[6].starts_with("job 2: the dispatcher sees a JobMaster failure: a fatal error")
+        );
+        assert!(steps[9].starts_with(
+            "job 1: the runner's chain runs the grant of session 2: it creates process 2 although"
+        ));
+        // The fixed design's one-job column holds.
+        let single = Leadership::scenario("fixed", "jobmaster-failures", &[]).unwrap();
+        let r = try_check(&single, &options(Strategy::Bfs, false)).unwrap();
+        assert_eq!(verdicts(&r)[property::NO_REANIMATION], Verdict::Holds);
+    }
+
+    #[test]
+    fn reduced_and_unreduced_runs_agree_on_every_verdict() {
+        // Jobs and each job's statuses are interchangeable: depth-first with and without
+        // the representative, at small bounds, two and three jobs.
+        let mut classes = Vec::new();
+        for design in DESIGN_NAMES {
+            for scenario in [
+                "all",
+                "jobmaster-crash",
+                "jobmaster-failures",
+                "dispatcher-overlap",
+            ] {
+                for (count, grants, epochs) in [("2", "1", "2"), ("3", "1", "1")] {
+                    let m = jobs(
+                        design,
+                        preset(scenario),
+                        &[
+                            ("jobs", count),
+                            ("grants", grants),
+                            ("epochs", epochs),
+                            ("statuses", "2"),
+                        ],
+                    );
+                    let plain = try_check(&m, &options(Strategy::Dfs, false)).unwrap();
+                    let reduced = try_check(&m, &options(Strategy::Dfs, true)).unwrap();
+                    assert_eq!(
+                        verdicts(&plain),
+                        verdicts(&reduced),
+                        "{design} {scenario} jobs {count}"
+                    );
+                    assert!(reduced.unique_states < plain.unique_states);
+                    classes.push((plain.unique_states, reduced.unique_states));
+                }
+            }
+        }
+        // Per design, per scenario: (plain, classes) for two jobs, then three.
+        #[rustfmt::skip]
+        let pinned = [
+                (32721, 5441), (167041, 5797), (33443, 5573), (167041, 5797),
+                (58112, 13557), (487790, 29740), (114941, 18527), (167041, 5797),
+                (14275, 2612), (89084, 3266), (14725, 2702), (89084, 3266),
+                (32228, 8772), (318225, 21589), (63430, 10736), (89084, 3266),
+                (12736, 2206), (167041, 5797), (13314, 2316), (167041, 5797),
+                (25079, 6271), (487514, 29724), (50493, 8278), (167041, 5797),
+                (7596, 1386), (89084, 3266), (7934, 1458), (89084, 3266),
+                (17453, 4784), (317997, 21575), (33748, 5662), (89084, 3266),
+                (11917, 2119), (113400, 3995), (12367, 2209), (113400, 3995),
+                (26324, 7004), (373729, 24089), (50193, 8204), (113400, 3995),
+            ];
+        assert_eq!(classes, pinned);
+    }
+
+    #[test]
+    fn the_representative_is_one_per_class() {
+        // Every reachable state's representative is idempotent, is a member of the
+        // state's class, and is shared by the state's job permutations.
+        let m = jobs(
+            "fixed",
+            preset("all"),
+            &[("jobs", "3"), ("grants", "1"), ("epochs", "2")],
+        );
+        let mut seen = std::collections::HashSet::new();
+        let mut todo = m.init_states();
+        while let Some(s) = todo.pop() {
+            if !seen.insert(s) {
+                continue;
+            }
+            let r = s.canonical();
+            assert_eq!(r.canonical(), r);
+            let mut sorted_views: Vec<State> =
+                s.jobs().iter().map(State::canonical_statuses).collect();
+            sorted_views.sort_unstable_by_key(State::pack);
+            assert_eq!(r.jobs(), &sorted_views[..]);
+            for perm in [[1, 0, 2], [2, 1, 0], [0, 2, 1], [1, 2, 0]] {
+                let mut t = s;
+                for (to, from) in perm.into_iter().enumerate() {
+                    t.views[to] = s.views[from];
+                }
+                assert_eq!(t.canonical(), r);
+            }
+            let mut actions = Vec::new();
+            m.actions(&s, &mut actions);
+            todo.extend(actions.into_iter().map(|a| m.next_state(&s, a).unwrap()));
+        }
+        assert!(seen.len() > 1000, "{}", seen.len());
+    }
+
+    #[test]
+    fn shared_steps_reach_every_job_and_own_steps_one() {
+        let m = jobs("fixed", preset("all"), &[("jobs", "2")]);
+        let s = m.init_states()[0];
+        let mut actions = Vec::new();
+        m.actions(&s, &mut actions);
+        // Initially: the grant, and the dispatcher's failover; no job has a step.
+        assert_eq!(
+            actions,
+            [
+                JobsAction::Shared(Action::GrantLeadership(1)),
+                JobsAction::Shared(Action::DispatcherFailover)
+            ]
+        );
+        let granted = m.next_state(&s, actions[0]).unwrap();
+        for v in granted.jobs() {
+            assert_eq!(v.chain_len, 1);
+            assert_eq!(v.issued, 1);
+        }
+        let run = m
+            .next_state(&granted, JobsAction::Job(2, Action::RunGrant(1)))
+            .unwrap();
+        assert_eq!(run.job(1).process_count, 0);
+        assert_eq!(run.job(2).process_count, 1);
+        assert_eq!(
+            m.describe_step(&granted, &JobsAction::Job(2, Action::RunGrant(1))),
+            "job 2: the runner's chain runs the grant of session 1: it creates process 1"
+        );
+        // A job whose runner stopped sees the session change but no chain operation.
+        let mut stopped = granted;
+        stopped.views[0].runner = super::super::RunnerState::Stopped;
+        stopped.views[0].chain_len = 0;
+        stopped.views[0].chain = [super::super::ChainOp::Empty; super::super::CHAIN_CAPACITY];
+        let revoked = m
+            .next_state(&stopped, JobsAction::Shared(Action::RevokeLeadership(1)))
+            .unwrap();
+        assert_eq!((revoked.job(1).issued, revoked.job(1).chain_len), (0, 0));
+        assert_eq!((revoked.job(2).issued, revoked.job(2).chain_len), (0, 2));
+    }
+}
