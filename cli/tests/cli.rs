@@ -201,6 +201,7 @@ fn several_jobs_are_checked_and_the_counterexample_names_the_job() {
     );
     // A several-jobs scenario routes there too; with JobMaster failures one job's fatal
     // error kills the other's unrecorded decision, and the trace says which job.
+    let report = std::env::temp_dir().join(format!("steadfast-jobs-{}.html", std::process::id()));
     let o = steadfast(&[
         "check",
         "leadership",
@@ -208,8 +209,21 @@ fn several_jobs_are_checked_and_the_counterexample_names_the_job() {
         "two-jobs-jobmaster-failures",
         "--design",
         "fixed",
+        "--report",
+        report.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // The report's lane diagrams have lanes per job and the shared ones.
+    let html = std::fs::read_to_string(&report).unwrap();
+    std::fs::remove_file(&report).unwrap();
+    for lane in [
+        "job 1 process 2<",
+        "job 2 runner<",
+        "job 2 scheduler<",
+        "HA stores<",
+    ] {
+        assert!(html.contains(lane), "{lane}");
+    }
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("287632 unique states"), "{out}");
     assert!(

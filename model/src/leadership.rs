@@ -421,6 +421,31 @@ impl Leadership {
         &mut state.processes[id as usize - 1]
     }
 
+    /// The lane of a step in the picture of a path whose lanes are the election, the
+    /// runner, `processes` processes, the scheduler, the dispatcher and the HA stores.
+    pub(super) fn lane(before: &State, action: &Action, processes: usize) -> usize {
+        match *action {
+            Action::FailInitialization | Action::FailJobMaster => 1 + usize::from(before.current),
+            Action::GrantLeadership(_) | Action::RevokeLeadership(_) => 0,
+            Action::RunGrant(_)
+            | Action::RunRevoke
+            | Action::CheckLeadershipInForward(_)
+            | Action::CloseRunner
+            | Action::CloseOldRunner => 1,
+            Action::DeliverTerminalSignal(id) | Action::TerminateService(id) => 1 + usize::from(id),
+            Action::DecideTerminal(_) => 2 + processes,
+            Action::DispatcherFailover
+            | Action::HandleRunnerResult
+            | Action::RecoverJob
+            | Action::OldDispatcherHandlesResult
+            | Action::CrashJobManager => 3 + processes,
+            Action::RemoveJobGraph
+            | Action::MarkResultClean
+            | Action::OldRemoveJobGraph
+            | Action::OldMarkResultClean => 4 + processes,
+        }
+    }
+
     /// Whether the election's notifications reach this epoch's runner: only a running
     /// one takes grants and revokes into its chain.
     fn notified(state: &State) -> bool {
@@ -670,32 +695,7 @@ impl Model for Leadership {
         lanes.extend((1..=processes).map(|p| format!("process {p}")));
         lanes.extend(["scheduler", "dispatcher", "HA stores"].map(String::from));
         let p = usize::from(processes);
-        let lane = |before: &State, action: &Action| {
-            Some(match *action {
-                Action::FailInitialization | Action::FailJobMaster => {
-                    1 + usize::from(before.current)
-                }
-                Action::GrantLeadership(_) | Action::RevokeLeadership(_) => 0,
-                Action::RunGrant(_)
-                | Action::RunRevoke
-                | Action::CheckLeadershipInForward(_)
-                | Action::CloseRunner
-                | Action::CloseOldRunner => 1,
-                Action::DeliverTerminalSignal(id) | Action::TerminateService(id) => {
-                    1 + usize::from(id)
-                }
-                Action::DecideTerminal(_) => 2 + p,
-                Action::DispatcherFailover
-                | Action::HandleRunnerResult
-                | Action::RecoverJob
-                | Action::OldDispatcherHandlesResult
-                | Action::CrashJobManager => 3 + p,
-                Action::RemoveJobGraph
-                | Action::MarkResultClean
-                | Action::OldRemoveJobGraph
-                | Action::OldMarkResultClean => 4 + p,
-            })
-        };
+        let lane = |before: &State, action: &Action| Some(Self::lane(before, action, p));
         Some(crate::picture::of_path(self, &path, &lanes, lane))
     }
 

@@ -341,6 +341,48 @@ impl Model for Jobs {
         action.phrase()
     }
 
+    /// A lane diagram of the path ([`crate::picture`]): the election, then per job its
+    /// runner, each of its processes and its scheduler, then the dispatcher and the HA
+    /// stores, which the jobs share.
+    fn as_svg(&self, path: stateright::Path<JobsState, JobsAction>) -> Option<String> {
+        let path = path.into_vec();
+        // Processes drawn per job: as many as it ever had, at least one.
+        let processes: Vec<usize> = (0..self.count())
+            .map(|i| {
+                path.iter()
+                    .map(|(s, _)| usize::from(s.views[i].process_count))
+                    .max()
+                    .unwrap_or(0)
+                    .max(1)
+            })
+            .collect();
+        let mut lanes = vec!["election".to_string()];
+        let mut first_lane = Vec::with_capacity(processes.len());
+        for (i, p) in processes.iter().enumerate() {
+            first_lane.push(lanes.len());
+            lanes.push(format!("job {} runner", i + 1));
+            lanes.extend((1..=*p).map(|id| format!("job {} process {id}", i + 1)));
+            lanes.push(format!("job {} scheduler", i + 1));
+        }
+        let dispatcher = lanes.len();
+        lanes.extend(["dispatcher", "HA stores"].map(String::from));
+        let lane = |before: &JobsState, action: &JobsAction| {
+            let (i, a) = match *action {
+                JobsAction::Shared(a) => (0, a),
+                JobsAction::Job(job, a) => (usize::from(job) - 1, a),
+            };
+            let p = processes[i];
+            // The one-job layout: election 0, runner 1, processes, scheduler 2 + p,
+            // dispatcher 3 + p, HA stores 4 + p.
+            Some(match Leadership::lane(&before.views[i], &a, p) {
+                0 => 0,
+                l if l >= 3 + p => dispatcher + (l - 3 - p),
+                l => first_lane[i] + l - 1,
+            })
+        };
+        Some(crate::picture::of_path(self, &path, &lanes, lane))
+    }
+
     fn init_states(&self) -> Vec<JobsState> {
         vec![JobsState {
             views: [self.single.initial_state(); MAX_JOBS],
