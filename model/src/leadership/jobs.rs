@@ -124,7 +124,7 @@ impl std::hash::Hash for JobsState {
         // One write of every job's packing, as the one-job state does.
         let mut bytes = [0u8; PACKED_LEN * MAX_JOBS];
         for (chunk, v) in bytes.chunks_exact_mut(PACKED_LEN).zip(self.jobs()) {
-            chunk.copy_from_slice(&v.pack());
+            v.pack_into(chunk.try_into().expect("chunks of PACKED_LEN"));
         }
         state.write(&bytes[..PACKED_LEN * usize::from(self.count)]);
     }
@@ -391,29 +391,37 @@ impl Model for Jobs {
     }
 
     fn actions(&self, s: &JobsState, actions: &mut Vec<JobsAction>) {
-        let mut one = Vec::with_capacity(16);
+        thread_local! {
+            // One job's actions: the checker asks for every state's, so the buffer is
+            // kept rather than allocated per state.
+            static ONE: std::cell::RefCell<Vec<Action>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
         let mut election = [None, None];
         let (mut failover, mut recover, mut crash) = (true, true, false);
-        let mut own = Vec::with_capacity(16);
-        for (i, view) in s.jobs().iter().enumerate() {
-            one.clear();
-            self.single.actions(view, &mut one);
-            let (mut fails_over, mut recovers) = (false, false);
-            for &action in &one {
-                match action {
-                    Action::GrantLeadership(_) => election[0] = Some(action),
-                    Action::RevokeLeadership(_) => election[1] = Some(action),
-                    Action::DispatcherFailover => fails_over = true,
-                    Action::RecoverJob => recovers = true,
-                    Action::CrashJobManager => crash = true,
-                    _ => own.push(JobsAction::Job(i as u8 + 1, action)),
+        let start = actions.len();
+        ONE.with_borrow_mut(|one| {
+            for (i, view) in s.jobs().iter().enumerate() {
+                one.clear();
+                self.single.actions(view, one);
+                let (mut fails_over, mut recovers) = (false, false);
+                for &action in one.iter() {
+                    match action {
+                        Action::GrantLeadership(_) => election[0] = Some(action),
+                        Action::RevokeLeadership(_) => election[1] = Some(action),
+                        Action::DispatcherFailover => fails_over = true,
+                        Action::RecoverJob => recovers = true,
+                        Action::CrashJobManager => crash = true,
+                        _ => actions.push(JobsAction::Job(i as u8 + 1, action)),
+                    }
                 }
+                failover &= fails_over;
+                recover &= recovers;
             }
-            failover &= fails_over;
-            recover &= recovers;
-        }
+        });
+        // The election's steps first, as in the one-job model.
+        let own = actions.len() - start;
         actions.extend(election.into_iter().flatten().map(JobsAction::Shared));
-        actions.extend(own);
+        actions[start..].rotate_left(own);
         for (enabled, action) in [
             (failover, Action::DispatcherFailover),
             (recover, Action::RecoverJob),

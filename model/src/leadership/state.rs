@@ -307,6 +307,13 @@ impl State {
     /// collisions.
     pub(super) fn pack(&self) -> [u8; PACKED_LEN] {
         let mut b = [0u8; PACKED_LEN];
+        self.pack_into(&mut b);
+        b
+    }
+
+    /// [`State::pack`] into a zeroed buffer (several jobs pack their views side by side
+    /// without copying each).
+    pub(super) fn pack_into(&self, b: &mut [u8; PACKED_LEN]) {
         b[0] = self.issued;
         b[1] = self.sessions;
         b[2] = self.runner as u8;
@@ -358,7 +365,6 @@ impl State {
             b[i + 3] = p.result.code();
             i += 4;
         }
-        b
     }
 }
 
