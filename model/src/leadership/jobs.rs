@@ -123,10 +123,12 @@ impl std::hash::Hash for JobsState {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         // One write of every job's packing, as the one-job state does.
         let mut bytes = [0u8; PACKED_LEN * MAX_JOBS];
-        for (chunk, v) in bytes.chunks_exact_mut(PACKED_LEN).zip(self.jobs()) {
-            v.pack_into(chunk.try_into().expect("chunks of PACKED_LEN"));
+        let mut used = 0;
+        for v in self.jobs() {
+            let at = &mut bytes[used..used + PACKED_LEN];
+            used += v.pack_into(at.try_into().expect("PACKED_LEN bytes"));
         }
-        state.write(&bytes[..PACKED_LEN * usize::from(self.count)]);
+        state.write(&bytes[..used]);
     }
 }
 

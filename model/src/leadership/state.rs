@@ -304,16 +304,25 @@ impl Outcome {
 impl State {
     /// An injective byte encoding (every field gets its own byte or bytes), so that
     /// equal encodings mean equal states and the fingerprint loses nothing but hash
-    /// collisions.
+    /// collisions; zeros after the used length ([`State::pack_into`]).
     pub(super) fn pack(&self) -> [u8; PACKED_LEN] {
         let mut b = [0u8; PACKED_LEN];
         self.pack_into(&mut b);
         b
     }
 
-    /// [`State::pack`] into a zeroed buffer (several jobs pack their views side by side
-    /// without copying each).
-    pub(super) fn pack_into(&self, b: &mut [u8; PACKED_LEN]) {
+    /// [`State::pack`] into a zeroed buffer, returning the bytes used: only the chain's
+    /// `chain_len` operations and the first `process_count` processes are written. The
+    /// rest of both arrays is always unused (asserted), and the header holds both
+    /// lengths, so the encoding stays injective and several of them side by side (one
+    /// per job) stay injective too.
+    pub(super) fn pack_into(&self, b: &mut [u8; PACKED_LEN]) -> usize {
+        debug_assert!(self.chain[usize::from(self.chain_len)..]
+            .iter()
+            .all(|op| *op == ChainOp::Empty));
+        debug_assert!(self.processes[usize::from(self.process_count)..]
+            .iter()
+            .all(|p| *p == Process::UNUSED));
         b[0] = self.issued;
         b[1] = self.sessions;
         b[2] = self.runner as u8;
@@ -350,7 +359,7 @@ impl State {
             b[24] = o.current | o.current_leader << 4;
         }
         let mut i = 25;
-        for op in self.chain {
+        for op in &self.chain[..usize::from(self.chain_len)] {
             b[i] = match op {
                 ChainOp::Empty => 0,
                 ChainOp::Revoke => 1,
@@ -358,18 +367,21 @@ impl State {
             };
             i += 1;
         }
-        for p in self.processes {
+        for p in &self.processes[..usize::from(self.process_count)] {
             b[i] = p.state as u8 | (p.forward_pending as u8) << 4;
             b[i + 1] = p.session;
             b[i + 2] = p.epoch;
             b[i + 3] = p.result.code();
             i += 4;
         }
+        i
     }
 }
 
 impl std::hash::Hash for State {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write(&self.pack());
+        let mut b = [0u8; PACKED_LEN];
+        let used = self.pack_into(&mut b);
+        state.write(&b[..used]);
     }
 }
