@@ -223,6 +223,14 @@ impl CheckReport {
         self.property(name).map(|p| p.verdict)
     }
 
+    /// Every property's verdict, by name.
+    pub fn verdicts(&self) -> std::collections::BTreeMap<&'static str, Verdict> {
+        self.properties
+            .iter()
+            .map(|p| (p.name, p.verdict))
+            .collect()
+    }
+
     /// True when every safety property holds and every reachability property is reached.
     pub fn all_good(&self) -> bool {
         self.properties.iter().all(|p| p.verdict.is_good())

@@ -54,14 +54,6 @@ fn run(model: &Leadership) -> CheckReport {
     )
 }
 
-fn verdicts(report: &CheckReport) -> BTreeMap<&'static str, Verdict> {
-    report
-        .properties
-        .iter()
-        .map(|p| (p.name, p.verdict))
-        .collect()
-}
-
 /// Checks every design under every scenario and compares with the table, property by
 /// property; returns the unique state counts by (design, scenario).
 fn assert_table(overrides: &[(&str, &str)]) -> BTreeMap<(&'static str, &'static str), usize> {
@@ -78,7 +70,7 @@ fn assert_table_of(
     for design in Leadership::designs() {
         for &scenario in scenarios {
             let report = run(&model(design, scenario, overrides));
-            let found = verdicts(&report);
+            let found = report.verdicts();
             let expected: BTreeMap<_, _> = table
                 .iter()
                 .filter(|e| e.design == *design && e.scenario == scenario)
@@ -308,7 +300,7 @@ fn statuses_are_interchangeable() {
     for design in Leadership::designs() {
         let one = run(&model(design, "all", &[("statuses", "1")]));
         let three = run(&model(design, "all", &[("statuses", "3")]));
-        assert_eq!(verdicts(&one), verdicts(&three), "{design}");
+        assert_eq!(one.verdicts(), three.verdicts(), "{design}");
         assert!(three.unique_states > one.unique_states, "{design}");
     }
 }
@@ -1391,8 +1383,8 @@ fn a_failing_jobmaster_ends_a_submitted_job_or_stops_its_jobmanager() {
     assert_eq!(last.pending_terminal, None);
     // Failures before a decision change no verdict of the table's `all` column.
     for design in Leadership::designs() {
-        let with = verdicts(&run(&model(design, "jobmaster-failures", &[])));
-        let without = verdicts(&run(&model(design, "all", &[])));
+        let with = run(&model(design, "jobmaster-failures", &[])).verdicts();
+        let without = run(&model(design, "all", &[])).verdicts();
         for (name, verdict) in without {
             assert_eq!(with[name], verdict, "{design} {name}");
         }

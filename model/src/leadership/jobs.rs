@@ -615,10 +615,8 @@ impl Spec for Jobs {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
-    use crate::check::{try_check, CheckOptions, CheckReport, Strategy, Traces};
+    use crate::check::{try_check, CheckOptions, Strategy, Traces};
 
     fn options(strategy: Strategy, symmetry: bool) -> CheckOptions {
         CheckOptions {
@@ -628,14 +626,6 @@ mod tests {
             threads: 2,
             ..CheckOptions::default()
         }
-    }
-
-    fn verdicts(report: &CheckReport) -> BTreeMap<&'static str, Verdict> {
-        report
-            .properties
-            .iter()
-            .map(|p| (p.name, p.verdict))
-            .collect()
     }
 
     /// The model of `design` under a preset of either model plus overrides.
@@ -666,7 +656,7 @@ mod tests {
                 let a = try_check(&single, &options(Strategy::Bfs, false)).unwrap();
                 let b = try_check(&one, &options(Strategy::Bfs, false)).unwrap();
                 assert_eq!(a.unique_states, b.unique_states, "{design} {scenario}");
-                assert_eq!(verdicts(&a), verdicts(&b), "{design} {scenario}");
+                assert_eq!(a.verdicts(), b.verdicts(), "{design} {scenario}");
             }
         }
     }
@@ -680,7 +670,7 @@ mod tests {
             for design in DESIGN_NAMES {
                 let m = jobs(design, preset, &[]);
                 let report = try_check(&m, &options(Strategy::Bfs, false)).unwrap();
-                let found = verdicts(&report);
+                let found = report.verdicts();
                 let cells: Vec<&Expectation> = table
                     .iter()
                     .filter(|e| e.design == design && e.scenario == *scenario)
@@ -698,7 +688,9 @@ mod tests {
                 // Against one job at the same bounds: every verdict equal, but the rows
                 // a fatal error of the other job kills.
                 let one = jobs(design, preset, &[("jobs", "1")]);
-                let one = verdicts(&try_check(&one, &options(Strategy::Bfs, false)).unwrap());
+                let one = try_check(&one, &options(Strategy::Bfs, false))
+                    .unwrap()
+                    .verdicts();
                 let changed: Vec<&str> = found
                     .iter()
                     .filter(|(name, v)| one[*name] != **v)
@@ -760,7 +752,7 @@ mod tests {
         // The fixed design's one-job column holds.
         let single = Leadership::scenario("fixed", "jobmaster-failures", &[]).unwrap();
         let r = try_check(&single, &options(Strategy::Bfs, false)).unwrap();
-        assert_eq!(verdicts(&r)[property::NO_REANIMATION], Verdict::Holds);
+        assert_eq!(r.verdicts()[property::NO_REANIMATION], Verdict::Holds);
     }
 
     #[test]
@@ -789,8 +781,8 @@ mod tests {
                     let plain = try_check(&m, &options(Strategy::Dfs, false)).unwrap();
                     let reduced = try_check(&m, &options(Strategy::Dfs, true)).unwrap();
                     assert_eq!(
-                        verdicts(&plain),
-                        verdicts(&reduced),
+                        plain.verdicts(),
+                        reduced.verdicts(),
                         "{design} {scenario} jobs {count}"
                     );
                     assert!(reduced.unique_states < plain.unique_states);

@@ -70,8 +70,7 @@ mod tests {
     use std::collections::{BTreeMap, HashSet};
 
     use super::super::*;
-    use crate::check::{try_check, CheckOptions, CheckReport, Strategy, Traces};
-    use crate::Verdict;
+    use crate::check::{try_check, CheckOptions, Strategy, Traces};
 
     /// Every renaming of the three statuses: entry `i` is the new name of `Status::ALL[i]`.
     const RENAMINGS: [[Status; 3]; 6] = {
@@ -150,14 +149,6 @@ mod tests {
             symmetry,
             ..CheckOptions::default()
         }
-    }
-
-    fn verdicts(report: &CheckReport) -> BTreeMap<&'static str, Verdict> {
-        report
-            .properties
-            .iter()
-            .map(|p| (p.name, p.verdict))
-            .collect()
     }
 
     fn scenario(design: &str, scenario: &str, statuses: &str) -> Leadership {
@@ -260,13 +251,13 @@ mod tests {
                 let plain = try_check(&model, &dfs(false)).unwrap();
                 let reduced = try_check(&model, &dfs(true)).unwrap();
                 assert!(reduced.symmetry && !plain.symmetry);
-                assert_eq!(verdicts(&reduced), verdicts(&plain), "{design} {name}");
+                assert_eq!(reduced.verdicts(), plain.verdicts(), "{design} {name}");
                 let expected: BTreeMap<_, _> = table
                     .iter()
                     .filter(|e| e.design == design && e.scenario == name)
                     .map(|e| (e.property, e.expected))
                     .collect();
-                assert_eq!(verdicts(&reduced), expected, "{design} {name}");
+                assert_eq!(reduced.verdicts(), expected, "{design} {name}");
                 // Two statuses reduce to the same classes as three, and a model with
                 // one status has as many states as there are classes.
                 let two = try_check(&scenario(design, name, "2"), &dfs(true)).unwrap();
