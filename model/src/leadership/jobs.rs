@@ -8,8 +8,8 @@
 //! once) and the dispatcher, so a failover, the next leader's recovery and a JobManager
 //! crash reach every job in the same step.
 //!
-//! The composition reuses the one-job model unchanged. A state holds one one-job
-//! state, a *view*, per job; the election's and the dispatcher's fields (`issued`,
+//! The composition reuses the one-job model's guards and transitions: a state holds one
+//! one-job state, a *view*, per job; the election's and the dispatcher's fields (`issued`,
 //! `sessions`, `epoch`, `dispatcher`) are equal in every view. A step is either
 //! - one job's own step (its chain, processes, scheduler, forward callbacks, its
 //!   runner's result and cleanup: [`JobsAction::Job`]), taken in that job's view alone;
