@@ -84,6 +84,7 @@ mod narrative;
 pub mod property;
 mod state;
 mod symmetry;
+mod view;
 
 pub use jobs::{Jobs, JobsAction, JobsState};
 pub use state::{
@@ -1222,6 +1223,12 @@ impl Spec for Leadership {
 
     fn describe_step(&self, before: &State, action: &Action) -> String {
         self.step_sentence(before, action)
+    }
+
+    /// The election, the dispatcher, the runner, each process, the scheduler, the
+    /// stores and the old runner in the domain's words (unused slots left out).
+    fn domain_view(&self, state: &State) -> String {
+        self.view(state)
     }
 
     fn classify(&self, path: &[(State, Option<Action>)]) -> Option<String> {

@@ -561,6 +561,21 @@ impl Spec for Jobs {
         }
     }
 
+    /// The election and the dispatcher once, then each job's own parts.
+    fn domain_view(&self, state: &JobsState) -> String {
+        let mut lines = self.single.shared_view(state.job(1));
+        for (i, view) in state.jobs().iter().enumerate() {
+            lines.push(format!("job {}:", i + 1));
+            lines.extend(
+                self.single
+                    .job_view(view)
+                    .into_iter()
+                    .map(|l| format!("  {l}")),
+            );
+        }
+        lines.join("\n")
+    }
+
     /// "job N" for the job whose view decides the verdict, with the shape of its
     /// projection when that is a known one.
     fn classify(&self, path: &[(JobsState, Option<JobsAction>)]) -> Option<String> {
@@ -840,6 +855,32 @@ mod tests {
             todo.extend(actions.into_iter().map(|a| m.next_state(&s, a).unwrap()));
         }
         assert!(seen.len() > 1000, "{}", seen.len());
+    }
+
+    #[test]
+    fn the_view_shows_the_shared_parts_once_and_each_job_under_its_number() {
+        let m = jobs("fixed", preset("all"), &[("jobs", "2")]);
+        let mut s = m.init_states()[0];
+        for a in [
+            JobsAction::Shared(Action::GrantLeadership(1)),
+            JobsAction::Job(2, Action::RunGrant(1)),
+        ] {
+            s = m.next_state(&s, a).unwrap();
+        }
+        assert_eq!(
+            m.domain_view(&s),
+            "election: session 1 issued (1 of 3 sessions issued)\n\
+             dispatcher: epoch 1 of 3, leading\n\
+             job 1:\n  \
+             runner (epoch 1): running, result unset, chain [grant 1]\n  \
+             scheduler: undecided\n  \
+             stores: JobGraph stored, JobResultStore no entry; cleanup none\n\
+             job 2:\n  \
+             runner (epoch 1): running, result unset, current process 1 (leader session 1)\n  \
+             process 1: running, session 1, epoch 1, result unset\n  \
+             scheduler: undecided\n  \
+             stores: JobGraph stored, JobResultStore no entry; cleanup none"
+        );
     }
 
     #[test]
