@@ -74,6 +74,15 @@ impl Args {
         self.switches.iter().any(|s| s == name)
     }
 
+    /// The last value of an option (later ones win), left in place.
+    pub fn peek(&self, name: &str) -> Option<&str> {
+        self.options
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// Removes and returns the last value of an option (later ones win).
     pub fn take(&mut self, name: &str) -> Option<String> {
         let mut found = None;

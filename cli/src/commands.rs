@@ -439,18 +439,17 @@ where
 {
     println!("{}: {}", M::NAME, M::SUMMARY);
     println!("  designs: {}", M::designs().join(", "));
-    let mut scenarios = vec![steadfast_model::DEFAULT_SCENARIO.to_string()];
-    scenarios.extend(M::scenarios().iter().map(|(n, preset)| {
+    // A scenario as `name (setting=value ...)`.
+    let named = |(n, preset): (&str, &[(&str, &str)])| {
         let sets: Vec<String> = preset.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("{n} ({})", sets.join(" "))
-    }));
+    };
+    let mut scenarios = vec![steadfast_model::DEFAULT_SCENARIO.to_string()];
+    scenarios.extend(M::scenarios().iter().copied().map(named));
     println!("  scenarios: {}", scenarios.join(", "));
     if M::NAME == "leadership" {
         let columns: Vec<String> = steadfast_model::leadership::jobs::columns()
-            .map(|(n, preset)| {
-                let sets: Vec<String> = preset.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                format!("{n} ({})", sets.join(" "))
-            })
+            .map(named)
             .collect();
         println!("  several-jobs scenarios: {}", columns.join(", "));
     }

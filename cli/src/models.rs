@@ -17,17 +17,13 @@ pub const ENTRIES: &[&str] = &["leadership", "leadership-jobs", "durable"];
 /// `--jobs` value that is not a number stays with `leadership`, whose settings say
 /// what is wrong with it.
 pub fn entry(name: &str, args: &Args) -> String {
-    let last = |option: &str| {
-        args.options
-            .iter()
-            .rev()
-            .find(|(n, _)| n == option)
-            .map(|(_, v)| v.as_str())
-    };
-    let several = last("jobs")
+    let several = args
+        .peek("jobs")
         .and_then(|v| v.parse::<u64>().ok())
         .is_some_and(|n| n > 1)
-        || last("scenario").is_some_and(steadfast_model::leadership::jobs::is_jobs_scenario);
+        || args
+            .peek("scenario")
+            .is_some_and(steadfast_model::leadership::jobs::is_jobs_scenario);
     if name == "leadership" && several {
         "leadership-jobs".to_string()
     } else {
