@@ -51,7 +51,8 @@ use steadfast::leadership::{
 };
 use steadfast_model::check;
 use steadfast_model::leadership::{
-    self as model, property, Action, Cleanup, DispatcherState, Leadership, Outcome, State, Status,
+    self as model, property, Action, Cleanup, Design, DispatcherState, Leadership, Outcome, State,
+    Status,
 };
 use steadfast_model::Spec;
 use tracing::field::{Field, Visit};
@@ -380,7 +381,7 @@ impl Binding for LeadershipBinding {
     }
 
     fn model_view(model: &Leadership, state: &State) -> Observation {
-        observe_model(&settle(model, state))
+        observe_model(&settle(model, state), model.design)
     }
 
     fn runtime_view(rt: &Runtime) -> Observation {
@@ -388,7 +389,7 @@ impl Binding for LeadershipBinding {
     }
 
     fn model_view_into(model: &Leadership, state: &State, out: &mut Observation) {
-        observe_model_into(&settle(model, state), out);
+        observe_model_into(&settle(model, state), model.design, out);
     }
 
     fn runtime_view_into(rt: &Runtime, out: &mut Observation) {

@@ -138,15 +138,15 @@ pub(super) fn process_session(state: &State, id: u8) -> Session {
     Session(u32::from(state.processes[usize::from(id) - 1].session))
 }
 
-/// The model side of the observation, of a settled state.
-pub(super) fn observe_model(s: &State) -> Observation {
+/// The model side of the observation, of a settled state of `design`.
+pub(super) fn observe_model(s: &State, design: Design) -> Observation {
     let mut out = Observation::blank();
-    observe_model_into(s, &mut out);
+    observe_model_into(s, design, &mut out);
     out
 }
 
 /// [`observe_model`] written over `out`, reusing the room of its list and text.
-pub(super) fn observe_model_into(s: &State, out: &mut Observation) {
+pub(super) fn observe_model_into(s: &State, design: Design, out: &mut Observation) {
     let mut processes = std::mem::take(&mut out.processes);
     processes.clear();
     processes.extend(
@@ -170,11 +170,14 @@ pub(super) fn observe_model_into(s: &State, out: &mut Observation) {
     log.clear();
     let live = s.has_runner && !s.runner_terminated;
     let store_request = model_store_request(s);
-    // The session of the runner's current process; equal to `current_leader` wherever
-    // the model keeps one (designs with the runner fix), and what the runtime keeps.
+    // The session of the runner's current process, which the runtime keeps as its
+    // current process leader. Designs with the runner fix keep it in `current_leader`
+    // too, and the `revoke-clears-leader` mutant clears that at a revoke; designs without
+    // the fix keep none, and the runtime's (the fix's) is then the current process's.
     let current = (s.has_runner && s.current != 0)
         .then(|| process_session(s, s.current))
-        .filter(|_| s.processes[usize::from(s.current) - 1].epoch == s.epoch);
+        .filter(|_| s.processes[usize::from(s.current) - 1].epoch == s.epoch)
+        .filter(|_| !design.runner_fix() || s.current_leader != 0);
     *out = Observation {
         issued_session: session(s.issued).filter(|_| live),
         // A crashed JobManager's runner is gone; the runtime holds none.
@@ -219,7 +222,9 @@ pub(super) fn observe_model_into(s: &State, out: &mut Observation) {
                         .pending_terminal
                         .filter(|_| !o.result.is_set())
                         .map(status),
-                    current_process_leader: (o.current != 0).then(|| process_session(s, o.current)),
+                    current_process_leader: (o.current != 0)
+                        .then(|| process_session(s, o.current))
+                        .filter(|_| !design.runner_fix() || o.current_leader != 0),
                     terminated: o.terminated,
                     result_handled: o.result_handled,
                 },

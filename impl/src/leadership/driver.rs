@@ -25,6 +25,7 @@
 //! their stop completes. With fenced stores ([`Environment::fenced`]) the old
 //! dispatcher's writes are refused.
 
+use super::defect::Defects;
 use super::dispatcher::{Dispatcher, DispatcherEffect, DispatcherEvent, RecoveredJob};
 use super::error::LeadershipError;
 use super::projection::{LeadershipProjection, ProcessProjection};
@@ -197,6 +198,9 @@ pub struct Driver {
     /// The old JobManager's runner is still the latest one started and nothing died
     /// since: once it retires, [`Driver::runner`] is it again.
     old_runner_latest: bool,
+    /// Seed bugs every runner this driver starts carries (feature `defects`); none in
+    /// production.
+    defects: Defects,
 }
 
 /// A JobManager whose dispatcher lost leadership while the next leader, on another
@@ -234,7 +238,17 @@ impl Driver {
             old: None,
             on_old: false,
             old_runner_latest: false,
+            defects: Defects::default(),
         }
+    }
+
+    /// This driver with every runner it starts carrying the given seed bugs of
+    /// FLINK-39704 (feature `defects`), so conformance can bind them to the model's
+    /// designs that lack a part of the fix.
+    #[cfg(feature = "defects")]
+    pub fn with_defects(mut self, defects: &[super::defect::Defect]) -> Self {
+        self.defects = Defects::of(defects);
+        self
     }
 
     /// This driver with the next dispatcher leader on another host: it may gain
@@ -804,7 +818,7 @@ impl Driver {
                     if let Some(old) = self.runner.take() {
                         self.retired.extend(old.projection().processes);
                     }
-                    self.runner = Some(Runner::new(job));
+                    self.runner = Some(Runner::carrying(job, self.defects));
                 }
                 DriverEffect::Dispatcher(DispatcherEffect::CloseRunner { .. }) => {
                     // Closing is idempotent for the dispatcher, as Flink's

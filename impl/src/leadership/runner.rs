@@ -395,8 +395,13 @@ impl Runner {
     /// (feature `defects`, for the simulation's validation to catch them).
     #[cfg(feature = "defects")]
     pub fn with_defects(job: JobId, defects: &[super::defect::Defect]) -> Self {
+        Runner::carrying(job, Defects::of(defects))
+    }
+
+    /// A runner for `job` carrying `defects` (none in production).
+    pub(crate) fn carrying(job: JobId, defects: Defects) -> Self {
         Runner {
-            defects: Defects::of(defects),
+            defects,
             ..Runner::new(job)
         }
     }
