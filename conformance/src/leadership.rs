@@ -583,6 +583,29 @@ impl fmt::Display for CounterexampleReplay {
     }
 }
 
+/// Runs the path `actions` of `m` from its initial state through the binding, the
+/// projections compared after every step, and returns the last state with the runtime
+/// there: a runtime in a situation the model reaches, for tests that then hand it what
+/// the model never sends. Panics where the path is not the model's or the runtime
+/// departs from it.
+pub fn drive(m: &Leadership, actions: &[Action]) -> (State, Runtime) {
+    let states = trace::states_of(m, 0, actions).expect("a path of the model");
+    let mut rt = LeadershipBinding::start(m, &states[0].0);
+    for (state, action) in &states {
+        if let Some(a) = action {
+            LeadershipBinding::step(m, &mut rt, state, a)
+                .unwrap_or_else(|e| panic!("{a:?} refused: {e}"));
+            let next = m.next_state(state, *a).expect("a step of the path");
+            let (want, got) = (
+                LeadershipBinding::model_view(m, &next),
+                LeadershipBinding::runtime_view(&rt),
+            );
+            assert_eq!(want, got, "after {a:?}");
+        }
+    }
+    (states.last().expect("the initial state").0, rt)
+}
+
 /// Finds the shortest counterexample of "no reanimation" in the `unpatched` design at
 /// the given settings overrides, writes it as a trace file, and replays that file
 /// against the fixed runtime: the replay stops where the runtime stops following the

@@ -14,7 +14,7 @@ use steadfast::leadership::{
 };
 use steadfast_conformance::cover::{cover, cover_threads, Coverage};
 use steadfast_conformance::leadership::{
-    check_log, collect, expected_log, logged_step, observe_runtime, realise,
+    check_log, collect, drive, expected_log, logged_step, observe_runtime, realise,
     replay_unpatched_counterexample, start_log, LeadershipBinding, LogRecord, Observation,
     Rejection, Runtime, JOB,
 };
@@ -454,24 +454,6 @@ fn probes_at_the_initial_state_are_refused_with_typed_errors() {
             "no store request pending"
         ]
     );
-}
-
-/// Runs `actions` from the initial state through the binding, checking the projection
-/// after each; returns the final state and runtime.
-fn drive(m: &Leadership, actions: &[Action]) -> (State, Runtime) {
-    let file = trace::to_json(m, 0, actions).expect("a path of the model");
-    let loaded = trace::parse("t.json", &serde_json::to_string(&file).unwrap()).unwrap();
-    let r = trace::replay::<LeadershipBinding>(&loaded).unwrap();
-    assert!(r.divergence.is_none(), "{}", r.divergence.unwrap());
-    let states = trace::states_of(m, 0, actions).unwrap();
-    let last = states.last().unwrap().0;
-    let mut rt = LeadershipBinding::start(m, &states[0].0);
-    for (state, action) in &states {
-        if let Some(a) = action {
-            LeadershipBinding::step(m, &mut rt, state, a).unwrap();
-        }
-    }
-    (last, rt)
 }
 
 #[test]
