@@ -454,7 +454,11 @@ pub(super) fn election_record(
 pub(super) fn refused_record(request: DispatcherEffect, epoch: u8) -> LogRecord {
     LogRecord {
         component: Cow::Borrowed("store"),
-        event: Cow::Borrowed(request.name()),
+        event: Cow::Borrowed(
+            request
+                .request_name()
+                .expect("the stores refuse requests only"),
+        ),
         session: None,
         job: Some(u64::from(JOB.0)),
         epoch: Some(u64::from(epoch)),

@@ -191,32 +191,26 @@ pub enum DispatcherEffect {
 }
 
 impl DispatcherEffect {
-    /// The effect's name in the structured log.
-    pub fn name(&self) -> &'static str {
+    /// The store request's name in the structured log (where the stores log a request
+    /// they refuse); `None` for the effects that are not store requests.
+    pub fn request_name(&self) -> Option<&'static str> {
         match self {
-            DispatcherEffect::StartRunner { .. } => "start_runner",
-            DispatcherEffect::CloseRunner { .. } => "close_runner",
-            DispatcherEffect::RecoverJobs { .. } => "recover_jobs",
-            DispatcherEffect::PutJobGraph { .. } => "put_job_graph",
-            DispatcherEffect::WriteDirtyEntry { .. } => "write_dirty_entry",
-            DispatcherEffect::RemoveJobGraph { .. } => "remove_job_graph",
-            DispatcherEffect::MarkEntryClean { .. } => "mark_entry_clean",
-            DispatcherEffect::GlobalCleanup { .. } => "global_cleanup",
-            DispatcherEffect::LocalCleanup { .. } => "local_cleanup",
-            DispatcherEffect::FatalError { .. } => "fatal_error",
+            DispatcherEffect::RecoverJobs { .. } => Some("recover_jobs"),
+            DispatcherEffect::PutJobGraph { .. } => Some("put_job_graph"),
+            DispatcherEffect::WriteDirtyEntry { .. } => Some("write_dirty_entry"),
+            DispatcherEffect::RemoveJobGraph { .. } => Some("remove_job_graph"),
+            DispatcherEffect::MarkEntryClean { .. } => Some("mark_entry_clean"),
+            DispatcherEffect::StartRunner { .. }
+            | DispatcherEffect::CloseRunner { .. }
+            | DispatcherEffect::GlobalCleanup { .. }
+            | DispatcherEffect::LocalCleanup { .. }
+            | DispatcherEffect::FatalError { .. } => None,
         }
     }
 
     /// Whether the effect is a store request the driver answers.
     pub fn is_store_request(&self) -> bool {
-        matches!(
-            self,
-            DispatcherEffect::RecoverJobs { .. }
-                | DispatcherEffect::PutJobGraph { .. }
-                | DispatcherEffect::WriteDirtyEntry { .. }
-                | DispatcherEffect::RemoveJobGraph { .. }
-                | DispatcherEffect::MarkEntryClean { .. }
-        )
+        self.request_name().is_some()
     }
 }
 

@@ -333,9 +333,10 @@ impl Driver {
     /// result handled, no request outstanding) or it exited; its processes stay on
     /// record, in creation order.
     fn retire_old(&mut self) {
-        let Some(old) = self.old.as_deref() else {
-            return;
-        };
+        let old = self
+            .old
+            .as_deref()
+            .expect("both callers have an old JobManager");
         let done = old.runner.as_ref().is_none_or(Runner::is_terminated)
             && old.dispatcher.result_received(self.job) != Some(false)
             && old.store_requests.is_empty()
@@ -860,7 +861,7 @@ impl Driver {
 fn refused(job: JobId, epoch: u32, request: DispatcherEffect, why: &str) {
     tracing::debug!(
         component = "store",
-        event = request.name(),
+        event = request.request_name().unwrap_or("not_a_store_request"),
         job = job.0,
         epoch,
         outcome = "refused",

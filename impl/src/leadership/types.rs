@@ -76,9 +76,10 @@ impl JobStatus {
 ///
 /// ```
 /// use steadfast::leadership::{JobStatus, ProcessResult};
-/// assert!(ProcessResult::Terminal(JobStatus::Failed).is_globally_terminal());
-/// assert!(!ProcessResult::NotFinished.is_globally_terminal());
-/// assert!(!ProcessResult::InitializationFailed.is_globally_terminal());
+/// let failed = ProcessResult::Terminal(JobStatus::Failed);
+/// assert_eq!(failed.terminal_status(), Some(JobStatus::Failed));
+/// assert_eq!(ProcessResult::NotFinished.terminal_status(), None);
+/// assert_eq!(ProcessResult::InitializationFailed.terminal_status(), None);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ProcessResult {
@@ -101,11 +102,6 @@ impl ProcessResult {
             _ => None,
         }
     }
-
-    /// Whether this value carries a globally terminal status.
-    pub fn is_globally_terminal(self) -> bool {
-        self.terminal_status().is_some()
-    }
 }
 
 /// The value a runner's result future completes with; the dispatcher consumes it.
@@ -114,7 +110,6 @@ impl ProcessResult {
 /// use steadfast::leadership::{JobStatus, ProcessResult, RunnerResult};
 /// let r: RunnerResult = ProcessResult::Terminal(JobStatus::Canceled).into();
 /// assert_eq!(r, RunnerResult::Terminal(JobStatus::Canceled));
-/// assert_eq!(RunnerResult::Suspended.terminal_status(), None);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RunnerResult {
@@ -130,16 +125,6 @@ pub enum RunnerResult {
     InitializationFailed,
     /// The process's JobMaster failed while running.
     JobMasterFailed,
-}
-
-impl RunnerResult {
-    /// The terminal status, if this value is globally terminal.
-    pub fn terminal_status(self) -> Option<JobStatus> {
-        match self {
-            RunnerResult::Terminal(status) => Some(status),
-            _ => None,
-        }
-    }
 }
 
 impl From<ProcessResult> for RunnerResult {
