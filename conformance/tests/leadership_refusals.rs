@@ -5,15 +5,20 @@
 //! Each situation is reached by driving the runtime along a shortest path of the fixed
 //! model to a state with the named property ([`reach`]), the projections compared at
 //! every step ([`drive`]); the refused event is then handed to a copy of the machine.
+//!
+//! The last tests pin what the runner does between steps the model takes atomically
+//! (its model gaps, listed in `specs/conformance.md`): a close between a grant's store
+//! question and its answer, and election messages that reach a runner that no longer
+//! runs.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Debug;
 
 use stateright::Model;
 use steadfast::leadership::{
-    DispatcherEffect, DispatcherEvent, Driver, Event, JobGraphStore, JobId, JobResultEntry,
+    DispatcherEffect, DispatcherEvent, Driver, Effect, Event, JobGraphStore, JobId, JobResultEntry,
     JobResultStore, JobStatus, LeadershipError, Process, ProcessEvent, ProcessResult, RecoveredJob,
-    RunnerResult, RunnerState, Session,
+    Runner, RunnerOutcome, RunnerResult, RunnerState, Session,
 };
 use steadfast_conformance::leadership::{drive, Runtime, JOB};
 use steadfast_model::leadership::{self as model, Action, Leadership, State};
@@ -279,20 +284,6 @@ fn a_stopped_runner_refuses_a_close_and_a_terminated_one_a_revoke() {
 }
 
 #[test]
-fn a_process_refuses_not_finished_from_outside() {
-    let process = Process::new(Session(1));
-    refuses(
-        &process,
-        |p| p.handle(ProcessEvent::Completed(ProcessResult::NotFinished)),
-        |e| {
-            *e == LeadershipError::NotFinishedIsInternal {
-                session: Session(1),
-            }
-        },
-    );
-}
-
-#[test]
 fn the_stores_refuse_a_second_job_graph_a_second_entry_and_cleaning_none() {
     let rt = at(|s| s.job_result == model::JobResultEntry::Dirty);
     let env = rt.driver.environment();
@@ -352,4 +343,133 @@ fn a_driver_refuses_answers_and_deliveries_with_nothing_pending() {
         |env| env.execute(DispatcherEffect::StartRunner { job: JOB }),
         |e| *e == LeadershipError::NoPendingStoreRequest,
     );
+}
+
+#[test]
+fn a_process_refuses_not_finished_from_outside_and_a_second_close() {
+    let mut process = Process::new(Session(1));
+    refuses(
+        &process,
+        |p| p.handle(ProcessEvent::Completed(ProcessResult::NotFinished)),
+        |e| {
+            *e == LeadershipError::NotFinishedIsInternal {
+                session: Session(1),
+            }
+        },
+    );
+    process.handle(ProcessEvent::Close).unwrap();
+    refuses(
+        &process,
+        |p| p.handle(ProcessEvent::Close),
+        |e| {
+            *e == LeadershipError::ProcessAlreadyClosing {
+                session: Session(1),
+            }
+        },
+    );
+}
+
+#[test]
+fn a_runner_asking_about_one_session_refuses_a_confirmation_of_another() {
+    let mut runner = Runner::new(JOB);
+    let s1 = Session(1);
+    runner
+        .handle(Event::LeadershipGranted { session: s1 })
+        .unwrap();
+    let asked = runner
+        .handle(Event::JobResultStoreAnswered { has_entry: false })
+        .unwrap();
+    assert_eq!(asked, vec![Effect::ConfirmLeadership { session: s1 }]);
+    let s2 = Session(2);
+    refuses(
+        &runner,
+        |r| {
+            r.handle(Event::LeadershipConfirmed {
+                session: s2,
+                held: true,
+            })
+        },
+        |e| *e == LeadershipError::UnexpectedConfirmation { session: s2 },
+    );
+}
+
+/// A runner for [`JOB`] whose first process (session 1) forwarded FINISHED: the job
+/// completed, and the election's session 1 is still granted to it.
+fn completed_runner() -> Runner {
+    let mut runner = Runner::new(JOB);
+    let s1 = Session(1);
+    for event in [
+        Event::LeadershipGranted { session: s1 },
+        Event::JobResultStoreAnswered { has_entry: false },
+        Event::LeadershipConfirmed {
+            session: s1,
+            held: true,
+        },
+        Event::TerminalSignalDelivered {
+            session: s1,
+            status: JobStatus::Finished,
+        },
+        Event::ForwardCallback { session: s1 },
+        Event::LeadershipConfirmed {
+            session: s1,
+            held: true,
+        },
+    ] {
+        runner.handle(event).unwrap();
+    }
+    assert_eq!(runner.state(), RunnerState::JobCompleted);
+    assert_eq!(
+        runner.result(),
+        Some(RunnerResult::Terminal(JobStatus::Finished))
+    );
+    runner
+}
+
+/// Model gap: the model's chain takes a grant or revoke only while the runner runs, so
+/// it never delivers one to a completed runner; the runtime queues it and skips it.
+#[test]
+fn election_messages_reaching_a_completed_runner_are_queued_and_skipped() {
+    let mut runner = completed_runner();
+    let before = format!("{:?}", runner.projection());
+    for event in [
+        Event::LeadershipRevoked,
+        Event::LeadershipGranted {
+            session: Session(2),
+        },
+    ] {
+        let handled = runner.step(event).unwrap();
+        assert_eq!(handled.outcome, RunnerOutcome::Queued, "{event:?}");
+        assert_eq!(handled.effects, vec![], "{event:?}");
+        assert!(runner.is_idle(), "{event:?}");
+    }
+    assert_eq!(before, format!("{:?}", runner.projection()));
+}
+
+/// Model gap: the model's `RunGrant` asks the JobResultStore and the election in one
+/// step; the runtime asks one at a time, and a close between the store's question and
+/// its answer makes the grant a no-op (Flink's `runIfStateRunning` around the answer).
+#[test]
+fn a_close_between_a_grants_store_question_and_its_answer_skips_the_grant() {
+    let mut runner = Runner::new(JOB);
+    let asked = runner
+        .handle(Event::LeadershipGranted {
+            session: Session(1),
+        })
+        .unwrap();
+    assert_eq!(asked, vec![Effect::QueryJobResultStore]);
+    runner.handle(Event::CloseRequested).unwrap();
+    let handled = runner
+        .step(Event::JobResultStoreAnswered { has_entry: false })
+        .unwrap();
+    assert_eq!(handled.outcome, RunnerOutcome::GrantSkippedNotRunning);
+    assert!(
+        !handled.effects.iter().any(|e| matches!(
+            e,
+            Effect::ConfirmLeadership { .. } | Effect::StartProcess { .. }
+        )),
+        "{:?}",
+        handled.effects
+    );
+    assert_eq!(runner.processes().count(), 0);
+    assert_eq!(runner.state(), RunnerState::Stopped);
 }

@@ -8,7 +8,8 @@
 //! - [`Defect::RevokeClearsLeader`] (the runner fix's bookkeeping undone) is the model's
 //!   `revoke-clears-leader` mutant.
 
-use steadfast::leadership::{Defect, Driver};
+use stateright::Model;
+use steadfast::leadership::{Defect, Driver, Runner};
 use steadfast_conformance::cover::{cover, Coverage};
 use steadfast_conformance::leadership::{LeadershipBinding, Observation, Rejection, Runtime, JOB};
 use steadfast_conformance::{Binding, Problem};
@@ -156,4 +157,28 @@ fn the_fixed_model_finds_each_seed_bug_where_the_emulated_fault_is_found() {
         d.problem,
         Problem::Projection(vec!["runner.current_process_leader: 1 | null".into()])
     );
+}
+
+/// A machine carrying a seed bug says so in its `Debug` form, which divergence reports
+/// print; the driver's runners carry what `Runner::with_defects` gives.
+#[test]
+fn a_runner_and_its_processes_name_their_seed_bug() {
+    let m = model("runner-fix-only", "default");
+    let init = m.init_states()[0];
+    let mut rt = SeedBug::<0>::start(&m, &init);
+    let fresh = Runner::with_defects(JOB, &[Defect::EagerNotFinished]);
+    assert_eq!(
+        format!("{:?}", rt.driver.runner().expect("a runner")),
+        format!("{fresh:?}")
+    );
+    let mut state = init;
+    for a in [Action::GrantLeadership(1), Action::RunGrant(1)] {
+        SeedBug::<0>::step(&m, &mut rt, &state, &a).unwrap();
+        state = m.next_state(&state, a).unwrap();
+    }
+    let shown = format!("{:?}", rt.driver.runner().expect("a runner"));
+    let named = "defects: Defects { eager_not_finished: true, revoke_clears_leader: false }";
+    // Once for the runner, once for its process.
+    assert_eq!(shown.matches(named).count(), 2, "{shown}");
+    assert!(!format!("{:?}", Runner::new(JOB)).contains("defects"));
 }

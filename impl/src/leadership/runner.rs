@@ -797,18 +797,21 @@ impl Runner {
         if self.slots[index].settled() {
             return false;
         }
-        if self.slots[index].process.state() == ProcessState::Running {
-            // A running process accepts Close, so this cannot fail.
-            if let Ok(closed) = self.slots[index].process.handle(ProcessEvent::Close) {
-                let session = self.slots[index].process.session();
-                effects.push(Effect::CloseProcess { session });
-                // Only an eager NotFinished (a seed bug) completes the result at close.
-                for effect in closed {
-                    if let ProcessEffect::ResultCompleted(value) = effect {
-                        self.slots[index].forward = Forward::Scheduled(value);
-                        effects.push(Effect::ForwardScheduled { session });
-                    }
-                }
+        // An unsettled current process runs: one that closes is what an earlier stop
+        // waits for, and the chain runs the next operation only once it settled.
+        debug_assert_eq!(self.slots[index].process.state(), ProcessState::Running);
+        // A running process accepts Close; were it closing already, nothing is to do.
+        let closed = self.slots[index]
+            .process
+            .handle(ProcessEvent::Close)
+            .unwrap_or_default();
+        let session = self.slots[index].process.session();
+        effects.push(Effect::CloseProcess { session });
+        // Only an eager NotFinished (a seed bug) completes the result at close.
+        for effect in closed {
+            if let ProcessEffect::ResultCompleted(value) = effect {
+                self.slots[index].forward = Forward::Scheduled(value);
+                effects.push(Effect::ForwardScheduled { session });
             }
         }
         self.in_flight = Some(InFlight::Stopping { index, then_close });
