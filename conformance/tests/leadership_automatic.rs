@@ -12,7 +12,7 @@ use stateright::{Checker, Model};
 use steadfast::leadership::LeadershipError;
 use steadfast_conformance::cover::{cover, Coverage};
 use steadfast_conformance::leadership::automatic::{
-    automatic_runtime, AutomaticBinding, AutomaticLeadership, AutomaticStep,
+    automatic_runtime, check_event_log, AutomaticBinding, AutomaticLeadership, AutomaticStep,
 };
 use steadfast_conformance::leadership::{collect, expected_log, LogRecord, Rejection};
 use steadfast_conformance::trace;
@@ -472,4 +472,45 @@ fn automatic_trace_files_replay() {
     let r = trace::replay::<AutomaticBinding>(&loaded).unwrap();
     assert!(r.divergence.is_none());
     assert_eq!(r.steps.len(), events.len());
+}
+
+/// The log check of an event takes the runtime's records in any order, but not a record
+/// changed, missing or added.
+#[test]
+fn an_events_log_is_checked_record_by_record_in_any_order() {
+    let m = automatic("fixed", &[]);
+    let init = m.init_states()[0];
+    let failover = m
+        .events(&init)
+        .into_iter()
+        .map(|(e, _)| e)
+        .find(|e| e.steps[0] == Action::DispatcherFailover)
+        .unwrap();
+    let mut rt = automatic_runtime(&m.model);
+    rt.check_log = false;
+    let (result, seen) = collect(|| AutomaticBinding::step(&m, &mut rt, &init, &failover));
+    assert_eq!(check_event_log(&m, &init, &failover, &result, &seen), "");
+    let mut reversed = seen.clone();
+    reversed.reverse();
+    assert_eq!(
+        check_event_log(&m, &init, &failover, &result, &reversed),
+        ""
+    );
+    let mut changed = seen.clone();
+    changed[2].outcome = "discarded".into();
+    assert_eq!(
+        check_event_log(&m, &init, &failover, &result, &changed),
+        "log missing: dispatcher runner_completed job=1 epoch=1 -> applied; \
+         log unexpected: dispatcher runner_completed job=1 epoch=1 -> discarded"
+    );
+    assert_eq!(
+        check_event_log(&m, &init, &failover, &result, &seen[1..]),
+        "log missing: dispatcher leadership_lost epoch=1 -> applied"
+    );
+    let mut added = seen.clone();
+    added.push(seen[0].clone());
+    assert_eq!(
+        check_event_log(&m, &init, &failover, &result, &added),
+        "log unexpected: dispatcher leadership_lost epoch=1 -> applied"
+    );
 }

@@ -22,9 +22,13 @@
 //! The runtime, the projection and the probes are the stepwise binding's
 //! ([`super::Runtime`], [`Observation`], [`LeadershipBinding::probes`]); the runtime is
 //! started on an automatic driver. The structured log of an event must hold exactly the
-//! records of the model's steps it stands for, in any order: the driver runs the effects
-//! breadth first, so the dispatcher's store answers come between the runner's close and
-//! its termination, where no concatenation of the steps' logs puts them.
+//! records of the model's steps it stands for, each as often, in any order
+//! ([`check_event_log`]). The order is left out because the driver runs effects breadth
+//! first: a runner whose close completes at once publishes its result before it reports
+//! its termination, and the dispatcher handles them in that order, where the model
+//! completes both in one step (`CloseRunner`) before the dispatcher may handle the
+//! result; and the dirty entry is written, and the JobGraph removed, between the
+//! dispatcher's close request and the runner's termination.
 
 use serde::Deserialize;
 
@@ -312,20 +316,80 @@ pub fn automatic_runtime(model: &Leadership) -> Runtime {
 /// Binds [`AutomaticLeadership`] to the automatic driver.
 pub struct AutomaticBinding;
 
-/// Whether `want` and `seen` hold the same records, each as often, in any order.
-fn same_records(want: &[LogRecord], seen: &[LogRecord]) -> bool {
-    if want.len() != seen.len() {
-        return false;
+/// The log the model's steps of `e` imply at `before`, each step's records after the
+/// one before; for an event the model forbids (`refused`), the refusal of what the
+/// binding delivered: nothing for `grant()` and `revoke()`, which refuse before any
+/// machine sees the event.
+pub fn expected_event_log(
+    m: &AutomaticLeadership,
+    before: &State,
+    e: &AutomaticStep,
+    refused: bool,
+) -> Vec<LogRecord> {
+    let mut out = Vec::new();
+    if refused {
+        if let (false, Some(first)) = (e.issues_and_delivers(), e.steps.first()) {
+            out = expected_log(&m.model, before, first, true);
+        }
+        return out;
     }
+    let mut s = *before;
+    for &a in &e.steps {
+        out.extend(expected_log(&m.model, &s, &a, false));
+        s = m
+            .model
+            .next_state(&s, a)
+            .expect("the steps of an enabled event");
+    }
+    out
+}
+
+/// The log check of one event: where `seen`, the structured events the runtime emitted
+/// while it realised `e` at `before` and answered `result`, holds other records than the
+/// model's steps imply ([`expected_event_log`]), in any order; empty when they agree. A
+/// refusal of an enabled event, or the acceptance of a forbidden one, is a disagreement
+/// of its own and is not checked here.
+pub fn check_event_log(
+    m: &AutomaticLeadership,
+    before: &State,
+    e: &AutomaticStep,
+    result: &Result<(), Rejection>,
+    seen: &[LogRecord],
+) -> String {
+    let enabled = m.next_state(before, e.clone()).is_some();
+    log_check(m, before, e, enabled, result, seen)
+}
+
+fn log_check(
+    m: &AutomaticLeadership,
+    before: &State,
+    e: &AutomaticStep,
+    enabled: bool,
+    result: &Result<(), Rejection>,
+    seen: &[LogRecord],
+) -> String {
+    if enabled != result.is_ok() {
+        return String::new();
+    }
+    unshared(&expected_event_log(m, before, e, !enabled), seen)
+}
+
+/// The records `want` and `seen` do not share, each counted as often as it occurs:
+/// `log missing: ...` for one only the model's steps imply, `log unexpected: ...` for
+/// one only the runtime emitted; empty when the two hold the same records in any order.
+fn unshared(want: &[LogRecord], seen: &[LogRecord]) -> String {
     let mut left: Vec<&LogRecord> = seen.iter().collect();
-    want.iter()
-        .all(|w| match left.iter().position(|r| *r == w) {
+    let mut out = Vec::new();
+    for w in want {
+        match left.iter().position(|r| *r == w) {
             Some(i) => {
-                left.swap_remove(i);
-                true
+                left.remove(i);
             }
-            None => false,
-        })
+            None => out.push(format!("log missing: {w}")),
+        }
+    }
+    out.extend(left.iter().map(|r| format!("log unexpected: {r}")));
+    out.join("; ")
 }
 
 impl AutomaticBinding {
@@ -359,35 +423,6 @@ impl AutomaticBinding {
             [] => return Err("an automatic event with no model step".into()),
         }
         Ok(())
-    }
-
-    /// The log the model's steps of `e` imply, each step's records after the one
-    /// before; for a refused event, the refusal of what the binding delivered.
-    fn expected(
-        m: &AutomaticLeadership,
-        before: &State,
-        e: &AutomaticStep,
-        refused: bool,
-    ) -> Vec<LogRecord> {
-        let mut out = Vec::new();
-        if refused {
-            // `grant()` and `revoke()` refuse before any machine sees the event.
-            if !e.issues_and_delivers() {
-                if let Some(first) = e.steps.first() {
-                    out = expected_log(&m.model, before, first, true);
-                }
-            }
-            return out;
-        }
-        let mut s = *before;
-        for &a in &e.steps {
-            out.extend(expected_log(&m.model, &s, &a, false));
-            s = m
-                .model
-                .next_state(&s, a)
-                .expect("the steps of an enabled event");
-        }
-        out
     }
 }
 
@@ -440,14 +475,7 @@ impl Binding for AutomaticBinding {
             return Self::drive(rt, before, e, enabled);
         }
         let (result, seen) = collect(|| Self::drive(rt, before, e, enabled));
-        // A step refused although the model takes it, or taken although the model
-        // forbids it, is reported as such already.
-        if enabled == result.is_ok() {
-            let want = Self::expected(m, before, e, !enabled);
-            if !same_records(&want, &seen) {
-                rt.log = disagreements(&want, &seen);
-            }
-        }
+        rt.log = log_check(m, before, e, enabled, &result, &seen);
         result
     }
 
@@ -495,6 +523,9 @@ impl Binding for AutomaticBinding {
             }
             "RunGrant" => "Driver::deliver_election of the grant; its queries answered at once",
             "RunRevoke" => "Driver::deliver_election of the revoke",
+            "DispatcherFailover" => {
+                "Driver::dispatcher_lose_leadership; the runner's close, its result handled and the cleanup it starts, at once"
+            }
             other => LeadershipBinding::counterpart(other),
         }
     }
