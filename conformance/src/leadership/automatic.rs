@@ -27,8 +27,8 @@
 //! first: a runner whose close completes at once publishes its result before it reports
 //! its termination, and the dispatcher handles them in that order, where the model
 //! completes both in one step (`CloseRunner`) before the dispatcher may handle the
-//! result; and the dirty entry is written, and the JobGraph removed, between the
-//! dispatcher's close request and the runner's termination.
+//! result; and the dirty entry is written before the runner is asked to close, the
+//! JobGraph removed before the dispatcher hears that the close completed.
 
 use serde::Deserialize;
 
