@@ -167,7 +167,10 @@ usage: steadfast models
 usage: steadfast conform [MODEL] [--design D] [--SETTING VALUE]... [--threads N]
                          [--walks N] [--walk-length N] [--seed S] [--json]
                          [--max-memory MIB]
-  every transition of the model replayed against the runtime, then seeded walks"
+  every transition of the model replayed against the runtime, then seeded walks;
+  without MODEL every bound model: leadership (the stepwise driver),
+  leadership-automatic (the automatic driver: one event runs until the driver waits,
+  compared where it is quiescent), durable, durable-eager (the eager operator)"
         }
         "traces" => {
             "\

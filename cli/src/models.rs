@@ -58,7 +58,12 @@ macro_rules! with_spec {
 pub(crate) use with_spec;
 
 /// Models bound to a runtime, in the order tables list them.
-pub const BOUND: &[&str] = &["leadership", "durable", "durable-eager"];
+pub const BOUND: &[&str] = &[
+    "leadership",
+    "leadership-automatic",
+    "durable",
+    "durable-eager",
+];
 
 /// `with_binding!(name, B => expr)`: like [`with_spec!`], with `B` bound to the
 /// conformance binding of the model called `name`.
@@ -68,6 +73,10 @@ macro_rules! with_binding {
         match $name {
             "leadership" => {
                 type $b = steadfast_conformance::leadership::LeadershipBinding;
+                $body
+            }
+            "leadership-automatic" => {
+                type $b = steadfast_conformance::leadership::automatic::AutomaticBinding;
                 $body
             }
             "durable" => {

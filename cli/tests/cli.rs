@@ -41,7 +41,7 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
         (&["check"], "steadfast: `check` needs a model"),
         (
             &["traces", "--out", "unused"],
-            "steadfast: `traces` needs a model (models: leadership, durable, durable-eager)",
+            "steadfast: `traces` needs a model (models: leadership, leadership-automatic, durable, durable-eager)",
         ),
         (&["check", "paxos"], "steadfast: unknown model `paxos`"),
         (
@@ -619,6 +619,19 @@ fn conform_drives_the_eager_operator_one_event_at_a_time() {
         "{text}"
     );
     assert!(text.contains("CallSupplier + Crash"), "{text}");
+}
+
+#[test]
+fn conform_drives_the_automatic_leadership_driver_one_event_at_a_time() {
+    let o = steadfast(&["conform", "leadership-automatic", "--walks", "0"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("leadership-automatic fixed: 3979 unique states, 7597 transitions replayed"),
+        "{text}"
+    );
+    assert!(text.contains("GrantLeadership + RunGrant 82"), "{text}");
+    assert!(text.contains("RevokeLeadership + RunRevoke 259"), "{text}");
 }
 
 #[test]

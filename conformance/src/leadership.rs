@@ -68,6 +68,8 @@ pub use log::*;
 mod observation;
 pub use observation::*;
 
+pub mod automatic;
+
 /// The job every run drives.
 pub const JOB: JobId = JobId(1);
 
