@@ -628,38 +628,33 @@ impl Driver {
 
     /// Issues a session and delivers the grant at once (requires an empty inbox).
     pub fn grant(&mut self) -> Result<Session, LeadershipError> {
-        if !self.election_inbox.is_empty() {
-            return Err(LeadershipError::Election(
-                "earlier messages are undelivered",
-            ));
-        }
-        let before = self.env.clone();
-        let session = self.elect()?;
-        if let Err(error) = self.deliver_election() {
-            self.env = before;
-            self.election_inbox.clear();
-            return Err(error);
-        }
-        Ok(session)
+        self.inbox_empty()?;
+        let mut session = None;
+        self.atomically(|d| {
+            session = Some(d.elect()?);
+            d.deliver_election()
+        })?;
+        Ok(session.expect("issued by the step that succeeded"))
     }
 
     /// Revokes the issued session and delivers the revoke at once (requires an empty
     /// inbox).
     pub fn revoke(&mut self) -> Driven {
-        if !self.election_inbox.is_empty() {
-            return Err(LeadershipError::Election(
+        self.inbox_empty()?;
+        self.atomically(|d| {
+            d.unelect()?;
+            d.deliver_election()
+        })
+    }
+
+    /// Refuses a grant or revoke delivered at once while earlier election messages wait.
+    fn inbox_empty(&self) -> Result<(), LeadershipError> {
+        if self.election_inbox.is_empty() {
+            Ok(())
+        } else {
+            Err(LeadershipError::Election(
                 "earlier messages are undelivered",
-            ));
-        }
-        let before = self.env.clone();
-        self.unelect()?;
-        match self.deliver_election() {
-            Ok(effects) => Ok(effects),
-            Err(error) => {
-                self.env = before;
-                self.election_inbox.clear();
-                Err(error)
-            }
+            ))
         }
     }
 
