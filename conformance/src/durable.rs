@@ -8,7 +8,11 @@
 //! checkpoint. The operator is a plain value and the log's partitions are shared until
 //! appended to, so cloning a runtime at every branch of the state graph copies little.
 //!
-//! Mapping of the model's steps, one to one (the impl implements the `fixed` design):
+//! The impl implements the `fixed` design. With the `defects` feature a [`Variant`] can
+//! switch on the operator's own seed bugs: with both, the end-offset marker and the old
+//! put order, it is the model's `unpatched` design, and a failed put goes on as saved.
+//!
+//! Mapping of the model's steps, one to one:
 //! - `DeliverInput(k)`: [`Event::Input`] with the key's next sequence number as value;
 //! - `StartAction(k)`: [`Event::Continue`], the start of the queue's head (the operator
 //!   reuses saved results as far as they go, then asks for a call or awaits completion);
@@ -117,6 +121,12 @@ pub trait Variant: 'static {
     /// minimum of all parts'.
     fn replays_own_marker() -> bool {
         false
+    }
+    /// The operator's own seed bugs (feature `defects`) that every operator started or
+    /// restored carries: the operator then runs the model design they stand for.
+    #[cfg(feature = "defects")]
+    fn defects() -> &'static [steadfast::durable::Defect] {
+        &[]
     }
 }
 

@@ -281,8 +281,7 @@ impl<V: Variant> Runtime<V> {
         let start = || {
             let mut op =
                 Operator::new(names.defs(), names.partitions).expect("action names are distinct");
-            op.set_scheduling(scheduling);
-            op.set_limits(names.limits);
+            Self::configure(&mut op, scheduling, &names);
             op
         };
         let op1 = (names.subtasks > 1).then(start);
@@ -559,6 +558,8 @@ impl<V: Variant> Runtime<V> {
             // A failed put fails the task: the projection shows it.
             Err(OperatorError::Store(_)) => Ok(()),
             Err(e) => Err(Rejection::Runtime(e)),
+            // The old put order never looks at the answer: the action goes on.
+            Ok(effects) if Self::caches_at_send() => Ok(self.apply(effects)?),
             Ok(_) => Err("the operator took a failed put as saved".into()),
         }
     }
@@ -711,8 +712,7 @@ impl<V: Variant> Runtime<V> {
                 }
                 None => Operator::new(defs, self.names.partitions)?,
             };
-            op.set_scheduling(self.scheduling);
-            op.set_limits(self.names.limits);
+            Self::configure(&mut op, self.scheduling, &self.names);
             if t == 0 {
                 self.op = Some(op);
             } else {
@@ -725,6 +725,26 @@ impl<V: Variant> Runtime<V> {
         self.commit(&all);
         self.unannounced_outputs = [0; model::MAX_KEYS];
         Ok(restored)
+    }
+}
+
+impl<V: Variant> Runtime<V> {
+    /// Sets up an operator the runtime starts or restores: its scheduling, its queues'
+    /// bounds and the variant's seed bugs.
+    fn configure(op: &mut Operator, scheduling: Scheduling, names: &Names) {
+        op.set_scheduling(scheduling);
+        op.set_limits(names.limits);
+        #[cfg(feature = "defects")]
+        op.set_defects(V::defects());
+    }
+
+    /// Whether the variant's operators cache a state at its send (the old put order),
+    /// so that a failed put goes on as if saved.
+    fn caches_at_send() -> bool {
+        #[cfg(feature = "defects")]
+        return V::defects().contains(&steadfast::durable::Defect::CacheBeforeAck);
+        #[cfg(not(feature = "defects"))]
+        false
     }
 }
 

@@ -275,16 +275,11 @@ impl ActionStateStore {
         scratch: &mut (Vec<u8>, Vec<u8>),
     ) -> Result<PutRecord, StoreError> {
         let (key_buf, value_buf) = scratch;
-        encode_parts(key, seq, action, state, key_buf, value_buf).map_err(|reason| {
-            StoreError::Encode {
-                key: StateKey {
-                    key: key.to_string(),
-                    seq,
-                    action: action.to_string(),
-                },
-                reason,
-            }
-        })?;
+        // Fails only for a field longer than `u32::MAX` bytes.
+        if let Err(reason) = encode_parts(key, seq, action, state, key_buf, value_buf) {
+            let key = StateKey::of(key, seq, action);
+            return Err(StoreError::Encode { key, reason });
+        }
         Ok(PutRecord {
             partition: self.partition_of(key),
             key: key_buf.as_slice().to_vec(),
@@ -449,9 +444,7 @@ impl ActionStateStore {
                 continue;
             }
             let states = Arc::make_mut(&mut self.states);
-            let Some(list) = states.get_mut(key) else {
-                continue;
-            };
+            let list = states.get_mut(key).expect("the key's list was just read");
             let finished = list.partition_point(|t| t.seq <= boundary);
             list.drain(..finished);
             report.states_pruned += finished as u64;
@@ -502,19 +495,10 @@ impl ActionStateStore {
     }
 
     /// A rebuild of the cache from the log, replayed from `marker`, skipping states of
-    /// inputs finished according to `last_completed`: hand it the records of every
-    /// partition from the marker on ([`Rebuild::feed`]), then the log's end offsets
-    /// ([`Rebuild::finish`]).
-    pub fn rebuild(
-        partitions: u32,
-        marker: &RecoveryMarker,
-        last_completed: BTreeMap<String, u64>,
-    ) -> Result<Rebuild, StoreError> {
-        ActionStateStore::rebuild_owned(partitions, marker, last_completed, Ownership::All)
-    }
-
-    /// [`ActionStateStore::rebuild`] for a subtask that owns only `owned`: records of
-    /// other keys are skipped (and counted), as another subtask restores them.
+    /// inputs finished according to `last_completed`, for a subtask that owns `owned`
+    /// (records of other keys are skipped and counted: another subtask restores them):
+    /// hand it the records of every partition from the marker on ([`Rebuild::feed`]),
+    /// then the log's end offsets ([`Rebuild::finish`]).
     pub fn rebuild_owned(
         partitions: u32,
         marker: &RecoveryMarker,
@@ -528,18 +512,11 @@ impl ActionStateStore {
                 marker.offsets.len(),
             )));
         }
-        Ok(Rebuild {
-            store: ActionStateStore::new(partitions),
-            next: marker.offsets.clone(),
-            marker: marker.offsets.clone(),
-            last_completed,
-            owned,
-            report: RebuildReport::default(),
-        })
+        Ok(Rebuild::new(marker, last_completed, owned))
     }
 }
 
-/// A rebuild in progress ([`ActionStateStore::rebuild`]): it takes the records the log's
+/// A rebuild in progress ([`ActionStateStore::rebuild_owned`]): it takes the records the log's
 /// owner reads from the marker to the end, partition by partition, in offset order.
 #[derive(Debug)]
 pub struct Rebuild {
@@ -553,6 +530,22 @@ pub struct Rebuild {
 }
 
 impl Rebuild {
+    /// A rebuild over as many partitions as `marker` names (at least one).
+    pub(crate) fn new(
+        marker: &RecoveryMarker,
+        last_completed: BTreeMap<String, u64>,
+        owned: Ownership,
+    ) -> Rebuild {
+        Rebuild {
+            store: ActionStateStore::new(marker.offsets.len() as u32),
+            next: marker.offsets.clone(),
+            marker: marker.offsets.clone(),
+            last_completed,
+            owned,
+            report: RebuildReport::default(),
+        }
+    }
+
     /// The offsets the replay starts from, indexed by partition.
     pub fn marker(&self) -> &[Offset] {
         &self.marker
@@ -574,9 +567,10 @@ impl Rebuild {
                 record.offset, *next
             )));
         }
+        // Decoded before the rebuild moves on: a refused record leaves it as it was.
+        let (sk, state) = decode_record(record)?;
         *next += 1;
         self.report.records_scanned += 1;
-        let (sk, state) = decode_record(record)?;
         if !self.owned.owns(&sk.key) {
             self.report.foreign_skipped += 1;
             return Ok(());
