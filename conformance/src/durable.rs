@@ -75,7 +75,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::json;
 use stateright::Model;
-use steadfast::durable::store::{decode_record, RebuildReport};
+use steadfast::durable::store::{decode_record, RebuildReport, StoreError};
 use steadfast::durable::{
     partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Datum, Effect, Event,
     KeyActivity, KeyState, Limits, LogError, LogRecord, Offset, Operator, OperatorError, Ownership,
@@ -90,6 +90,8 @@ pub use view::*;
 
 mod runtime;
 pub use runtime::*;
+
+mod refusals;
 
 /// Why the runtime refused a step: the operator's typed error, or what the binding found.
 pub type Rejection = crate::Rejection<OperatorError>;
@@ -897,7 +899,33 @@ impl<V: Variant> Conformant<V> {
     /// than the bound).
     fn snapshot_part(rt: &mut Runtime<V>, t: u8, id: u64) -> Result<Arc<Checkpoint>, Rejection> {
         let ends = rt.ends();
-        let mut checkpoint = rt.op_at(t)?.snapshot(id, &ends)?;
+        let op = rt.op_at(t)?;
+        let mut checkpoint = op.snapshot(id, &ends)?;
+        // End offsets of another partition count are refused, and change nothing.
+        let mut probe = op.clone();
+        let wrong = [ends.as_slice(), &[0]].concat();
+        let want = format!(
+            "the log reported {} end offsets for {} partitions",
+            wrong.len(),
+            ends.len()
+        );
+        let refused = match probe.snapshot(id + 1, &wrong) {
+            Err(OperatorError::Store(StoreError::InvalidMarker(m))) if m == want => None,
+            other => Some(format!(
+                "a snapshot over {} end offsets gives {:?}, not `{want}`",
+                wrong.len(),
+                other.map(|_| ())
+            )),
+        };
+        let unchanged = format!("{probe:?}") == format!("{op:?}")
+            && probe
+                .pending_checkpoint_ids()
+                .eq(op.pending_checkpoint_ids());
+        rt.reports.extend(refused);
+        if !unchanged {
+            rt.reports
+                .push("a refused snapshot changed the operator".to_string());
+        }
         let unnotified = &mut rt.unnotified[usize::from(t)];
         let known = unnotified.len()
             + rt.pending

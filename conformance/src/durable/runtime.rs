@@ -676,8 +676,10 @@ impl<V: Variant> Runtime<V> {
             )),
             None => None,
         };
-        if let Some((cp, _)) = &merged {
+        if let Some((cp, parts)) = &merged {
             self.refuses_corruptions_of(&Arc::new(cp.clone()));
+            self.refuses_bad_parts(parts);
+            self.refuses_bad_replays(cp);
         }
         for t in 0..subtasks {
             let defs = self.names.defs();
@@ -713,6 +715,14 @@ impl<V: Variant> Runtime<V> {
                 None => Operator::new(defs, self.names.partitions)?,
             };
             Self::configure(&mut op, self.scheduling, &self.names);
+            if self.scheduling == Scheduling::Stepwise {
+                // Stepwise, a resume drives nothing: each key goes on with a Continue.
+                let effects = op.handle(Event::Resume)?;
+                if !effects.is_empty() {
+                    self.reports
+                        .push(format!("a stepwise resume has effects {effects:?}"));
+                }
+            }
             if t == 0 {
                 self.op = Some(op);
             } else {

@@ -661,8 +661,8 @@ fn check_checkpoint(actions: &[ActionDef], checkpoint: &Checkpoint) -> Result<()
 
 /// A restore in progress ([`Operator::restore`]): the checkpoint was checked; the log's
 /// records from its marker to the end are fed in, partition by partition, then
-/// [`Restoring::finish`] gives the operator.
-#[derive(Debug)]
+/// [`Restoring::finish`] gives the operator. A copy goes on on its own.
+#[derive(Clone, Debug)]
 pub struct Restoring {
     actions: Vec<ActionDef>,
     checkpoint_id: u64,

@@ -518,7 +518,7 @@ impl ActionStateStore {
 
 /// A rebuild in progress ([`ActionStateStore::rebuild_owned`]): it takes the records the log's
 /// owner reads from the marker to the end, partition by partition, in offset order.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Rebuild {
     store: ActionStateStore,
     marker: Vec<Offset>,
@@ -555,38 +555,41 @@ impl Rebuild {
     /// one before the marker) or undecodable is refused with an error naming it.
     pub fn feed(&mut self, record: &LogRecord) -> Result<(), StoreError> {
         let p = record.partition;
-        let Some(next) = self.next.get_mut(p as usize) else {
+        let Some(&next) = self.next.get(p as usize) else {
             return Err(StoreError::Replay(format!(
                 "record of partition {p}, the log has {}",
                 self.marker.len()
             )));
         };
-        if record.offset != *next {
+        if record.offset != next {
             return Err(StoreError::Replay(format!(
-                "partition {p}: record at offset {} where {} was expected",
-                record.offset, *next
+                "partition {p}: record at offset {} where {next} was expected",
+                record.offset
             )));
         }
-        // Decoded before the rebuild moves on: a refused record leaves it as it was.
+        // Every check comes before the rebuild moves on: a refused record leaves it as
+        // it was.
         let (sk, state) = decode_record(record)?;
-        *next += 1;
+        let owned = self.owned.owns(&sk.key);
+        let unfinished = input_unfinished(&sk.key, sk.seq, &self.last_completed);
+        let home = self.store.partition_of(&sk.key);
+        if owned && unfinished && home != p {
+            return Err(StoreError::Replay(format!(
+                "partition {p} offset {}: key {:?} belongs to partition {home}",
+                record.offset, sk.key
+            )));
+        }
+        self.next[p as usize] += 1;
         self.report.records_scanned += 1;
-        if !self.owned.owns(&sk.key) {
+        if !owned {
             self.report.foreign_skipped += 1;
             return Ok(());
         }
-        if !input_unfinished(&sk.key, sk.seq, &self.last_completed) {
+        if !unfinished {
             self.report.finished_skipped += 1;
             return Ok(());
         }
         let StateKey { key, seq, action } = sk;
-        if self.store.partition_of(&key) != p {
-            return Err(StoreError::Replay(format!(
-                "partition {p} offset {}: key {key:?} belongs to partition {}",
-                record.offset,
-                self.store.partition_of(&key)
-            )));
-        }
         self.store.remember(
             &key,
             seq,
