@@ -75,11 +75,12 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::json;
 use stateright::Model;
-use steadfast::durable::store::{decode_record, RebuildReport, StoreError};
+use steadfast::durable::store::{decode_record, encode_record, RebuildReport, StoreError};
 use steadfast::durable::{
-    partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Datum, Effect, Event,
-    KeyActivity, KeyState, Limits, LogError, LogRecord, Offset, Operator, OperatorError, Ownership,
-    PendingInput, PruneReport, PutId, PutRecord, QueuedAction, Scheduling, StateKey as ImplKey,
+    partition_for, ActionDef, ActionStateStore, CallChain, CallOutcome, CallRef, Checkpoint, Datum,
+    Effect, Event, KeyActivity, KeyState, Limits, LogError, LogRecord, Offset, Operator,
+    OperatorError, Ownership, PendingInput, PruneReport, PutId, PutRecord, QueuedAction,
+    Scheduling, StateKey as ImplKey,
 };
 use steadfast_model::durable::{self as model, Action, ActionState, Durable, Phase, StateKey};
 

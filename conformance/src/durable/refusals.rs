@@ -8,7 +8,7 @@
 
 use super::*;
 
-use steadfast::durable::{ActionStateStore, MergeError, Restoring, StoreError};
+use steadfast::durable::{MergeError, Restoring};
 
 /// A record made from one the replay reads by breaking one rule of the record format.
 struct Damage {
@@ -271,8 +271,9 @@ impl<V: Variant> Runtime<V> {
         problems
     }
 
-    /// The restored operator `op` refuses an acknowledgement and a failure of a put it
-    /// never sent, for each of its keys, and stays as it was.
+    /// The restored operator `op` refuses, for each of its keys, an acknowledgement and a
+    /// failure of a put it never sent, and an input past the bound of pending inputs
+    /// (lowered to none for the probe); it stays as it was.
     fn refuses_unsent_answers(mut op: Operator) -> Vec<String> {
         let mut problems = Vec::new();
         let before = format!("{op:?}");
@@ -300,8 +301,32 @@ impl<V: Variant> Runtime<V> {
                 }
             }
         }
+        // A key whose pending inputs are at their bound refuses the next input.
+        let full = Limits {
+            pending_inputs_per_key: 0,
+            ..op.limits()
+        };
+        let limits = op.limits();
+        op.set_limits(full);
+        let mut keys: Vec<String> = op.keys().keys().cloned().collect();
+        keys.sort();
+        for key in keys {
+            let input = Event::Input {
+                key: key.clone(),
+                value: Datum::Null,
+            };
+            match op.handle(input) {
+                Err(OperatorError::Full {
+                    key: k,
+                    what: "pending inputs",
+                    limit: 0,
+                }) if k == key => {}
+                other => problems.push(format!("an input over the bound gives {other:?}")),
+            }
+        }
+        op.set_limits(limits);
         if format!("{op:?}") != before {
-            problems.push("answers to puts never sent changed the operator".into());
+            problems.push("events refused changed the operator".into());
         }
         problems
     }

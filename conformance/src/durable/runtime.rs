@@ -130,9 +130,14 @@ impl Names {
     }
 }
 
-/// The scripted external service: deterministic in the call.
+/// The scripted external service: deterministic in the call. An action's second call
+/// fails: an error is a call's outcome like a value, saved and reused the same way (the
+/// model does not tell them apart).
 pub(super) fn supplier(function: &str, args: &Datum) -> CallOutcome {
-    CallOutcome::Value(json!(format!("{function}{args}")))
+    match function {
+        "f1" => CallOutcome::Error(format!("{function}{args} is unavailable")),
+        _ => CallOutcome::Value(json!(format!("{function}{args}"))),
+    }
 }
 
 /// A call the operator asked for.
@@ -1000,5 +1005,34 @@ pub(super) fn cross_check_cache(op: &Operator, reports: &mut Vec<String>) {
             offsets.len(),
             store.cached_len()
         ));
+    }
+    // The store's public put halves, handed each cached state and its tracked offset,
+    // build the same store: each record goes to the partition tracked for its state and
+    // is the record format's encoding of it.
+    let mut again = ActionStateStore::new(store.partition_count());
+    let (mut key, mut value) = (Vec::new(), Vec::new());
+    for (sk, state) in &cache {
+        let Some(&(partition, offset)) = offsets.get(sk) else {
+            continue;
+        };
+        match again.encode_put(sk, state) {
+            Ok(put) => {
+                let encoded = encode_record(sk, state, &mut key, &mut value).is_ok()
+                    && (put.key.as_slice(), put.value.as_slice())
+                        == (key.as_slice(), value.as_slice());
+                if put.partition != partition || !encoded {
+                    reports.push(format!(
+                        "the put of cached {sk:?} goes to partition {} (tracked in \
+                         {partition}) or is not its record format's encoding",
+                        put.partition
+                    ));
+                }
+            }
+            Err(e) => reports.push(format!("cached {sk:?} does not encode: {e}")),
+        }
+        again.acknowledge(sk, state.clone(), offset);
+    }
+    if again.cache() != cache || again.latest_offsets() != offsets {
+        reports.push("the store's put halves build another store from its cache".into());
     }
 }
