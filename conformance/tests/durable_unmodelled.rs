@@ -129,6 +129,11 @@ fn a_saved_result_of_a_call_the_code_no_longer_makes_is_dropped_and_called_again
         let effects = op.handle(Event::CallReturned { call, outcome }).unwrap();
         let mut records = vec![landed(&effects[0], 0)];
         let put = op.puts_in_flight()[0].1;
+        let shown = format!("{op:?}");
+        assert!(
+            shown.contains(r#"puts_in_flight: [("k", PutId(0))]"#),
+            "{shown}"
+        );
         let effects = op
             .handle(Event::PutAcked {
                 key: "k".into(),

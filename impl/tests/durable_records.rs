@@ -8,7 +8,7 @@ use serde_json::json;
 use steadfast::durable::store::{decode_record, encode_record, RECORD_FORMAT};
 use steadfast::durable::{
     args_digest, ActionState, ActionStateStore, CallOutcome, CallResult, Datum, LogRecord,
-    Ownership, RecoveryMarker, StateKey, StoreError,
+    Ownership, Rebuild, RecoveryMarker, StateKey, StoreError,
 };
 
 fn sk(key: &str, seq: u64, action: &str) -> StateKey {
@@ -236,13 +236,11 @@ fn a_damaged_record_in_the_log_fails_the_rebuild_with_its_place() {
     let put = store
         .encode_put(&sk("k", 0, "a"), &ActionState::default())
         .expect("encode");
-    let mut rebuild = ActionStateStore::rebuild_owned(
-        1,
+    let mut rebuild = Rebuild::new(
         &RecoveryMarker { offsets: vec![0] },
         Default::default(),
         Ownership::All,
-    )
-    .expect("marker fits");
+    );
     let record = |offset, key: &[u8], value: &[u8]| LogRecord {
         partition: 0,
         offset,

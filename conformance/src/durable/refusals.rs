@@ -40,6 +40,12 @@ fn damages_of(record: &LogRecord) -> Vec<Damage> {
         "key: 1 bytes after the end".into(),
         &|r| r.key.push(0),
     );
+    // The input key's first byte follows the format byte and the key's length.
+    with(
+        "an input key not UTF-8",
+        "key: input key is not UTF-8".into(),
+        &|r| r.key[5] = 0xff,
+    );
     with("a value cut short", "value: truncated".into(), &|r| {
         r.value.pop();
     });
@@ -71,7 +77,7 @@ impl<V: Variant> Runtime<V> {
         let mut with_extra = |extra: Checkpoint, want: MergeError| {
             let mut all: Vec<&Checkpoint> = parts.iter().map(|p| &**p).collect();
             all.push(&extra);
-            match Checkpoint::merge(all) {
+            match Checkpoint::merge(&all) {
                 Err(e) if e == want => {}
                 other => self.reports.push(format!(
                     "merging checkpoint parts gives {other:?}, not {want:?}"
@@ -106,28 +112,10 @@ impl<V: Variant> Runtime<V> {
 
     /// A restore of `cp` (owning every key) refuses, at the first record it replays,
     /// each damage of that record and the record out of place; it refuses log ends that
-    /// do not fit; a rebuild over a log of another partition count is refused before it
-    /// starts; the restored operator refuses answers to puts it never sent. Each refusal
-    /// leaves the restore or the operator as it was.
+    /// do not fit (another partition count among them); the restored operator refuses
+    /// events it cannot take. Each refusal leaves the restore or the operator as it was.
     pub(super) fn refuses_bad_replays(&mut self, cp: &Checkpoint) {
         let partitions = cp.marker.offsets.len();
-        let want = format!(
-            "marker has {partitions} partitions, the log has {}",
-            partitions + 1
-        );
-        match ActionStateStore::rebuild_owned(
-            partitions as u32 + 1,
-            &cp.marker,
-            BTreeMap::new(),
-            Ownership::All,
-        ) {
-            Err(StoreError::InvalidMarker(m)) if m == want => {}
-            other => self.reports.push(format!(
-                "a rebuild over {} partitions from a marker of {partitions} gives {:?}",
-                partitions + 1,
-                other.map(|_| ())
-            )),
-        }
         let mut restoring = match Operator::restore(self.names.defs(), cp) {
             Ok(r) => r,
             Err(e) => {

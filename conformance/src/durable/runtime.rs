@@ -676,7 +676,8 @@ impl<V: Variant> Runtime<V> {
         let mut restored = Vec::new();
         let merged = match &self.completed {
             Some(parts) => Some((
-                Checkpoint::merge(parts.iter().map(|p| &**p)).map_err(|e| e.to_string())?,
+                Checkpoint::merge(&parts.iter().map(|p| &**p).collect::<Vec<_>>())
+                    .map_err(|e| e.to_string())?,
                 parts.clone(),
             )),
             None => None,

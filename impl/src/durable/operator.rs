@@ -215,10 +215,7 @@ impl Checkpoint {
     /// parts is refused) and the union minimum of their markers
     /// ([`merge_recovery_markers`]). Each restored subtask then keeps what it owns
     /// ([`Operator::restore_owned`]).
-    pub fn merge<'a>(
-        parts: impl IntoIterator<Item = &'a Checkpoint>,
-    ) -> Result<Checkpoint, MergeError> {
-        let parts: Vec<&Checkpoint> = parts.into_iter().collect();
+    pub fn merge(parts: &[&Checkpoint]) -> Result<Checkpoint, MergeError> {
         let first = parts.first().ok_or(MergeError::Empty)?;
         let mut keys = BTreeMap::new();
         for (index, part) in parts.iter().enumerate() {
@@ -235,7 +232,8 @@ impl Checkpoint {
                 }
             }
         }
-        let marker = merge_recovery_markers(parts.iter().map(|p| &p.marker))?;
+        let markers: Vec<&RecoveryMarker> = parts.iter().map(|p| &p.marker).collect();
+        let marker = merge_recovery_markers(&markers)?;
         debug_assert!(
             parts.iter().all(|p| p
                 .marker
@@ -913,9 +911,8 @@ impl Operator {
             .entry(key.clone())
             .or_default();
         let seq = ks.next_seq;
-        ks.next_seq = seq
-            .checked_add(1)
-            .ok_or_else(|| OperatorError::SequenceExhausted(key.clone()))?;
+        // Below `u64::MAX - 1`: refused above otherwise, and 0 for a new key.
+        ks.next_seq = seq + 1;
         ks.pending_inputs
             .push_back(PendingInput { seq, input: value });
         tracing::debug!(component = "durable.operator", event = "input", key = %key, seq);
@@ -1629,7 +1626,7 @@ mod tests {
 
     #[test]
     fn parts_merge_into_their_keys_and_the_minimum_marker() {
-        let merged = Checkpoint::merge([&part(3, &["x"], &[4]), &part(3, &["y"], &[2])]).unwrap();
+        let merged = Checkpoint::merge(&[&part(3, &["x"], &[4]), &part(3, &["y"], &[2])]).unwrap();
         assert_eq!(merged.keys.keys().collect::<Vec<_>>(), ["x", "y"]);
         assert_eq!(merged.marker.offsets, [2]);
         assert_eq!(merged.id, 3);
@@ -1637,9 +1634,9 @@ mod tests {
 
     #[test]
     fn parts_that_do_not_make_one_checkpoint_are_refused() {
-        let twice = Checkpoint::merge([&part(3, &["x"], &[4]), &part(3, &["x"], &[2])]);
+        let twice = Checkpoint::merge(&[&part(3, &["x"], &[4]), &part(3, &["x"], &[2])]);
         assert_eq!(twice.unwrap_err(), MergeError::KeyInTwoParts("x".into()));
-        let ids = Checkpoint::merge([&part(3, &["x"], &[4]), &part(4, &["y"], &[2])]);
+        let ids = Checkpoint::merge(&[&part(3, &["x"], &[4]), &part(4, &["y"], &[2])]);
         assert!(matches!(
             ids.unwrap_err(),
             MergeError::CheckpointId {
@@ -1648,20 +1645,17 @@ mod tests {
                 found: 4
             }
         ));
-        let partitions = Checkpoint::merge([&part(3, &["x"], &[4]), &part(3, &["y"], &[2, 0])]);
+        let partitions = Checkpoint::merge(&[&part(3, &["x"], &[4]), &part(3, &["y"], &[2, 0])]);
         assert!(matches!(
             partitions.unwrap_err(),
             MergeError::PartitionCount { .. }
         ));
-        assert_eq!(
-            Checkpoint::merge(std::iter::empty()).unwrap_err(),
-            MergeError::Empty
-        );
+        assert_eq!(Checkpoint::merge(&[]).unwrap_err(), MergeError::Empty);
     }
 
     #[test]
     fn an_owned_restore_takes_only_the_keyed_state_of_its_keys() {
-        let merged = Checkpoint::merge([&part(1, &["x"], &[0]), &part(1, &["y"], &[0])]).unwrap();
+        let merged = Checkpoint::merge(&[&part(1, &["x"], &[0]), &part(1, &["y"], &[0])]).unwrap();
         let owned = Ownership::Keys(["y".to_string()].into());
         let (op, _) = Operator::restore_owned(actions(), &merged, owned)
             .unwrap()

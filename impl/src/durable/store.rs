@@ -131,10 +131,8 @@ pub enum MergeError {
 /// only the keys it owned; after a restore a subtask may own keys another one wrote, so
 /// replaying from its own marker alone could skip their unfinished states. Markers that
 /// disagree in partition count, or none at all, are refused.
-pub fn merge_recovery_markers<'a>(
-    markers: impl IntoIterator<Item = &'a RecoveryMarker>,
-) -> Result<RecoveryMarker, MergeError> {
-    let mut markers = markers.into_iter();
+pub fn merge_recovery_markers(markers: &[&RecoveryMarker]) -> Result<RecoveryMarker, MergeError> {
+    let mut markers = markers.iter();
     let first = markers.next().ok_or(MergeError::Empty)?;
     let mut offsets = first.offsets.clone();
     for (i, m) in markers.enumerate() {
@@ -493,31 +491,9 @@ impl ActionStateStore {
         );
         Ok(RecoveryMarker { offsets })
     }
-
-    /// A rebuild of the cache from the log, replayed from `marker`, skipping states of
-    /// inputs finished according to `last_completed`, for a subtask that owns `owned`
-    /// (records of other keys are skipped and counted: another subtask restores them):
-    /// hand it the records of every partition from the marker on ([`Rebuild::feed`]),
-    /// then the log's end offsets ([`Rebuild::finish`]).
-    pub fn rebuild_owned(
-        partitions: u32,
-        marker: &RecoveryMarker,
-        last_completed: BTreeMap<String, u64>,
-        owned: Ownership,
-    ) -> Result<Rebuild, StoreError> {
-        let partitions = partitions.max(1);
-        if marker.offsets.len() != partitions as usize {
-            return Err(StoreError::InvalidMarker(format!(
-                "marker has {} partitions, the log has {partitions}",
-                marker.offsets.len(),
-            )));
-        }
-        Ok(Rebuild::new(marker, last_completed, owned))
-    }
 }
 
-/// A rebuild in progress ([`ActionStateStore::rebuild_owned`]): it takes the records the log's
-/// owner reads from the marker to the end, partition by partition, in offset order.
+/// A rebuild in progress ([`Rebuild::new`]): it takes the records the log's owner reads from the marker to the end, partition by partition, in offset order.
 #[derive(Clone, Debug)]
 pub struct Rebuild {
     store: ActionStateStore,
@@ -530,8 +506,13 @@ pub struct Rebuild {
 }
 
 impl Rebuild {
-    /// A rebuild over as many partitions as `marker` names (at least one).
-    pub(crate) fn new(
+    /// A rebuild of the cache from the log, replayed from `marker` (one offset per
+    /// partition), skipping states of inputs finished according to `last_completed`, for
+    /// a subtask that owns `owned` (records of other keys are skipped and counted:
+    /// another subtask restores them): hand it the records of every partition from the
+    /// marker on ([`Rebuild::feed`]), then the log's end offsets ([`Rebuild::finish`]),
+    /// which refuses a marker that does not fit them.
+    pub fn new(
         marker: &RecoveryMarker,
         last_completed: BTreeMap<String, u64>,
         owned: Ownership,
@@ -699,8 +680,7 @@ mod tests {
 
     fn rebuilt(owned: Ownership) -> (ActionStateStore, RebuildReport) {
         let marker = RecoveryMarker { offsets: vec![0] };
-        let mut rebuild =
-            ActionStateStore::rebuild_owned(1, &marker, BTreeMap::new(), owned).unwrap();
+        let mut rebuild = Rebuild::new(&marker, BTreeMap::new(), owned);
         for r in records() {
             rebuild.feed(&r).unwrap();
         }
@@ -736,19 +716,22 @@ mod tests {
 
     #[test]
     fn merged_markers_take_the_minimum_per_partition() {
-        let merged = merge_recovery_markers([&marker(&[3, 5]), &marker(&[4, 2])]).unwrap();
+        let merged = merge_recovery_markers(&[&marker(&[3, 5]), &marker(&[4, 2])]).unwrap();
         assert_eq!(merged, marker(&[3, 2]));
         let three = [marker(&[7, 1]), marker(&[7, 9]), marker(&[6, 9])];
-        assert_eq!(merge_recovery_markers(&three).unwrap(), marker(&[6, 1]));
         assert_eq!(
-            merge_recovery_markers([&marker(&[4])]).unwrap(),
+            merge_recovery_markers(&three.iter().collect::<Vec<_>>()).unwrap(),
+            marker(&[6, 1])
+        );
+        assert_eq!(
+            merge_recovery_markers(&[&marker(&[4])]).unwrap(),
             marker(&[4])
         );
     }
 
     #[test]
     fn markers_of_different_partition_counts_or_none_do_not_merge() {
-        let err = merge_recovery_markers([&marker(&[3, 5]), &marker(&[4])]).unwrap_err();
+        let err = merge_recovery_markers(&[&marker(&[3, 5]), &marker(&[4])]).unwrap_err();
         assert_eq!(
             err,
             MergeError::PartitionCount {
@@ -761,9 +744,6 @@ mod tests {
             err.to_string(),
             "recovery marker 1 names 1 partitions, marker 0 names 2"
         );
-        assert_eq!(
-            merge_recovery_markers(std::iter::empty()).unwrap_err(),
-            MergeError::Empty
-        );
+        assert_eq!(merge_recovery_markers(&[]).unwrap_err(), MergeError::Empty);
     }
 }
