@@ -63,6 +63,12 @@ fn damages_of(record: &LogRecord) -> Vec<Damage> {
             "value: unknown outcome tag 7".into(),
             &|r| r.value[tag] = 7,
         );
+        // A value's JSON text follows its tag and length.
+        if record.value[tag] == 0 {
+            with("a call value not JSON", "value: call value:".into(), &|r| {
+                r.value[tag + 5] = b'}'
+            });
+        }
     }
     out
 }
