@@ -8,7 +8,11 @@
 //! checkpoint. The operator is a plain value and the log's partitions are shared until
 //! appended to, so cloning a runtime at every branch of the state graph copies little.
 //!
-//! Mapping of the model's steps, one to one (the impl implements the `fixed` design):
+//! The impl implements the `fixed` design. With the `defects` feature a [`Variant`] can
+//! switch on the operator's own seed bugs: with both, the end-offset marker and the old
+//! put order, it is the model's `unpatched` design, and a failed put goes on as saved.
+//!
+//! Mapping of the model's steps, one to one:
 //! - `DeliverInput(k)`: [`Event::Input`] with the key's next sequence number as value;
 //! - `StartAction(k)`: [`Event::Continue`], the start of the queue's head (the operator
 //!   reuses saved results as far as they go, then asks for a call or awaits completion);
@@ -71,11 +75,12 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::json;
 use stateright::Model;
-use steadfast::durable::store::{decode_record, RebuildReport};
+use steadfast::durable::store::{decode_record, encode_record, RebuildReport, StoreError};
 use steadfast::durable::{
-    partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Datum, Effect, Event,
-    KeyActivity, KeyState, Limits, LogError, LogRecord, Offset, Operator, OperatorError, Ownership,
-    PendingInput, PruneReport, PutId, PutRecord, QueuedAction, Scheduling, StateKey as ImplKey,
+    partition_for, ActionDef, ActionStateStore, CallChain, CallOutcome, CallRef, Checkpoint, Datum,
+    Effect, Event, KeyActivity, KeyState, Limits, LogError, LogRecord, Offset, Operator,
+    OperatorError, Ownership, PendingInput, PruneReport, PutId, PutRecord, QueuedAction,
+    Scheduling, StateKey as ImplKey,
 };
 use steadfast_model::durable::{self as model, Action, ActionState, Durable, Phase, StateKey};
 
@@ -86,6 +91,8 @@ pub use view::*;
 
 mod runtime;
 pub use runtime::*;
+
+mod refusals;
 
 /// Why the runtime refused a step: the operator's typed error, or what the binding found.
 pub type Rejection = crate::Rejection<OperatorError>;
@@ -117,6 +124,12 @@ pub trait Variant: 'static {
     /// minimum of all parts'.
     fn replays_own_marker() -> bool {
         false
+    }
+    /// The operator's own seed bugs (feature `defects`) that every operator started or
+    /// restored carries: the operator then runs the model design they stand for.
+    #[cfg(feature = "defects")]
+    fn defects() -> &'static [steadfast::durable::Defect] {
+        &[]
     }
 }
 
@@ -887,7 +900,33 @@ impl<V: Variant> Conformant<V> {
     /// than the bound).
     fn snapshot_part(rt: &mut Runtime<V>, t: u8, id: u64) -> Result<Arc<Checkpoint>, Rejection> {
         let ends = rt.ends();
-        let mut checkpoint = rt.op_at(t)?.snapshot(id, &ends)?;
+        let op = rt.op_at(t)?;
+        let mut checkpoint = op.snapshot(id, &ends)?;
+        // End offsets of another partition count are refused, and change nothing.
+        let mut probe = op.clone();
+        let wrong = [ends.as_slice(), &[0]].concat();
+        let want = format!(
+            "the log reported {} end offsets for {} partitions",
+            wrong.len(),
+            ends.len()
+        );
+        let refused = match probe.snapshot(id + 1, &wrong) {
+            Err(OperatorError::Store(StoreError::InvalidMarker(m))) if m == want => None,
+            other => Some(format!(
+                "a snapshot over {} end offsets gives {:?}, not `{want}`",
+                wrong.len(),
+                other.map(|_| ())
+            )),
+        };
+        let unchanged = format!("{probe:?}") == format!("{op:?}")
+            && probe
+                .pending_checkpoint_ids()
+                .eq(op.pending_checkpoint_ids());
+        rt.reports.extend(refused);
+        if !unchanged {
+            rt.reports
+                .push("a refused snapshot changed the operator".to_string());
+        }
         let unnotified = &mut rt.unnotified[usize::from(t)];
         let known = unnotified.len()
             + rt.pending

@@ -1,13 +1,16 @@
 //! Conformance of the durable-actions runtime (flink-agents issue 1158) to the model's
 //! `fixed` design: every transition at the conformance bounds, seeded walks beyond them,
 //! runtimes that re-introduce each half of the bug (reported at their first diverging
-//! step), the unpatched counterexample replayed against the fixed runtime, and the
-//! operator's production (eager) scheduling at the grain of its events.
+//! step), the unpatched counterexample replayed against the fixed runtime, the operator's
+//! own seed bugs against the `unpatched` design, and the operator's production (eager)
+//! scheduling at the grain of its events.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use stateright::{Checker, Model};
-use steadfast::durable::{Checkpoint, Effect, Event, Offset, Operator, OperatorError, Scheduling};
+use steadfast::durable::{
+    Checkpoint, Defect, Effect, Event, Offset, Operator, OperatorError, Scheduling,
+};
 use steadfast_conformance::cover::{cover, cover_threads, Coverage};
 use steadfast_conformance::durable::eager::{Deliver, EagerBinding, EagerConformant, EagerDurable};
 use steadfast_conformance::durable::{Conformant, DurableBinding, Rejection, Variant};
@@ -1227,4 +1230,51 @@ fn the_eager_binding_refuses_two_subtasks_by_name() {
     let settings = Settings::parse(Durable::params(), &[("subtasks", "2")]).unwrap();
     let e = EagerDurable::build("fixed", &settings).unwrap_err();
     assert!(e.0.contains("one subtask"), "{e}");
+}
+
+/// The operator's own seed bugs, both switched on (`set_defects`): the end-offset marker
+/// and the old put order, the model's `unpatched` design.
+struct SeedBugs;
+
+impl Variant for SeedBugs {
+    fn defects() -> &'static [Defect] {
+        &[Defect::EndOffsetMarker, Defect::CacheBeforeAck]
+    }
+}
+
+/// The operator's seed bugs are the model's `unpatched` design, step for step: every
+/// transition of it at the conformance bounds, with and without a failed send, agrees
+/// with the operator that carries them, as the fixed design agrees with the operator
+/// without them. The same operator departs from the fixed design where the unpatched
+/// marker does.
+#[test]
+fn the_operators_seed_bugs_conform_to_the_unpatched_design() {
+    for (name, overrides) in [
+        ("unpatched", &[][..]),
+        (
+            "unpatched with a failed send",
+            &[("send-failures", "1")][..],
+        ),
+    ] {
+        let m = model("unpatched", overrides);
+        let c = cover::<Conformant<SeedBugs>>(&m).unwrap_or_else(|d| panic!("{name}: {d}"));
+        report(name, &c);
+        let checker = m.clone().checker().spawn_bfs().join();
+        assert_eq!(c.transitions, checker.state_count() - m.init_states().len());
+        let fails = c.kinds.get("FailPut").copied().unwrap_or(0);
+        assert_eq!(fails > 0, !overrides.is_empty(), "{name}: {:?}", c.kinds);
+    }
+    let d = cover::<Conformant<SeedBugs>>(&model("fixed", &[])).unwrap_err();
+    assert_eq!((d.step, d.action.as_str()), (6, "TriggerCheckpoint"));
+    assert_eq!(
+        d.problem,
+        Problem::Projection(vec!["pending[0].marker[0]: 0 | 1".to_string()])
+    );
+    // The report of an operator carrying seed bugs names them.
+    assert!(
+        d.runtime
+            .contains("defects: Defects { end_offset_marker: true, cache_before_ack: true }"),
+        "{}",
+        d.runtime
+    );
 }

@@ -15,8 +15,8 @@ use serde_json::json;
 use steadfast::durable::{
     args_digest, ActionBody, ActionDef, ActionStateStore, ActionStep, CallOutcome, CallRef,
     Checkpoint, Datum, Driver, DriverError, Effect, Event, FileLog, FileLogOptions, Log, LogError,
-    MemoryLog, Offset, Operator, OperatorError, PutId, RecoveryMarker, Scheduling, SendFault,
-    StateKey, StoreError,
+    MemoryLog, Offset, Operator, OperatorError, Ownership, PutId, Rebuild, RecoveryMarker,
+    Scheduling, SendFault, StateKey, StoreError,
 };
 
 /// The seed's action: ask an external service (input 10 gives 70), then publish
@@ -973,20 +973,24 @@ fn rescan_with_one_pending_action(m: u64) {
 /// A marker that does not fit the log is refused with a clear error.
 #[test]
 fn rebuild_rejects_a_marker_that_does_not_fit() {
-    let err = ActionStateStore::rebuild(2, &RecoveryMarker { offsets: vec![0] }, BTreeMap::new())
-        .unwrap_err();
+    let err = Rebuild::new(
+        &RecoveryMarker { offsets: vec![0] },
+        BTreeMap::new(),
+        Ownership::All,
+    )
+    .finish(&[0, 0])
+    .unwrap_err();
     assert_eq!(
         err,
         StoreError::InvalidMarker("marker has 1 partitions, the log has 2".into())
     );
-    let rebuild = ActionStateStore::rebuild(
-        2,
+    let rebuild = Rebuild::new(
         &RecoveryMarker {
             offsets: vec![0, 5],
         },
         BTreeMap::new(),
-    )
-    .unwrap();
+        Ownership::All,
+    );
     let err = rebuild.finish(&[0, 0]).unwrap_err();
     assert_eq!(
         err,
@@ -1010,14 +1014,13 @@ fn rebuild_rejects_a_marker_that_does_not_fit() {
         key: put.key.clone(),
         value: put.value.clone(),
     };
-    let mut rebuild = ActionStateStore::rebuild(
-        2,
+    let mut rebuild = Rebuild::new(
         &RecoveryMarker {
             offsets: vec![0, 0],
         },
         BTreeMap::new(),
-    )
-    .unwrap();
+        Ownership::All,
+    );
     let err = rebuild.feed(&record(1)).unwrap_err();
     assert!(
         matches!(err, StoreError::Replay(ref m) if m.contains("where 0 was expected")),

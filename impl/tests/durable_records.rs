@@ -8,7 +8,7 @@ use serde_json::json;
 use steadfast::durable::store::{decode_record, encode_record, RECORD_FORMAT};
 use steadfast::durable::{
     args_digest, ActionState, ActionStateStore, CallOutcome, CallResult, Datum, LogRecord,
-    RecoveryMarker, StateKey, StoreError,
+    Ownership, Rebuild, RecoveryMarker, StateKey, StoreError,
 };
 
 fn sk(key: &str, seq: u64, action: &str) -> StateKey {
@@ -236,9 +236,11 @@ fn a_damaged_record_in_the_log_fails_the_rebuild_with_its_place() {
     let put = store
         .encode_put(&sk("k", 0, "a"), &ActionState::default())
         .expect("encode");
-    let mut rebuild =
-        ActionStateStore::rebuild(1, &RecoveryMarker { offsets: vec![0] }, Default::default())
-            .expect("marker fits");
+    let mut rebuild = Rebuild::new(
+        &RecoveryMarker { offsets: vec![0] },
+        Default::default(),
+        Ownership::All,
+    );
     let record = |offset, key: &[u8], value: &[u8]| LogRecord {
         partition: 0,
         offset,
@@ -257,6 +259,13 @@ fn a_damaged_record_in_the_log_fails_the_rebuild_with_its_place() {
         }) => assert_eq!(reason, "key: truncated: input key needs 4 bytes, 0 left"),
         other => panic!("expected a decode error at offset 1, got {other:?}"),
     }
+    // The refused record moved nothing: offset 1 is still the one expected, and the
+    // rebuild ends with what the good records hold.
+    rebuild
+        .feed(&record(1, &put.key, &put.value))
+        .expect("the intact record at the refused one's offset");
+    let (store, report) = rebuild.finish(&[2]).expect("read to the end");
+    assert_eq!((report.records_scanned, store.cached_len()), (2, 1));
 }
 
 /// FNV-1a over bytes, written out here as the reference for [`args_digest`].

@@ -130,9 +130,14 @@ impl Names {
     }
 }
 
-/// The scripted external service: deterministic in the call.
+/// The scripted external service: deterministic in the call. An action's second call
+/// fails: an error is a call's outcome like a value, saved and reused the same way (the
+/// model does not tell them apart).
 pub(super) fn supplier(function: &str, args: &Datum) -> CallOutcome {
-    CallOutcome::Value(json!(format!("{function}{args}")))
+    match function {
+        "f1" => CallOutcome::Error(format!("{function}{args} is unavailable")),
+        _ => CallOutcome::Value(json!(format!("{function}{args}"))),
+    }
 }
 
 /// A call the operator asked for.
@@ -281,8 +286,7 @@ impl<V: Variant> Runtime<V> {
         let start = || {
             let mut op =
                 Operator::new(names.defs(), names.partitions).expect("action names are distinct");
-            op.set_scheduling(scheduling);
-            op.set_limits(names.limits);
+            Self::configure(&mut op, scheduling, &names);
             op
         };
         let op1 = (names.subtasks > 1).then(start);
@@ -559,6 +563,8 @@ impl<V: Variant> Runtime<V> {
             // A failed put fails the task: the projection shows it.
             Err(OperatorError::Store(_)) => Ok(()),
             Err(e) => Err(Rejection::Runtime(e)),
+            // The old put order never looks at the answer: the action goes on.
+            Ok(effects) if Self::caches_at_send() => Ok(self.apply(effects)?),
             Ok(_) => Err("the operator took a failed put as saved".into()),
         }
     }
@@ -670,13 +676,16 @@ impl<V: Variant> Runtime<V> {
         let mut restored = Vec::new();
         let merged = match &self.completed {
             Some(parts) => Some((
-                Checkpoint::merge(parts.iter().map(|p| &**p)).map_err(|e| e.to_string())?,
+                Checkpoint::merge(&parts.iter().map(|p| &**p).collect::<Vec<_>>())
+                    .map_err(|e| e.to_string())?,
                 parts.clone(),
             )),
             None => None,
         };
-        if let Some((cp, _)) = &merged {
+        if let Some((cp, parts)) = &merged {
             self.refuses_corruptions_of(&Arc::new(cp.clone()));
+            self.refuses_bad_parts(parts);
+            self.refuses_bad_replays(cp);
         }
         for t in 0..subtasks {
             let defs = self.names.defs();
@@ -711,8 +720,15 @@ impl<V: Variant> Runtime<V> {
                 }
                 None => Operator::new(defs, self.names.partitions)?,
             };
-            op.set_scheduling(self.scheduling);
-            op.set_limits(self.names.limits);
+            Self::configure(&mut op, self.scheduling, &self.names);
+            if self.scheduling == Scheduling::Stepwise {
+                // Stepwise, a resume drives nothing: each key goes on with a Continue.
+                let effects = op.handle(Event::Resume)?;
+                if !effects.is_empty() {
+                    self.reports
+                        .push(format!("a stepwise resume has effects {effects:?}"));
+                }
+            }
             if t == 0 {
                 self.op = Some(op);
             } else {
@@ -725,6 +741,26 @@ impl<V: Variant> Runtime<V> {
         self.commit(&all);
         self.unannounced_outputs = [0; model::MAX_KEYS];
         Ok(restored)
+    }
+}
+
+impl<V: Variant> Runtime<V> {
+    /// Sets up an operator the runtime starts or restores: its scheduling, its queues'
+    /// bounds and the variant's seed bugs.
+    fn configure(op: &mut Operator, scheduling: Scheduling, names: &Names) {
+        op.set_scheduling(scheduling);
+        op.set_limits(names.limits);
+        #[cfg(feature = "defects")]
+        op.set_defects(V::defects());
+    }
+
+    /// Whether the variant's operators cache a state at its send (the old put order),
+    /// so that a failed put goes on as if saved.
+    fn caches_at_send() -> bool {
+        #[cfg(feature = "defects")]
+        return V::defects().contains(&steadfast::durable::Defect::CacheBeforeAck);
+        #[cfg(not(feature = "defects"))]
+        false
     }
 }
 
@@ -970,5 +1006,34 @@ pub(super) fn cross_check_cache(op: &Operator, reports: &mut Vec<String>) {
             offsets.len(),
             store.cached_len()
         ));
+    }
+    // The store's public put halves, handed each cached state and its tracked offset,
+    // build the same store: each record goes to the partition tracked for its state and
+    // is the record format's encoding of it.
+    let mut again = ActionStateStore::new(store.partition_count());
+    let (mut key, mut value) = (Vec::new(), Vec::new());
+    for (sk, state) in &cache {
+        let Some(&(partition, offset)) = offsets.get(sk) else {
+            continue;
+        };
+        match again.encode_put(sk, state) {
+            Ok(put) => {
+                let encoded = encode_record(sk, state, &mut key, &mut value).is_ok()
+                    && (put.key.as_slice(), put.value.as_slice())
+                        == (key.as_slice(), value.as_slice());
+                if put.partition != partition || !encoded {
+                    reports.push(format!(
+                        "the put of cached {sk:?} goes to partition {} (tracked in \
+                         {partition}) or is not its record format's encoding",
+                        put.partition
+                    ));
+                }
+            }
+            Err(e) => reports.push(format!("cached {sk:?} does not encode: {e}")),
+        }
+        again.acknowledge(sk, state.clone(), offset);
+    }
+    if again.cache() != cache || again.latest_offsets() != offsets {
+        reports.push("the store's put halves build another store from its cache".into());
     }
 }

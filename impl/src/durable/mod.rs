@@ -67,6 +67,17 @@ pub struct StateKey {
     pub action: String,
 }
 
+impl StateKey {
+    /// The state key of input `seq` of `key` for `action`, from borrowed parts.
+    pub(crate) fn of(key: &str, seq: u64, action: &str) -> StateKey {
+        StateKey {
+            key: key.to_string(),
+            seq,
+            action: action.to_string(),
+        }
+    }
+}
+
 /// Identity of one durable call: a state key plus the call's index in the action.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct CallRef {
@@ -135,6 +146,8 @@ pub fn args_digest(args: &Datum) -> u64 {
     let mut hash = Fnv1a(FNV_OFFSET);
     // Writing a `Value` to an infallible writer cannot fail (its map keys are strings).
     let _ = serde_json::to_writer(&mut hash, args);
+    // The text is all in once flushed (the sink buffers nothing, so this costs nothing).
+    let _ = std::io::Write::flush(&mut hash);
     hash.0
 }
 

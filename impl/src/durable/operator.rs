@@ -215,10 +215,7 @@ impl Checkpoint {
     /// parts is refused) and the union minimum of their markers
     /// ([`merge_recovery_markers`]). Each restored subtask then keeps what it owns
     /// ([`Operator::restore_owned`]).
-    pub fn merge<'a>(
-        parts: impl IntoIterator<Item = &'a Checkpoint>,
-    ) -> Result<Checkpoint, MergeError> {
-        let parts: Vec<&Checkpoint> = parts.into_iter().collect();
+    pub fn merge(parts: &[&Checkpoint]) -> Result<Checkpoint, MergeError> {
         let first = parts.first().ok_or(MergeError::Empty)?;
         let mut keys = BTreeMap::new();
         for (index, part) in parts.iter().enumerate() {
@@ -235,7 +232,8 @@ impl Checkpoint {
                 }
             }
         }
-        let marker = merge_recovery_markers(parts.iter().map(|p| &p.marker))?;
+        let markers: Vec<&RecoveryMarker> = parts.iter().map(|p| &p.marker).collect();
+        let marker = merge_recovery_markers(&markers)?;
         debug_assert!(
             parts.iter().all(|p| p
                 .marker
@@ -661,8 +659,8 @@ fn check_checkpoint(actions: &[ActionDef], checkpoint: &Checkpoint) -> Result<()
 
 /// A restore in progress ([`Operator::restore`]): the checkpoint was checked; the log's
 /// records from its marker to the end are fed in, partition by partition, then
-/// [`Restoring::finish`] gives the operator.
-#[derive(Debug)]
+/// [`Restoring::finish`] gives the operator. A copy goes on on its own.
+#[derive(Clone, Debug)]
 pub struct Restoring {
     actions: Vec<ActionDef>,
     checkpoint_id: u64,
@@ -764,19 +762,14 @@ impl Operator {
     ) -> Result<Restoring, OperatorError> {
         check_actions(&actions)?;
         check_checkpoint(&actions, checkpoint)?;
-        let partitions = checkpoint.marker.offsets.len() as u32;
         let keys: KeyMap<KeyState> = checkpoint
             .keys
             .iter()
             .filter(|(k, _)| owned.owns(k))
             .map(|(k, ks)| (k.clone(), ks.clone()))
             .collect();
-        let rebuild = ActionStateStore::rebuild_owned(
-            partitions,
-            &checkpoint.marker,
-            boundaries(&keys),
-            owned,
-        )?;
+        // The store's partitions are the marker's, so the marker fits them.
+        let rebuild = Rebuild::new(&checkpoint.marker, boundaries(&keys), owned);
         Ok(Restoring {
             actions,
             checkpoint_id: checkpoint.id,
@@ -828,19 +821,19 @@ impl Operator {
     /// What the model of issue 1158 proves of the fixed design, checked in debug builds:
     /// a key waits for at most one thing (a call, a put, or its completion step).
     fn check_invariants(&self) {
-        if cfg!(debug_assertions) {
-            for key in self.running.keys() {
-                debug_assert!(
-                    !self.saving.contains_key(key) && !self.completing.contains_key(key),
-                    "key {key:?} waits for a call and for something else"
-                );
-            }
-            for key in self.saving.keys() {
-                debug_assert!(
-                    !self.completing.contains_key(key),
-                    "key {key:?} waits for a put and for its completion step"
-                );
-            }
+        #[cfg(debug_assertions)]
+        for key in self.running.keys() {
+            debug_assert!(
+                !self.saving.contains_key(key) && !self.completing.contains_key(key),
+                "key {key:?} waits for a call and for something else"
+            );
+        }
+        #[cfg(debug_assertions)]
+        for key in self.saving.keys() {
+            debug_assert!(
+                !self.completing.contains_key(key),
+                "key {key:?} waits for a put and for its completion step"
+            );
         }
     }
 
@@ -918,9 +911,8 @@ impl Operator {
             .entry(key.clone())
             .or_default();
         let seq = ks.next_seq;
-        ks.next_seq = seq
-            .checked_add(1)
-            .ok_or_else(|| OperatorError::SequenceExhausted(key.clone()))?;
+        // Below `u64::MAX - 1`: refused above otherwise, and 0 for a new key.
+        ks.next_seq = seq + 1;
         ks.pending_inputs
             .push_back(PendingInput { seq, input: value });
         tracing::debug!(component = "durable.operator", event = "input", key = %key, seq);
@@ -940,9 +932,9 @@ impl Operator {
             Some(r) if r.awaits(&call, &self.actions) => {}
             _ => return Err(OperatorError::UnexpectedCall(call)),
         }
-        let Some(mut running) = Arc::make_mut(&mut self.running).remove(&call.key) else {
-            return Err(OperatorError::UnexpectedCall(call));
-        };
+        let mut running = Arc::make_mut(&mut self.running)
+            .remove(&call.key)
+            .expect("the call was found waiting");
         running.state.call_results.push(CallResult {
             function: running.function,
             args_digest: running.digest,
@@ -1002,11 +994,7 @@ impl Operator {
             // The old order caches at the send, before the record has an offset: it is
             // taken as one past the state's last (offsets of a state still grow).
             let name = self.actions[action].name.clone();
-            let at = StateKey {
-                key: key.clone(),
-                seq,
-                action: name.clone(),
-            };
+            let at = StateKey::of(&key, seq, &name);
             let offset = self.store.offset_of(&at).map_or(0, |(_, o)| o + 1);
             self.store.remember(
                 &key,
@@ -1044,9 +1032,9 @@ impl Operator {
         if self.saving.get(&key).map(|s| s.put) != Some(put) {
             return Err(OperatorError::UnexpectedPut { key, put });
         }
-        let Some(saving) = Arc::make_mut(&mut self.saving).remove(&key) else {
-            return Err(OperatorError::UnexpectedPut { key, put });
-        };
+        let saving = Arc::make_mut(&mut self.saving)
+            .remove(&key)
+            .expect("the put was found in flight");
         let partition = self.store.partition_of(&key);
         let action = Cow::Borrowed(self.actions[saving.action].name.as_str());
         // Only now, with the record acknowledged, is the state cached (the fix's order).
@@ -1165,20 +1153,21 @@ impl Operator {
         // place (running an action does not change the keyed state). It is dropped
         // before the keyed state changes: while it lives, a change would copy the map.
         let keys = Arc::clone(&self.keys);
-        let Some(ks) = keys.get(key) else {
-            return Ok(false);
-        };
+        // Every key a step is taken for has keyed state: its input made it, and keyed
+        // state is never dropped.
+        let ks = keys.get(key).expect("a key with work has keyed state");
         let Some(head) = ks.queue.front() else {
             if ks.pending_inputs.is_empty() {
                 return Ok(false);
             }
             drop(keys);
-            let Some(ks) = Arc::make_mut(&mut self.keys).get_mut(key) else {
-                return Ok(false);
-            };
-            let Some(next) = ks.pending_inputs.pop_front() else {
-                return Ok(false);
-            };
+            let ks = Arc::make_mut(&mut self.keys)
+                .get_mut(key)
+                .expect("its keyed state was just read");
+            let next = ks
+                .pending_inputs
+                .pop_front()
+                .expect("a pending input was just seen");
             for a in self.actions.iter() {
                 ks.queue.push_back(QueuedAction {
                     seq: next.seq,
@@ -1215,12 +1204,10 @@ impl Operator {
     /// if shared, copied) only when it must be. Returns whether the key has more to do
     /// (a next action or a pending input), as [`Operator::step`] does.
     fn action_done(&mut self, key: &str, effects: &mut Vec<Effect>) -> bool {
-        let Some(ks) = Arc::make_mut(&mut self.keys).get_mut(key) else {
-            return false;
-        };
-        let Some(head) = ks.queue.pop_front() else {
-            return false;
-        };
+        let ks = Arc::make_mut(&mut self.keys)
+            .get_mut(key)
+            .expect("the key's head action ran");
+        let head = ks.queue.pop_front().expect("the head action is queued");
         tracing::debug!(
             component = "durable.operator",
             event = "action_completed",
@@ -1288,17 +1275,14 @@ impl Operator {
             );
             return Ok(Progress::Completed);
         }
-        let Some((position, action)) = self
+        // Queued actions are configured ones: an input queues them, and a restore
+        // refuses a checkpoint that queues any other.
+        let (position, action) = self
             .actions
             .iter()
             .enumerate()
             .find(|(_, a)| a.name == head.action)
-        else {
-            return Err(OperatorError::InvalidCheckpoint(format!(
-                "queued action {:?} is not configured",
-                head.action
-            )));
-        };
+            .expect("a queued action is configured");
         let results = saved.map_or(&[][..], |s| s.call_results.as_slice());
         // The room is handed back at each return; an error drops it.
         let mut outcomes = std::mem::take(&mut self.outcomes);
@@ -1438,9 +1422,8 @@ impl Operator {
         // If it was still pending, its completion prunes nothing; a later completion
         // prunes what it would have.
         while pending.len() >= self.limits.pending_checkpoints.max(1) {
-            let Some((evicted, _)) = pending.pop_first() else {
-                break;
-            };
+            // At least one is kept, so the list is not empty here.
+            let (evicted, _) = pending.pop_first().expect("a full list");
             tracing::info!(
                 component = "durable.operator",
                 event = "checkpoint_evicted",
@@ -1643,7 +1626,7 @@ mod tests {
 
     #[test]
     fn parts_merge_into_their_keys_and_the_minimum_marker() {
-        let merged = Checkpoint::merge([&part(3, &["x"], &[4]), &part(3, &["y"], &[2])]).unwrap();
+        let merged = Checkpoint::merge(&[&part(3, &["x"], &[4]), &part(3, &["y"], &[2])]).unwrap();
         assert_eq!(merged.keys.keys().collect::<Vec<_>>(), ["x", "y"]);
         assert_eq!(merged.marker.offsets, [2]);
         assert_eq!(merged.id, 3);
@@ -1651,9 +1634,9 @@ mod tests {
 
     #[test]
     fn parts_that_do_not_make_one_checkpoint_are_refused() {
-        let twice = Checkpoint::merge([&part(3, &["x"], &[4]), &part(3, &["x"], &[2])]);
+        let twice = Checkpoint::merge(&[&part(3, &["x"], &[4]), &part(3, &["x"], &[2])]);
         assert_eq!(twice.unwrap_err(), MergeError::KeyInTwoParts("x".into()));
-        let ids = Checkpoint::merge([&part(3, &["x"], &[4]), &part(4, &["y"], &[2])]);
+        let ids = Checkpoint::merge(&[&part(3, &["x"], &[4]), &part(4, &["y"], &[2])]);
         assert!(matches!(
             ids.unwrap_err(),
             MergeError::CheckpointId {
@@ -1662,20 +1645,17 @@ mod tests {
                 found: 4
             }
         ));
-        let partitions = Checkpoint::merge([&part(3, &["x"], &[4]), &part(3, &["y"], &[2, 0])]);
+        let partitions = Checkpoint::merge(&[&part(3, &["x"], &[4]), &part(3, &["y"], &[2, 0])]);
         assert!(matches!(
             partitions.unwrap_err(),
             MergeError::PartitionCount { .. }
         ));
-        assert_eq!(
-            Checkpoint::merge(std::iter::empty()).unwrap_err(),
-            MergeError::Empty
-        );
+        assert_eq!(Checkpoint::merge(&[]).unwrap_err(), MergeError::Empty);
     }
 
     #[test]
     fn an_owned_restore_takes_only_the_keyed_state_of_its_keys() {
-        let merged = Checkpoint::merge([&part(1, &["x"], &[0]), &part(1, &["y"], &[0])]).unwrap();
+        let merged = Checkpoint::merge(&[&part(1, &["x"], &[0]), &part(1, &["y"], &[0])]).unwrap();
         let owned = Ownership::Keys(["y".to_string()].into());
         let (op, _) = Operator::restore_owned(actions(), &merged, owned)
             .unwrap()

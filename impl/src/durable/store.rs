@@ -131,10 +131,8 @@ pub enum MergeError {
 /// only the keys it owned; after a restore a subtask may own keys another one wrote, so
 /// replaying from its own marker alone could skip their unfinished states. Markers that
 /// disagree in partition count, or none at all, are refused.
-pub fn merge_recovery_markers<'a>(
-    markers: impl IntoIterator<Item = &'a RecoveryMarker>,
-) -> Result<RecoveryMarker, MergeError> {
-    let mut markers = markers.into_iter();
+pub fn merge_recovery_markers(markers: &[&RecoveryMarker]) -> Result<RecoveryMarker, MergeError> {
+    let mut markers = markers.iter();
     let first = markers.next().ok_or(MergeError::Empty)?;
     let mut offsets = first.offsets.clone();
     for (i, m) in markers.enumerate() {
@@ -275,16 +273,11 @@ impl ActionStateStore {
         scratch: &mut (Vec<u8>, Vec<u8>),
     ) -> Result<PutRecord, StoreError> {
         let (key_buf, value_buf) = scratch;
-        encode_parts(key, seq, action, state, key_buf, value_buf).map_err(|reason| {
-            StoreError::Encode {
-                key: StateKey {
-                    key: key.to_string(),
-                    seq,
-                    action: action.to_string(),
-                },
-                reason,
-            }
-        })?;
+        // Fails only for a field longer than `u32::MAX` bytes.
+        if let Err(reason) = encode_parts(key, seq, action, state, key_buf, value_buf) {
+            let key = StateKey::of(key, seq, action);
+            return Err(StoreError::Encode { key, reason });
+        }
         Ok(PutRecord {
             partition: self.partition_of(key),
             key: key_buf.as_slice().to_vec(),
@@ -449,9 +442,7 @@ impl ActionStateStore {
                 continue;
             }
             let states = Arc::make_mut(&mut self.states);
-            let Some(list) = states.get_mut(key) else {
-                continue;
-            };
+            let list = states.get_mut(key).expect("the key's list was just read");
             let finished = list.partition_point(|t| t.seq <= boundary);
             list.drain(..finished);
             report.states_pruned += finished as u64;
@@ -500,48 +491,10 @@ impl ActionStateStore {
         );
         Ok(RecoveryMarker { offsets })
     }
-
-    /// A rebuild of the cache from the log, replayed from `marker`, skipping states of
-    /// inputs finished according to `last_completed`: hand it the records of every
-    /// partition from the marker on ([`Rebuild::feed`]), then the log's end offsets
-    /// ([`Rebuild::finish`]).
-    pub fn rebuild(
-        partitions: u32,
-        marker: &RecoveryMarker,
-        last_completed: BTreeMap<String, u64>,
-    ) -> Result<Rebuild, StoreError> {
-        ActionStateStore::rebuild_owned(partitions, marker, last_completed, Ownership::All)
-    }
-
-    /// [`ActionStateStore::rebuild`] for a subtask that owns only `owned`: records of
-    /// other keys are skipped (and counted), as another subtask restores them.
-    pub fn rebuild_owned(
-        partitions: u32,
-        marker: &RecoveryMarker,
-        last_completed: BTreeMap<String, u64>,
-        owned: Ownership,
-    ) -> Result<Rebuild, StoreError> {
-        let partitions = partitions.max(1);
-        if marker.offsets.len() != partitions as usize {
-            return Err(StoreError::InvalidMarker(format!(
-                "marker has {} partitions, the log has {partitions}",
-                marker.offsets.len(),
-            )));
-        }
-        Ok(Rebuild {
-            store: ActionStateStore::new(partitions),
-            next: marker.offsets.clone(),
-            marker: marker.offsets.clone(),
-            last_completed,
-            owned,
-            report: RebuildReport::default(),
-        })
-    }
 }
 
-/// A rebuild in progress ([`ActionStateStore::rebuild`]): it takes the records the log's
-/// owner reads from the marker to the end, partition by partition, in offset order.
-#[derive(Debug)]
+/// A rebuild in progress ([`Rebuild::new`]): it takes the records the log's owner reads from the marker to the end, partition by partition, in offset order.
+#[derive(Clone, Debug)]
 pub struct Rebuild {
     store: ActionStateStore,
     marker: Vec<Offset>,
@@ -553,6 +506,27 @@ pub struct Rebuild {
 }
 
 impl Rebuild {
+    /// A rebuild of the cache from the log, replayed from `marker` (one offset per
+    /// partition), skipping states of inputs finished according to `last_completed`, for
+    /// a subtask that owns `owned` (records of other keys are skipped and counted:
+    /// another subtask restores them): hand it the records of every partition from the
+    /// marker on ([`Rebuild::feed`]), then the log's end offsets ([`Rebuild::finish`]),
+    /// which refuses a marker that does not fit them.
+    pub fn new(
+        marker: &RecoveryMarker,
+        last_completed: BTreeMap<String, u64>,
+        owned: Ownership,
+    ) -> Rebuild {
+        Rebuild {
+            store: ActionStateStore::new(marker.offsets.len() as u32),
+            next: marker.offsets.clone(),
+            marker: marker.offsets.clone(),
+            last_completed,
+            owned,
+            report: RebuildReport::default(),
+        }
+    }
+
     /// The offsets the replay starts from, indexed by partition.
     pub fn marker(&self) -> &[Offset] {
         &self.marker
@@ -562,37 +536,41 @@ impl Rebuild {
     /// one before the marker) or undecodable is refused with an error naming it.
     pub fn feed(&mut self, record: &LogRecord) -> Result<(), StoreError> {
         let p = record.partition;
-        let Some(next) = self.next.get_mut(p as usize) else {
+        let Some(&next) = self.next.get(p as usize) else {
             return Err(StoreError::Replay(format!(
                 "record of partition {p}, the log has {}",
                 self.marker.len()
             )));
         };
-        if record.offset != *next {
+        if record.offset != next {
             return Err(StoreError::Replay(format!(
-                "partition {p}: record at offset {} where {} was expected",
-                record.offset, *next
+                "partition {p}: record at offset {} where {next} was expected",
+                record.offset
             )));
         }
-        *next += 1;
-        self.report.records_scanned += 1;
+        // Every check comes before the rebuild moves on: a refused record leaves it as
+        // it was.
         let (sk, state) = decode_record(record)?;
-        if !self.owned.owns(&sk.key) {
+        let owned = self.owned.owns(&sk.key);
+        let unfinished = input_unfinished(&sk.key, sk.seq, &self.last_completed);
+        let home = self.store.partition_of(&sk.key);
+        if owned && unfinished && home != p {
+            return Err(StoreError::Replay(format!(
+                "partition {p} offset {}: key {:?} belongs to partition {home}",
+                record.offset, sk.key
+            )));
+        }
+        self.next[p as usize] += 1;
+        self.report.records_scanned += 1;
+        if !owned {
             self.report.foreign_skipped += 1;
             return Ok(());
         }
-        if !input_unfinished(&sk.key, sk.seq, &self.last_completed) {
+        if !unfinished {
             self.report.finished_skipped += 1;
             return Ok(());
         }
         let StateKey { key, seq, action } = sk;
-        if self.store.partition_of(&key) != p {
-            return Err(StoreError::Replay(format!(
-                "partition {p} offset {}: key {key:?} belongs to partition {}",
-                record.offset,
-                self.store.partition_of(&key)
-            )));
-        }
         self.store.remember(
             &key,
             seq,
@@ -702,8 +680,7 @@ mod tests {
 
     fn rebuilt(owned: Ownership) -> (ActionStateStore, RebuildReport) {
         let marker = RecoveryMarker { offsets: vec![0] };
-        let mut rebuild =
-            ActionStateStore::rebuild_owned(1, &marker, BTreeMap::new(), owned).unwrap();
+        let mut rebuild = Rebuild::new(&marker, BTreeMap::new(), owned);
         for r in records() {
             rebuild.feed(&r).unwrap();
         }
@@ -739,19 +716,22 @@ mod tests {
 
     #[test]
     fn merged_markers_take_the_minimum_per_partition() {
-        let merged = merge_recovery_markers([&marker(&[3, 5]), &marker(&[4, 2])]).unwrap();
+        let merged = merge_recovery_markers(&[&marker(&[3, 5]), &marker(&[4, 2])]).unwrap();
         assert_eq!(merged, marker(&[3, 2]));
         let three = [marker(&[7, 1]), marker(&[7, 9]), marker(&[6, 9])];
-        assert_eq!(merge_recovery_markers(&three).unwrap(), marker(&[6, 1]));
         assert_eq!(
-            merge_recovery_markers([&marker(&[4])]).unwrap(),
+            merge_recovery_markers(&three.iter().collect::<Vec<_>>()).unwrap(),
+            marker(&[6, 1])
+        );
+        assert_eq!(
+            merge_recovery_markers(&[&marker(&[4])]).unwrap(),
             marker(&[4])
         );
     }
 
     #[test]
     fn markers_of_different_partition_counts_or_none_do_not_merge() {
-        let err = merge_recovery_markers([&marker(&[3, 5]), &marker(&[4])]).unwrap_err();
+        let err = merge_recovery_markers(&[&marker(&[3, 5]), &marker(&[4])]).unwrap_err();
         assert_eq!(
             err,
             MergeError::PartitionCount {
@@ -764,9 +744,6 @@ mod tests {
             err.to_string(),
             "recovery marker 1 names 1 partitions, marker 0 names 2"
         );
-        assert_eq!(
-            merge_recovery_markers(std::iter::empty()).unwrap_err(),
-            MergeError::Empty
-        );
+        assert_eq!(merge_recovery_markers(&[]).unwrap_err(), MergeError::Empty);
     }
 }
