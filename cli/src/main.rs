@@ -167,7 +167,10 @@ usage: steadfast models
 usage: steadfast conform [MODEL] [--design D] [--SETTING VALUE]... [--threads N]
                          [--walks N] [--walk-length N] [--seed S] [--json]
                          [--max-memory MIB]
-  every transition of the model replayed against the runtime, then seeded walks"
+  every transition of the model replayed against the runtime, then seeded walks;
+  MODEL (all when left out): leadership, durable (the operator step by step),
+  durable-eager (its production scheduling, one event at a time) or durable-driver
+  (the blocking driver over the in-memory log, compared through its projection)"
         }
         "traces" => {
             "\

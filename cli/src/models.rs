@@ -58,7 +58,7 @@ macro_rules! with_spec {
 pub(crate) use with_spec;
 
 /// Models bound to a runtime, in the order tables list them.
-pub const BOUND: &[&str] = &["leadership", "durable", "durable-eager"];
+pub const BOUND: &[&str] = &["leadership", "durable", "durable-eager", "durable-driver"];
 
 /// `with_binding!(name, B => expr)`: like [`with_spec!`], with `B` bound to the
 /// conformance binding of the model called `name`.
@@ -76,6 +76,10 @@ macro_rules! with_binding {
             }
             "durable-eager" => {
                 type $b = steadfast_conformance::durable::eager::EagerBinding;
+                $body
+            }
+            "durable-driver" => {
+                type $b = steadfast_conformance::durable::driver::DriverBinding;
                 $body
             }
             other => Err($crate::args::UsageError(format!(

@@ -41,7 +41,7 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
         (&["check"], "steadfast: `check` needs a model"),
         (
             &["traces", "--out", "unused"],
-            "steadfast: `traces` needs a model (models: leadership, durable, durable-eager)",
+            "steadfast: `traces` needs a model (models: leadership, durable, durable-eager, durable-driver)",
         ),
         (&["check", "paxos"], "steadfast: unknown model `paxos`"),
         (
