@@ -4,7 +4,12 @@
 //! answers back as events. It also keeps a replayable source and a sink that commits
 //! outputs per checkpoint, and can crash and restore the operator over the same log. It
 //! runs the flink-agents issue 1158 scenarios ("checkpoint with an action queued, crash,
-//! restore") in the tests.
+//! restore") in the tests, and conformance drives it over the in-memory log through the
+//! model's events at the eager operator's grain (`steadfast conform durable-driver`),
+//! comparing [`Driver::projection`] after each call.
+//!
+//! A restore re-delivers the source's inputs after the restored checkpoint's snapshot
+//! before it returns, in delivery order.
 //!
 //! Puts are answered before a driver call returns, so no put is in flight when a
 //! snapshot is taken (the operator would refuse it). [`Driver::deliver_all`] delivers
