@@ -622,6 +622,33 @@ fn conform_drives_the_eager_operator_one_event_at_a_time() {
 }
 
 #[test]
+fn conform_drives_the_blocking_driver_one_call_per_event() {
+    let o = steadfast(&[
+        "conform",
+        "durable-driver",
+        "--inputs",
+        "1",
+        "--compact-offsets",
+        "false",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("durable-driver fixed: 3944 unique states, 8692 transitions replayed"),
+        "{text}"
+    );
+    assert!(text.contains("CallSupplier + Crash"), "{text}");
+    // A model the driver has no counterpart for is refused by name.
+    let o = steadfast(&["conform", "durable-driver", "--lost-completions", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("has no `lost-completions`"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
 fn departs_names_the_step_where_the_fix_acts() {
     let o = steadfast(&["departs", "leadership"]);
     assert_eq!(o.status.code(), Some(0));

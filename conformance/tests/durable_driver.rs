@@ -317,6 +317,13 @@ fn a_crashed_driver_refuses_what_needs_an_operator() {
     assert_eq!(d.abort_checkpoint(id), Ok(false));
     assert!(d.operator().is_none() && d.operator_mut().is_none() && d.log().is_none());
     assert_eq!(seen(&mut d), before);
+    // An input while crashed waits in the source; the restore delivers it after the
+    // one the crash lost.
+    d.input("k", json!(1)).unwrap();
+    assert_eq!(seen(&mut d), before);
+    d.restore().unwrap();
+    let keys = d.projection().unwrap().keys;
+    assert_eq!((keys.len(), keys[0].next_seq), (1, 2));
 }
 
 #[test]
@@ -360,4 +367,140 @@ fn a_failed_operator_runs_no_supplier_for_its_requests() {
         .map(|c| (c.call.key.clone(), c.count))
         .collect();
     assert_eq!(runs, BTreeMap::from([("a".to_string(), 1)]));
+}
+
+/// The driver's accessors say what its projection says.
+fn agrees_with_projection(d: &mut Driver<MemoryLog>) {
+    let p = d.projection().unwrap();
+    let counts = |m: &BTreeMap<steadfast::durable::CallRef, u32>| -> Vec<(String, u32, u32)> {
+        m.iter()
+            .map(|(c, &n)| (c.key.clone(), c.index, n))
+            .collect()
+    };
+    let listed = |l: &[steadfast::durable::CallCount]| -> Vec<(String, u32, u32)> {
+        l.iter()
+            .map(|c| (c.call.key.clone(), c.call.index, c.count))
+            .collect()
+    };
+    assert_eq!(counts(d.supplier_calls()), listed(&p.supplier_calls));
+    assert_eq!(counts(d.unlanded_runs()), listed(&p.unlanded_runs));
+    assert_eq!(d.emitted(), p.emitted.as_slice());
+    assert_eq!(d.committed(), p.committed.as_slice());
+    assert_eq!(
+        d.completed_checkpoint().map(|c| c.id),
+        p.completed_checkpoint.map(|c| c.id)
+    );
+}
+
+/// Group commit, which the eager grain has no counterpart for (the model's
+/// `concurrent-puts`): every returned call is delivered at once, their puts made
+/// durable by one flush; later calls likewise until none is left.
+#[test]
+fn grouped_delivery_saves_every_returned_call_with_one_flush_per_round() {
+    let log = MemoryLog::new(1);
+    let mut d = driver(&log);
+    d.input("a", json!(0)).unwrap();
+    d.input("b", json!(0)).unwrap();
+    d.run_supplier(0).unwrap();
+    d.run_supplier(0).unwrap();
+    assert_eq!(d.returned_calls().len(), 2);
+    d.deliver_all().unwrap();
+    assert_eq!(d.flushes(), 1);
+    assert_eq!(log.records(0).len(), 2);
+    // Second calls, then the completions: one flush each round.
+    d.run_until_idle_grouped().unwrap();
+    assert_eq!(d.flushes(), 3);
+    assert_eq!(log.records(0).len(), 6);
+    assert_eq!(d.emitted().len(), 2);
+    let id = d.checkpoint().unwrap();
+    assert_eq!(d.complete_checkpoint(id), Ok(true));
+    assert_eq!(d.committed().len(), 2);
+    agrees_with_projection(&mut d);
+}
+
+/// One at a time: each call's put has its own flush.
+#[test]
+fn running_until_idle_finishes_every_input_one_call_at_a_time() {
+    let log = MemoryLog::new(2);
+    let mut d = driver(&log);
+    for key in ["a", "b", "c"] {
+        d.input(key, json!(0)).unwrap();
+    }
+    d.run_until_idle().unwrap();
+    assert!(d.requested_calls().is_empty());
+    assert_eq!(d.emitted().len(), 3);
+    // Two results and a completion per input, each flushed alone.
+    assert_eq!(d.flushes(), 9);
+    agrees_with_projection(&mut d);
+}
+
+/// A later checkpoint's count of outputs before it shrinks by what an earlier one's
+/// completion committed; completing the later one commits only the rest.
+#[test]
+fn completing_an_older_checkpoint_leaves_a_later_one_the_outputs_after_it() {
+    let log = MemoryLog::new(1);
+    let mut d = driver(&log);
+    d.input("a", json!(0)).unwrap();
+    d.run_until_idle().unwrap();
+    let first = d.checkpoint().unwrap();
+    d.input("b", json!(0)).unwrap();
+    d.run_until_idle().unwrap();
+    let second = d.checkpoint().unwrap();
+    assert_eq!(d.complete_checkpoint(first), Ok(true));
+    assert_eq!(d.committed().len(), 1);
+    assert_eq!(d.complete_checkpoint(second), Ok(true));
+    assert_eq!(d.committed().len(), 2);
+    agrees_with_projection(&mut d);
+}
+
+/// A restore while an operator runs crashes it first: what it held and did not
+/// checkpoint is gone, and the source re-delivers the input after the checkpoint.
+#[test]
+fn a_restore_while_running_crashes_first() {
+    let log = MemoryLog::new(1);
+    let mut d = driver(&log);
+    let id = d.checkpoint().unwrap();
+    d.complete_checkpoint(id).unwrap();
+    d.input("a", json!(0)).unwrap();
+    d.run_supplier(0).unwrap();
+    let report = d.restore().unwrap().expect("restored from checkpoint 1");
+    assert_eq!(report.records_scanned, 0);
+    assert_eq!(d.last_rebuild(), Some(&report));
+    // The held outcome was dropped with the crash: a run whose record never landed.
+    assert_eq!(d.projection().unwrap().unlanded_runs.len(), 1);
+    // The input came again and asks for its first call again.
+    assert_eq!(d.requested_calls().len(), 1);
+    assert_eq!(d.requested_calls()[0].call.index, 0);
+    agrees_with_projection(&mut d);
+}
+
+/// An outcome whose supplier ran before another key's put failed the operator is
+/// refused when delivered: nothing is saved, and its run never lands.
+#[test]
+fn an_outcome_held_across_a_failure_is_refused() {
+    // Sends wait in a batch for the flush, which fails them before they land.
+    let log = MemoryLog::with_linger(1, std::time::Duration::from_secs(3600));
+    let mut d = driver(&log);
+    d.input("a", json!(0)).unwrap();
+    d.input("b", json!(0)).unwrap();
+    let b = d
+        .requested_calls()
+        .iter()
+        .position(|r| r.call.key == "b")
+        .unwrap();
+    d.run_supplier(b).unwrap();
+    log.inject_flush_failure("broker unavailable");
+    assert!(matches!(
+        d.call(0),
+        Err(DriverError::Operator(OperatorError::Store(_)))
+    ));
+    assert!(log.records(0).is_empty());
+    assert!(matches!(
+        d.deliver(0),
+        Err(DriverError::Operator(OperatorError::Failed(_)))
+    ));
+    assert!(log.records(0).is_empty());
+    let p = d.projection().unwrap();
+    assert_eq!(p.unlanded_runs.len(), 2, "{:?}", p.unlanded_runs);
+    agrees_with_projection(&mut d);
 }

@@ -302,11 +302,9 @@ impl<L: Log> Driver<L> {
     /// Deliver returned call `index` to the operator, which saves it with a put; the
     /// put is answered before this returns.
     pub fn deliver(&mut self, index: usize) -> Result<(), DriverError> {
+        // A crash drops every returned call: with none, no operator is needed.
         if index >= self.returned.len() {
             return Err(DriverError::NoSuchCall(index));
-        }
-        if self.op.is_none() {
-            return Err(DriverError::NotRunning);
         }
         let (req, outcome) = self.returned.remove(index);
         self.deliver_calls(vec![(req, outcome)])
@@ -515,10 +513,11 @@ impl<L: Log> Driver<L> {
         self.cancel = cancel;
         self.delivered = pos;
         self.last_rebuild = report.clone();
+        let checkpoint = self.completed.as_ref().map(|s| s.id);
         tracing::info!(
             component = "durable.driver",
             event = "restore",
-            checkpoint = self.completed.as_ref().map(|s| s.id),
+            checkpoint,
             source_pos = pos,
         );
         self.handle(Event::Resume)?;
