@@ -504,3 +504,27 @@ fn an_outcome_held_across_a_failure_is_refused() {
     assert_eq!(p.unlanded_runs.len(), 2, "{:?}", p.unlanded_runs);
     agrees_with_projection(&mut d);
 }
+
+/// A checkpoint whose marker names fewer partitions than the log is refused by the
+/// rebuild, after the replay read the partitions it names.
+#[test]
+fn a_checkpoint_of_a_narrower_log_is_refused_over_a_wider_one() {
+    let log = MemoryLog::new(1);
+    let mut d = driver(&log);
+    let id = d.checkpoint().unwrap();
+    d.complete_checkpoint(id).unwrap();
+    let checkpoint = d.completed_checkpoint().unwrap().clone();
+    let actions = vec![ActionDef::new("action0", CallChain::new(["f0", "f1"]))];
+    let restored =
+        steadfast::durable::restore_from_log(actions, &checkpoint, &mut MemoryLog::new(2));
+    assert!(
+        matches!(
+            restored,
+            Err(DriverError::Operator(OperatorError::Store(
+                steadfast::durable::StoreError::InvalidMarker(ref why)
+            ))) if why.contains("marker has 1 partitions, the log has 2")
+        ),
+        "{:?}",
+        restored.map(|(_, report)| report)
+    );
+}
