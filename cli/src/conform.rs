@@ -182,7 +182,7 @@ pub fn traces(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &[])?;
     let name = model_name(&args, "traces", BOUND)?;
     // Every model with a runtime, so that `replay` can take each trace written
-    // (`durable-eager` included).
+    // (`durable-eager` and `durable-driver` included).
     with_binding!(name.as_str(), B => traces_of::<<B as Binding>::Model>(&mut args))
 }
 

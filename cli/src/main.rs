@@ -170,7 +170,9 @@ usage: steadfast conform [MODEL] [--design D] [--SETTING VALUE]... [--threads N]
   every transition of the model replayed against the runtime, then seeded walks;
   without MODEL every bound model: leadership (the stepwise driver),
   leadership-automatic (the automatic driver: one event runs until the driver waits,
-  compared where it is quiescent), durable, durable-eager (the eager operator)"
+  compared where it is quiescent), durable (the operator step by step), durable-eager
+  (its production scheduling, one event at a time) or durable-driver (the blocking
+  driver over the in-memory log, compared through its projection)"
         }
         "traces" => {
             "\

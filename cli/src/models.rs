@@ -63,6 +63,7 @@ pub const BOUND: &[&str] = &[
     "leadership-automatic",
     "durable",
     "durable-eager",
+    "durable-driver",
 ];
 
 /// `with_binding!(name, B => expr)`: like [`with_spec!`], with `B` bound to the
@@ -85,6 +86,10 @@ macro_rules! with_binding {
             }
             "durable-eager" => {
                 type $b = steadfast_conformance::durable::eager::EagerBinding;
+                $body
+            }
+            "durable-driver" => {
+                type $b = steadfast_conformance::durable::driver::DriverBinding;
                 $body
             }
             other => Err($crate::args::UsageError(format!(

@@ -41,7 +41,7 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
         (&["check"], "steadfast: `check` needs a model"),
         (
             &["traces", "--out", "unused"],
-            "steadfast: `traces` needs a model (models: leadership, leadership-automatic, durable, durable-eager)",
+            "steadfast: `traces` needs a model (models: leadership, leadership-automatic, durable, durable-eager, durable-driver)",
         ),
         (&["check", "paxos"], "steadfast: unknown model `paxos`"),
         (
@@ -632,6 +632,33 @@ fn conform_drives_the_automatic_leadership_driver_one_event_at_a_time() {
     );
     assert!(text.contains("GrantLeadership + RunGrant 82"), "{text}");
     assert!(text.contains("RevokeLeadership + RunRevoke 259"), "{text}");
+}
+
+#[test]
+fn conform_drives_the_blocking_driver_one_call_per_event() {
+    let o = steadfast(&[
+        "conform",
+        "durable-driver",
+        "--inputs",
+        "1",
+        "--compact-offsets",
+        "false",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("durable-driver fixed: 3944 unique states, 8692 transitions replayed"),
+        "{text}"
+    );
+    assert!(text.contains("CallSupplier + Crash"), "{text}");
+    // A model the driver has no counterpart for is refused by name.
+    let o = steadfast(&["conform", "durable-driver", "--lost-completions", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("has no `lost-completions`"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

@@ -105,6 +105,8 @@ impl From<OperatorError> for Rejection {
 
 pub mod eager;
 
+pub mod driver;
+
 /// Hooks that test variants use to re-introduce a bug around the production operator
 /// (never inside it). The production runtime uses none.
 pub trait Variant: 'static {

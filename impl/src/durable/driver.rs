@@ -4,7 +4,12 @@
 //! answers back as events. It also keeps a replayable source and a sink that commits
 //! outputs per checkpoint, and can crash and restore the operator over the same log. It
 //! runs the flink-agents issue 1158 scenarios ("checkpoint with an action queued, crash,
-//! restore") in the tests.
+//! restore") in the tests, and conformance drives it over the in-memory log through the
+//! model's events at the eager operator's grain (`steadfast conform durable-driver`),
+//! comparing [`Driver::projection`] after each call.
+//!
+//! A restore re-delivers the source's inputs after the restored checkpoint's snapshot
+//! before it returns, in delivery order.
 //!
 //! Puts are answered before a driver call returns, so no put is in flight when a
 //! snapshot is taken (the operator would refuse it). [`Driver::deliver_all`] delivers
@@ -23,15 +28,16 @@ use std::collections::BTreeMap;
 use super::log::{AckError, Cancellation, Log, LogError, LogRecord, Offset, PendingAck};
 use super::operator::{ActionDef, Checkpoint, Effect, Event, Operator, OperatorError, PutId};
 use super::projection::{
-    project_cache, project_keys, project_log, CallCount, OutputRecord, Projection,
+    project_activity, project_cache, project_checkpoint, project_keys, project_log, CallCount,
+    OutputRecord, Projection,
 };
 use super::store::{decode_record, RebuildReport, StoreError};
 use super::{partition_for, CallOutcome, CallRef, Datum};
 
 /// The external call behind durable calls: (call, function, arguments) to outcome.
-pub type Supplier = Box<dyn FnMut(&CallRef, &str, &Datum) -> CallOutcome>;
+pub type Supplier = Box<dyn FnMut(&CallRef, &str, &Datum) -> CallOutcome + Send>;
 /// Opens the log for a new operator incarnation (after a crash, a reopen).
-pub type Reopen<L> = Box<dyn FnMut() -> Result<L, LogError>>;
+pub type Reopen<L> = Box<dyn FnMut() -> Result<L, LogError> + Send>;
 
 /// Records read per request while a restore replays the log.
 const REPLAY_BATCH: usize = 512;
@@ -97,6 +103,7 @@ pub fn restore_from_log<L: Log>(
     Ok(restoring.finish(&ends)?)
 }
 
+#[derive(Clone)]
 struct Snapshot {
     id: u64,
     checkpoint: Checkpoint,
@@ -267,10 +274,15 @@ impl<L: Log> Driver<L> {
         self.returned.iter().map(|(r, _)| r.call.clone()).collect()
     }
 
-    /// Run the supplier of requested call `index` without delivering its outcome.
+    /// Run the supplier of requested call `index` without delivering its outcome. A
+    /// failed operator refuses every outcome, so its requests are not run: the call
+    /// would be an external effect whose result can never be saved.
     pub fn run_supplier(&mut self, index: usize) -> Result<(), DriverError> {
         if index >= self.requested.len() {
             return Err(DriverError::NoSuchCall(index));
+        }
+        if let Some(reason) = self.op.as_ref().and_then(|op| op.failure()) {
+            return Err(OperatorError::Failed(reason.to_string()).into());
         }
         let req = self.requested.remove(index);
         let outcome = (self.supplier)(&req.call, &req.function, &req.args);
@@ -290,11 +302,9 @@ impl<L: Log> Driver<L> {
     /// Deliver returned call `index` to the operator, which saves it with a put; the
     /// put is answered before this returns.
     pub fn deliver(&mut self, index: usize) -> Result<(), DriverError> {
+        // A crash drops every returned call: with none, no operator is needed.
         if index >= self.returned.len() {
             return Err(DriverError::NoSuchCall(index));
-        }
-        if self.op.is_none() {
-            return Err(DriverError::NotRunning);
         }
         let (req, outcome) = self.returned.remove(index);
         self.deliver_calls(vec![(req, outcome)])
@@ -503,10 +513,11 @@ impl<L: Log> Driver<L> {
         self.cancel = cancel;
         self.delivered = pos;
         self.last_rebuild = report.clone();
+        let checkpoint = self.completed.as_ref().map(|s| s.id);
         tracing::info!(
             component = "durable.driver",
             event = "restore",
-            checkpoint = self.completed.as_ref().map(|s| s.id),
+            checkpoint,
             source_pos = pos,
         );
         self.handle(Event::Resume)?;
@@ -593,21 +604,73 @@ impl<L: Log> Driver<L> {
             }
             parts.push(project_log(&records)?);
         }
-        Ok(Projection {
-            running: self.op.is_some(),
-            keys: self.op.as_ref().map(project_keys).unwrap_or_default(),
-            cache: self.op.as_ref().map(project_cache).unwrap_or_default(),
-            log: parts,
-            emitted: self.emitted.clone(),
-            committed: self.committed.clone(),
-            supplier_calls: self
-                .supplier_calls
-                .iter()
+        let counts = |runs: &BTreeMap<CallRef, u32>| -> Vec<CallCount> {
+            runs.iter()
                 .map(|(call, &count)| CallCount {
                     call: call.clone(),
                     count,
                 })
+                .collect()
+        };
+        let op = self.op.as_ref();
+        Ok(Projection {
+            running: op.is_some(),
+            failure: op.and_then(|op| op.failure()).map(str::to_string),
+            keys: op.map(project_keys).unwrap_or_default(),
+            activity: op.map(project_activity).unwrap_or_default(),
+            cache: op.map(project_cache).unwrap_or_default(),
+            log: parts,
+            pending_checkpoints: self
+                .snapshots
+                .iter()
+                .map(|s| project_checkpoint(&s.checkpoint))
                 .collect(),
+            completed_checkpoint: self
+                .completed
+                .as_ref()
+                .map(|s| project_checkpoint(&s.checkpoint)),
+            emitted: self.emitted.clone(),
+            committed: self.committed.clone(),
+            supplier_calls: counts(&self.supplier_calls),
+            unlanded_runs: counts(&self.unlanded),
+        })
+    }
+
+    /// An independent copy of this driver, to explore another future from here: the
+    /// same operator, source, calls, checkpoints, outputs and counts, over the log
+    /// `reopen` opens (a copy of this driver's, such as a [`super::MemoryLog::fork`]),
+    /// with `supplier`. Its cancellation signal is its own, set if this one's is.
+    #[cfg(any(test, feature = "testkit"))]
+    pub fn fork(&self, mut reopen: Reopen<L>, supplier: Supplier) -> Result<Self, DriverError> {
+        let log = match self.log {
+            Some(_) => Some(reopen()?),
+            None => None,
+        };
+        let cancel = Cancellation::new();
+        if self.cancel.is_cancelled() {
+            cancel.cancel();
+        }
+        Ok(Driver {
+            actions: self.actions.clone(),
+            reopen,
+            supplier,
+            log,
+            op: self.op.clone(),
+            cancel,
+            source: self.source.clone(),
+            delivered: self.delivered,
+            requested: self.requested.clone(),
+            returned: self.returned.clone(),
+            supplier_calls: self.supplier_calls.clone(),
+            unlanded: self.unlanded.clone(),
+            emitted: self.emitted.clone(),
+            uncommitted: self.uncommitted.clone(),
+            committed: self.committed.clone(),
+            snapshots: self.snapshots.clone(),
+            completed: self.completed.clone(),
+            next_checkpoint: self.next_checkpoint,
+            last_rebuild: self.last_rebuild.clone(),
+            flushes: self.flushes,
         })
     }
 }

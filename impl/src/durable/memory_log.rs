@@ -98,7 +98,8 @@ struct State {
     partitions: Vec<Records>,
     acks: HashMap<u64, AckPoll>,
     next_ack: u64,
-    faults: VecDeque<SendFault>,
+    /// Per upcoming send, in order, its fault; `None` for a send left alone.
+    faults: VecDeque<Option<SendFault>>,
     flush_faults: VecDeque<String>,
     linger: Option<Duration>,
     batch: Vec<Pending>,
@@ -253,7 +254,16 @@ impl MemoryLog {
     /// Apply `fault` to the next send that has no fault queued yet.
     #[cfg(any(test, feature = "testkit"))]
     pub fn inject_send_fault(&self, fault: SendFault) {
-        self.lock().faults.push_back(fault);
+        self.lock().faults.push_back(Some(fault));
+    }
+
+    /// Apply `fault` to the send after the next `skipped` sends that have no fault
+    /// queued yet, leaving those alone: a fault at the last put of a run of several.
+    #[cfg(any(test, feature = "testkit"))]
+    pub fn inject_send_fault_after(&self, skipped: usize, fault: SendFault) {
+        let mut state = self.lock();
+        state.faults.extend(std::iter::repeat_n(None, skipped));
+        state.faults.push_back(Some(fault));
     }
 
     /// Make the next flush fail with `message`; the sends it covers fail too.
@@ -265,7 +275,7 @@ impl MemoryLog {
     /// Faults queued and not yet consumed by a send, next first.
     #[cfg(any(test, feature = "testkit"))]
     pub fn queued_faults(&self) -> Vec<SendFault> {
-        self.lock().faults.iter().copied().collect()
+        self.lock().faults.iter().flatten().copied().collect()
     }
 
     /// Every landed record of `partition`, in offset order (empty for an unknown
@@ -401,7 +411,7 @@ impl Log for MemoryLog {
         let id = state.next_ack;
         state.next_ack += 1;
         state.sends += 1;
-        let fault = state.faults.pop_front();
+        let fault = state.faults.pop_front().flatten();
         let pending = Pending {
             id,
             partition,
@@ -628,6 +638,24 @@ mod tests {
             AckPoll::Failed(LogError::SendFailed(_))
         ));
         assert_eq!(log.send_count(), 3);
+    }
+
+    /// A fault queued after skipped sends hits the send after them, and only that one;
+    /// the skipped sends are not faults.
+    #[test]
+    fn a_fault_after_skipped_sends_hits_the_send_after_them() {
+        let mut log = MemoryLog::new(1);
+        log.inject_send_fault_after(2, SendFault::FailBeforeLanding);
+        assert_eq!(log.queued_faults(), [SendFault::FailBeforeLanding]);
+        assert_eq!(send(&mut log, 0, b"k", b"one"), 0);
+        assert_eq!(send(&mut log, 0, b"k", b"two"), 1);
+        let mut third = log.send(0, b"k", b"three").unwrap();
+        assert!(matches!(
+            third.wait(&Cancellation::new()),
+            Err(AckError::Log(LogError::SendFailed(_)))
+        ));
+        assert!(log.queued_faults().is_empty());
+        assert_eq!(send(&mut log, 0, b"k", b"four"), 2);
     }
 
     /// The `Debug` text names the partitions and the records landed, not their bytes.

@@ -45,7 +45,8 @@ pub use operator::{
     Limits, Operator, OperatorError, PendingInput, PutId, QueuedAction, Restoring, Scheduling,
 };
 pub use projection::{
-    CachedState, CallCount, KeyProjection, LoggedState, OutputRecord, Projection,
+    CachedState, CallCount, CheckpointProjection, KeyActivityProjection, KeyProjection,
+    LoggedState, OutputRecord, Projection,
 };
 pub use store::{
     merge_recovery_markers, ActionStateStore, MergeError, Ownership, PruneReport, PutRecord,

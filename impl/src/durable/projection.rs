@@ -1,16 +1,19 @@
 //! The observable projection of a durable-actions run, as the blocking driver
-//! ([`super::Driver::projection`]) reports it: a small serde value for tests and tools
-//! that inspect a run. (Conformance compares the model with the operator through its own
-//! projection, `steadfast_conformance::durable::View`, built from the same accessors.)
+//! ([`super::Driver::projection`]) reports it: a serde value for tests and tools that
+//! inspect a run. Conformance compares it with the model: the `durable-driver` binding
+//! (`steadfast_conformance::durable::driver`) maps it onto the model's view after every
+//! event the driver takes.
 //!
-//! It holds per key the operator's keyed state, the store's cache, the log's
-//! contents per partition, the outputs, and how often the supplier ran per durable
-//! call. Maps are flattened into sorted lists so the value serialises to JSON.
+//! It holds per key the operator's keyed state and what the key is doing, the operator's
+//! failure, the store's cache, the log's contents per partition, the checkpoints pending
+//! and the latest completed one, the outputs, and how often the supplier ran per durable
+//! call (and how many of those runs never had their result land). Maps are flattened into
+//! sorted lists so the value serialises to JSON.
 
 use serde::{Deserialize, Serialize};
 
 use super::log::{LogRecord, Offset, Partition};
-use super::operator::Operator;
+use super::operator::{Checkpoint, KeyState, Operator};
 use super::store::{decode_record, StoreError};
 use super::{ActionState, CallRef, Datum, StateKey};
 
@@ -27,6 +30,34 @@ pub struct KeyProjection {
     pub pending_inputs: Vec<u64>,
     /// Last finished input, if any.
     pub last_completed: Option<u64>,
+}
+
+/// What one key of the running operator is doing ([`Operator::activity`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyActivityProjection {
+    /// The key.
+    pub key: String,
+    /// An action of the key is in progress (waiting for a call, a put, or its
+    /// completion).
+    pub in_progress: bool,
+    /// The index of the call whose outcome the key waits for.
+    pub awaiting: Option<u32>,
+    /// The key waits for its put's answer.
+    pub saving: bool,
+    /// The key has a step to take on `Event::Continue` (never, between the eager
+    /// operator's events).
+    pub ready: bool,
+}
+
+/// A checkpoint the driver took: its keyed state and recovery marker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointProjection {
+    /// Checkpoint id.
+    pub id: u64,
+    /// Keyed state per key, sorted by key.
+    pub keys: Vec<KeyProjection>,
+    /// Per partition, the offset a restore replays from.
+    pub marker: Vec<Offset>,
 }
 
 /// One cached action state.
@@ -76,18 +107,42 @@ pub struct CallCount {
 pub struct Projection {
     /// Whether an operator is running (false between a crash and a restore).
     pub running: bool,
+    /// Why the running operator failed (a put's error reached an action); only a crash
+    /// follows.
+    pub failure: Option<String>,
     /// Keyed state per key, sorted by key (empty when not running).
     pub keys: Vec<KeyProjection>,
+    /// What each key with keyed state or an action in progress is doing, sorted by key
+    /// (empty when not running).
+    pub activity: Vec<KeyActivityProjection>,
     /// The store's cache, sorted by state key (empty when not running).
     pub cache: Vec<CachedState>,
     /// Log contents, indexed by partition, in offset order.
     pub log: Vec<Vec<LoggedState>>,
+    /// Checkpoints taken and neither completed, subsumed nor aborted, oldest first
+    /// (a crash drops them).
+    pub pending_checkpoints: Vec<CheckpointProjection>,
+    /// The latest completed checkpoint, the one a restore starts from.
+    pub completed_checkpoint: Option<CheckpointProjection>,
     /// Every output emitted, across crashes, in emission order.
     pub emitted: Vec<OutputRecord>,
     /// Outputs committed by completed checkpoints, in order.
     pub committed: Vec<OutputRecord>,
     /// Supplier runs per durable call, sorted by call.
     pub supplier_calls: Vec<CallCount>,
+    /// Per durable call, the supplier runs whose result record never reached the log,
+    /// sorted by call: the fix promises `runs <= 1 + unlanded runs`.
+    pub unlanded_runs: Vec<CallCount>,
+}
+
+fn project_key(key: &str, ks: &KeyState) -> KeyProjection {
+    KeyProjection {
+        key: key.to_string(),
+        next_seq: ks.next_seq,
+        queue: ks.queue.iter().map(|q| (q.seq, q.action.clone())).collect(),
+        pending_inputs: ks.pending_inputs.iter().map(|p| p.seq).collect(),
+        last_completed: ks.last_completed,
+    }
 }
 
 /// Project an operator's keyed state.
@@ -95,16 +150,45 @@ pub fn project_keys(op: &Operator) -> Vec<KeyProjection> {
     let mut keys: Vec<KeyProjection> = op
         .keys()
         .iter()
-        .map(|(key, ks)| KeyProjection {
-            key: key.clone(),
-            next_seq: ks.next_seq,
-            queue: ks.queue.iter().map(|q| (q.seq, q.action.clone())).collect(),
-            pending_inputs: ks.pending_inputs.iter().map(|p| p.seq).collect(),
-            last_completed: ks.last_completed,
-        })
+        .map(|(key, ks)| project_key(key, ks))
         .collect();
     keys.sort_unstable_by(|a, b| a.key.cmp(&b.key));
     keys
+}
+
+/// Project what each key of an operator is doing: every key with keyed state or an
+/// action in progress.
+pub fn project_activity(op: &Operator) -> Vec<KeyActivityProjection> {
+    let mut keys: Vec<String> = op.keys().keys().cloned().collect();
+    keys.extend(op.keys_in_progress());
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter()
+        .map(|key| {
+            let a = op.activity(&key);
+            KeyActivityProjection {
+                key,
+                in_progress: a.in_progress,
+                awaiting: a.awaiting,
+                saving: a.saving.is_some(),
+                ready: a.ready,
+            }
+        })
+        .collect()
+}
+
+/// Project a checkpoint.
+pub fn project_checkpoint(cp: &Checkpoint) -> CheckpointProjection {
+    CheckpointProjection {
+        id: cp.id,
+        // A BTreeMap: already sorted by key.
+        keys: cp
+            .keys
+            .iter()
+            .map(|(key, ks)| project_key(key, ks))
+            .collect(),
+        marker: cp.marker.offsets.clone(),
+    }
 }
 
 /// Project an operator's store cache.
