@@ -95,12 +95,7 @@ impl Runtime {
     /// leader on another host with `dispatcher-overlap`, fenced stores with
     /// `fenced-result-store`.
     pub fn for_model(model: &Leadership) -> Runtime {
-        let driver = Driver::stepwise(JOB);
-        Runtime::started_on(if model.dispatcher_overlap {
-            driver.overlapping(model.fenced_result_store)
-        } else {
-            driver
-        })
+        Runtime::started_on(in_environment(model, Driver::stepwise(JOB)))
     }
 
     /// A runtime whose `driver` (fresh, stepwise) is brought to the model's initial
@@ -124,6 +119,26 @@ impl Runtime {
             log: String::new(),
         }
     }
+}
+
+/// `driver` in the environment `model` sets: the next dispatcher leader on another host
+/// with `dispatcher-overlap`, fenced stores with `fenced-result-store`.
+pub fn in_environment(model: &Leadership, driver: Driver) -> Driver {
+    if model.dispatcher_overlap {
+        driver.overlapping(model.fenced_result_store)
+    } else {
+        driver
+    }
+}
+
+/// The runtime `make` starts, with the structured log it wrote while starting checked
+/// against the model's initial state `init` (see [`Runtime::log`]).
+pub fn start_checked(init: &State, make: impl FnOnce() -> Runtime) -> Runtime {
+    let (mut rt, seen) = collect(make);
+    if rt.check_log {
+        rt.log = disagreements(&start_log(init), &seen);
+    }
+    rt
 }
 
 /// Binds [`Leadership`] to the production leadership machines.
@@ -375,11 +390,7 @@ impl Binding for LeadershipBinding {
     }
 
     fn start(model: &Leadership, init: &State) -> Runtime {
-        let (mut rt, seen) = collect(|| Runtime::for_model(model));
-        if rt.check_log {
-            rt.log = disagreements(&start_log(init), &seen);
-        }
-        rt
+        start_checked(init, || Runtime::for_model(model))
     }
 
     fn model_view(model: &Leadership, state: &State) -> Observation {

@@ -11,7 +11,9 @@
 use stateright::Model;
 use steadfast::leadership::{Defect, Driver, Runner};
 use steadfast_conformance::cover::{cover, Coverage};
-use steadfast_conformance::leadership::{LeadershipBinding, Observation, Rejection, Runtime, JOB};
+use steadfast_conformance::leadership::{
+    in_environment, start_checked, LeadershipBinding, Observation, Rejection, Runtime, JOB,
+};
 use steadfast_conformance::{Binding, Problem};
 use steadfast_model::check::{self, CheckOptions, Traces};
 use steadfast_model::leadership::{Action, Leadership, State};
@@ -39,13 +41,9 @@ impl<const D: u8> Binding for SeedBug<D> {
         LeadershipBinding::supports(m)
     }
 
-    fn start(m: &Leadership, _init: &State) -> Runtime {
+    fn start(m: &Leadership, init: &State) -> Runtime {
         let driver = Driver::stepwise(JOB).with_defects(&[defect(D)]);
-        Runtime::started_on(if m.dispatcher_overlap {
-            driver.overlapping(m.fenced_result_store)
-        } else {
-            driver
-        })
+        start_checked(init, || Runtime::started_on(in_environment(m, driver)))
     }
 
     fn model_view(m: &Leadership, s: &State) -> Observation {

@@ -294,12 +294,7 @@ impl Spec for AutomaticLeadership {
 /// gains leadership and reads empty stores, the job is submitted and stored, each
 /// store request executed as it is made.
 pub fn automatic_runtime(model: &Leadership) -> Runtime {
-    let driver = Driver::new(JOB, true);
-    let mut driver = if model.dispatcher_overlap {
-        driver.overlapping(model.fenced_result_store)
-    } else {
-        driver
-    };
+    let mut driver = in_environment(model, Driver::new(JOB, true));
     driver
         .dispatcher_gain_leadership()
         .expect("a fresh dispatcher gains leadership");
@@ -438,11 +433,7 @@ impl Binding for AutomaticBinding {
     }
 
     fn start(m: &AutomaticLeadership, init: &State) -> Runtime {
-        let (mut rt, seen) = collect(|| automatic_runtime(&m.model));
-        if rt.check_log {
-            rt.log = disagreements(&start_log(init), &seen);
-        }
-        rt
+        start_checked(init, || automatic_runtime(&m.model))
     }
 
     fn model_view(m: &AutomaticLeadership, s: &State) -> Observation {
