@@ -4,7 +4,8 @@
 //! effect, then its acknowledgement as an event), finishes the action (a second put)
 //! and emits the output. A "return" is those three events: the call's return and the
 //! two acknowledgements, with offsets counted here. Eager scheduling, as a production
-//! driver runs it. One operator serves many samples and is replaced (outside
+//! driver runs it, with one effects buffer kept from event to event
+//! ([`Operator::handle_into`]). One operator serves many samples and is replaced (outside
 //! the timed part) every `CHUNK` inputs, so its cache stays bounded.
 
 use std::cell::RefCell;
@@ -23,6 +24,8 @@ struct Bench {
     /// The next offset of each of the four partitions.
     offsets: [u64; 4],
     keys: u64,
+    /// The effects of the last event.
+    effects: Vec<Effect>,
 }
 
 impl Bench {
@@ -36,6 +39,7 @@ impl Bench {
             inputs: 0,
             offsets: [0; 4],
             keys,
+            effects: Vec::with_capacity(4),
         }
     }
 
@@ -52,12 +56,14 @@ impl Bench {
                 key: format!("user-{}", i % self.keys),
                 value: json!(i),
             };
+            let effects = &mut self.effects;
             let start = Instant::now();
-            let effects = self.op.handle(event).expect("input accepted");
+            effects.clear();
+            self.op.handle_into(event, effects).expect("input accepted");
             if time_input {
                 total += start.elapsed();
             }
-            let Some(Effect::Call { call, .. }) = effects.into_iter().next() else {
+            let Some(Effect::Call { call, .. }) = effects.pop() else {
                 panic!("the action asks for its call");
             };
             let back = Event::CallReturned {
@@ -65,21 +71,26 @@ impl Bench {
                 outcome: CallOutcome::Value(json!(i)),
             };
             let start = Instant::now();
-            let mut effects = self.op.handle(back).expect("return accepted");
+            effects.clear();
+            self.op.handle_into(back, effects).expect("return accepted");
             // The result's put and the completion's put, each acknowledged.
             for _ in 0..2 {
-                let Some(Effect::Append { key, put, record }) = effects.first() else {
-                    panic!("a put follows: {effects:?}");
+                let ack = match effects.first_mut() {
+                    Some(Effect::Append { key, put, record }) => {
+                        let slot = &mut self.offsets[record.partition as usize];
+                        let offset = *slot;
+                        *slot += 1;
+                        // The driver hands the put's key back with its answer.
+                        Event::PutAcked {
+                            key: std::mem::take(key),
+                            put: *put,
+                            offset,
+                        }
+                    }
+                    _ => panic!("a put follows: {effects:?}"),
                 };
-                let slot = &mut self.offsets[record.partition as usize];
-                let offset = *slot;
-                *slot += 1;
-                let ack = Event::PutAcked {
-                    key: key.clone(),
-                    put: *put,
-                    offset,
-                };
-                effects = self.op.handle(ack).expect("ack accepted");
+                effects.clear();
+                self.op.handle_into(ack, effects).expect("ack accepted");
             }
             if time_return {
                 total += start.elapsed();

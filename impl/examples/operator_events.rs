@@ -2,8 +2,10 @@
 //! counts (flink-agents issue 1158's fixed operator, eager scheduling, no log):
 //! 20,000 inputs over `KEYS` keys (first argument, default 64), each starting one
 //! action that makes one call, then that call's return with the acknowledgements of
-//! its two durable puts (the output follows the second). Each event kind goes through its own function that is never inlined, so
-//! that callgrind can count one kind alone:
+//! its two durable puts (the output follows the second). The effects go to one buffer
+//! kept from event to event ([`Operator::handle_into`]), as a driver keeps one. Each
+//! event kind goes through its own function that is never inlined, so that callgrind
+//! can count one kind alone:
 //!
 //! ```text
 //! cargo build --release -p steadfast --example operator_events
@@ -17,33 +19,41 @@
 use serde_json::json;
 use steadfast::durable::{ActionDef, CallChain, CallOutcome, Effect, Event, Operator};
 
+/// The effects of one event, in a buffer kept from event to event.
+type Effects = Vec<Effect>;
+
 /// Input and return pairs run.
 const INPUTS: u64 = 20_000;
 
 #[inline(never)]
-fn on_input(op: &mut Operator, event: Event) -> Vec<Effect> {
-    op.handle(event).expect("input accepted")
+fn on_input(op: &mut Operator, effects: &mut Effects, event: Event) {
+    effects.clear();
+    op.handle_into(event, effects).expect("input accepted");
 }
 
 #[inline(never)]
-fn on_return(op: &mut Operator, offsets: &mut [u64; 4], event: Event) -> Vec<Effect> {
-    let mut effects = op.handle(event).expect("return accepted");
+fn on_return(op: &mut Operator, effects: &mut Effects, offsets: &mut [u64; 4], event: Event) {
+    effects.clear();
+    op.handle_into(event, effects).expect("return accepted");
     // The result's put and the completion's put, each acknowledged.
     for _ in 0..2 {
-        let Some(Effect::Append { key, put, record }) = effects.first() else {
-            panic!("a put follows: {effects:?}");
+        let ack = match effects.first_mut() {
+            Some(Effect::Append { key, put, record }) => {
+                let slot = &mut offsets[record.partition as usize];
+                let offset = *slot;
+                *slot += 1;
+                // The driver hands the put's key back with its answer.
+                Event::PutAcked {
+                    key: std::mem::take(key),
+                    put: *put,
+                    offset,
+                }
+            }
+            _ => panic!("a put follows: {effects:?}"),
         };
-        let slot = &mut offsets[record.partition as usize];
-        let offset = *slot;
-        *slot += 1;
-        let ack = Event::PutAcked {
-            key: key.clone(),
-            put: *put,
-            offset,
-        };
-        effects = op.handle(ack).expect("ack accepted");
+        effects.clear();
+        op.handle_into(ack, effects).expect("ack accepted");
     }
-    effects
 }
 
 fn main() {
@@ -63,19 +73,21 @@ fn main() {
     )
     .expect("one action");
     let mut offsets = [0u64; 4];
+    let mut effects = Effects::with_capacity(4);
     for i in 0..INPUTS {
         let input = Event::Input {
             key: format!("user-{}", i % keys),
             value: json!(i),
         };
-        let Some(Effect::Call { call, .. }) = on_input(&mut op, input).into_iter().next() else {
+        on_input(&mut op, &mut effects, input);
+        let Some(Effect::Call { call, .. }) = effects.pop() else {
             panic!("the action asks for its call");
         };
         let back = Event::CallReturned {
             call,
             outcome: CallOutcome::Value(json!(i)),
         };
-        let effects = on_return(&mut op, &mut offsets, back);
+        on_return(&mut op, &mut effects, &mut offsets, back);
         assert!(matches!(effects.as_slice(), [Effect::Emit { .. }]));
     }
 }

@@ -339,8 +339,11 @@ impl<L: Log> Driver<L> {
                 outcome,
             };
             delivered.push(req.call);
-            match self.op_mut().and_then(|op| Ok(op.handle(event)?)) {
-                Ok(more) => effects.extend(more),
+            match self
+                .op_mut()
+                .and_then(|op| Ok(op.handle_into(event, &mut effects)?))
+            {
+                Ok(()) => {}
                 Err(e) => {
                     result = Err(e);
                     break;

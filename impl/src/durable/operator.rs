@@ -483,6 +483,30 @@ struct Saving {
     then: AfterPut,
 }
 
+/// What a key waits for (not checkpointed). One thing at most: the model of issue 1158
+/// proves it of the fixed design, and this type makes it so. A key's entry stays once
+/// made (as its keyed state does), so a key going from one wait to the next copies no
+/// key and allocates nothing.
+#[derive(Clone)]
+enum Wait {
+    /// Nothing: the key is idle or has queued work.
+    Nothing,
+    /// The outcome of the call it asked for.
+    Call(Running),
+    /// The answer to its put in flight.
+    Put(Saving),
+    /// Its completion step (stepwise): the finished action's completed state, of input
+    /// `seq` and the action at position `action`, awaiting its put.
+    Completion {
+        seq: u64,
+        action: usize,
+        state: ActionState,
+    },
+}
+
+/// A key without an entry waits for nothing.
+const NOTHING: &Wait = &Wait::Nothing;
+
 enum Progress {
     /// Waiting for a call's outcome or a put's answer.
     Waiting,
@@ -503,12 +527,9 @@ pub struct Operator {
     /// Per key, its keyed state. Looked up at every event, so hashed (aHash, randomly
     /// keyed: keys come from outside); a checkpoint holds it ordered.
     keys: Arc<KeyMap<KeyState>>,
-    /// Per key, the call it waits for.
-    running: Arc<KeyMap<Running>>,
-    /// Per key, its put in flight.
-    saving: Arc<KeyMap<Saving>>,
-    /// Per key, a finished action's completed state awaiting its put (stepwise).
-    completing: Arc<KeyMap<(u64, usize, ActionState)>>,
+    /// Per key, what it waits for: a call's outcome, a put's answer, or its completion
+    /// step.
+    waits: Arc<KeyMap<Wait>>,
     scheduling: Scheduling,
     limits: Limits,
     pending_checkpoints: Arc<BTreeMap<u64, BTreeMap<String, u64>>>,
@@ -528,8 +549,14 @@ pub struct Operator {
 
 impl std::fmt::Debug for Operator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut saving: Vec<(&String, PutId)> =
-            self.saving.iter().map(|(k, s)| (k, s.put)).collect();
+        let mut saving: Vec<(&String, PutId)> = self
+            .waits
+            .iter()
+            .filter_map(|(k, w)| match w {
+                Wait::Put(s) => Some((k, s.put)),
+                _ => None,
+            })
+            .collect();
         saving.sort();
         let mut d = f.debug_struct("Operator");
         d.field("actions", &self.actions)
@@ -718,9 +745,7 @@ impl Operator {
             actions: actions.into(),
             store,
             keys: Arc::default(),
-            running: Arc::default(),
-            saving: Arc::default(),
-            completing: Arc::default(),
+            waits: Arc::default(),
             scheduling: Scheduling::default(),
             limits: Limits::default(),
             pending_checkpoints: Arc::default(),
@@ -780,16 +805,29 @@ impl Operator {
 
     /// Handle one event, returning the effects it caused.
     pub fn handle(&mut self, event: Event) -> Result<Vec<Effect>, OperatorError> {
+        // Nearly every event has an effect (a call, a put or an output).
+        let mut effects = Vec::with_capacity(2);
+        self.handle_into(event, &mut effects)?;
+        Ok(effects)
+    }
+
+    /// [`Operator::handle`], appending the effects to `effects`: a driver that keeps one
+    /// buffer from event to event allocates none for them. A refused event appends
+    /// nothing (what it had appended is taken back).
+    pub fn handle_into(
+        &mut self,
+        event: Event,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), OperatorError> {
         if let Some(reason) = &self.failed {
             return Err(OperatorError::Failed(reason.clone()));
         }
-        // Nearly every event has an effect (a call, a put or an output).
-        let mut effects = Vec::with_capacity(2);
+        let before = effects.len();
         let result = match event {
-            Event::Input { key, value } => self.on_input(key, value, &mut effects),
-            Event::CallReturned { call, outcome } => self.on_call(call, outcome, &mut effects),
-            Event::PutAcked { key, put, offset } => self.on_acked(key, put, offset, &mut effects),
-            Event::PutFailed { key, put, error } => self.on_failed(key, put, error, &mut effects),
+            Event::Input { key, value } => self.on_input(key, value, effects),
+            Event::CallReturned { call, outcome } => self.on_call(call, outcome, effects),
+            Event::PutAcked { key, put, offset } => self.on_acked(key, put, offset, effects),
+            Event::PutFailed { key, put, error } => self.on_failed(key, put, error, effects),
             Event::Resume => {
                 tracing::info!(component = "durable.operator", event = "resume");
                 match self.scheduling {
@@ -798,17 +836,18 @@ impl Operator {
                         let mut keys: Vec<String> = self.keys.keys().cloned().collect();
                         keys.sort_unstable();
                         self.resuming = Arc::new(keys.into());
-                        self.resume(&mut effects)
+                        self.resume(effects)
                     }
                     Scheduling::Stepwise => Ok(()),
                 }
             }
-            Event::Continue { key } => self.on_continue(key, &mut effects),
+            Event::Continue { key } => self.on_continue(key, effects),
         };
         self.check_invariants();
         match result {
-            Ok(()) => Ok(effects),
+            Ok(()) => Ok(()),
             Err(err) => {
+                effects.truncate(before);
                 if !err.leaves_unchanged() {
                     tracing::error!(component = "durable.operator", event = "failed", error = %err);
                     self.failed = Some(err.to_string());
@@ -818,23 +857,48 @@ impl Operator {
         }
     }
 
-    /// What the model of issue 1158 proves of the fixed design, checked in debug builds:
-    /// a key waits for at most one thing (a call, a put, or its completion step).
+    /// What the model of issue 1158 proves of the fixed design, checked in debug builds
+    /// (that a key waits for one thing at most, [`Wait`] makes so): a key that waits
+    /// has keyed state and an action in its queue, and every put in flight was numbered
+    /// before the next.
     fn check_invariants(&self) {
         #[cfg(debug_assertions)]
-        for key in self.running.keys() {
+        for (key, wait) in self.waits.iter() {
+            if matches!(wait, Wait::Nothing) {
+                continue;
+            }
             debug_assert!(
-                !self.saving.contains_key(key) && !self.completing.contains_key(key),
-                "key {key:?} waits for a call and for something else"
+                self.keys.get(key).is_some_and(|ks| !ks.queue.is_empty()),
+                "key {key:?} waits with no action queued"
             );
+            if let Wait::Put(s) = wait {
+                debug_assert!(s.put.0 < self.next_put, "put {:?} not numbered yet", s.put);
+            }
         }
-        #[cfg(debug_assertions)]
-        for key in self.saving.keys() {
-            debug_assert!(
-                !self.completing.contains_key(key),
-                "key {key:?} waits for a put and for its completion step"
-            );
+    }
+
+    /// What `key` waits for.
+    fn wait(&self, key: &str) -> &Wait {
+        self.waits.get(key).unwrap_or(NOTHING)
+    }
+
+    /// Sets what `key` waits for (its entry, copied in the shared map only here).
+    fn set_wait(&mut self, key: &str, wait: Wait) {
+        let waits = Arc::make_mut(&mut self.waits);
+        match waits.get_mut(key) {
+            Some(slot) => *slot = wait,
+            None => {
+                waits.insert(key.to_string(), wait);
+            }
         }
+    }
+
+    /// What `key` waited for; it now waits for nothing. Only called for a key that
+    /// waits, so the shared map is copied only when it changes.
+    fn take_wait(&mut self, key: &str) -> Wait {
+        Arc::make_mut(&mut self.waits)
+            .get_mut(key)
+            .map_or(Wait::Nothing, |slot| std::mem::replace(slot, Wait::Nothing))
     }
 
     /// Drives the keys a resume has yet to drive, one after the other, until one waits
@@ -842,12 +906,12 @@ impl Operator {
     /// that fails stops the resume before a later key starts.
     fn resume(&mut self, effects: &mut Vec<Effect>) -> Result<(), OperatorError> {
         while let Some(key) = self.resuming.front().cloned() {
-            if self.saving.contains_key(&key) {
+            if matches!(self.wait(&key), Wait::Put(_)) {
                 return Ok(());
             }
             Arc::make_mut(&mut self.resuming).pop_front();
             self.drive(&key, 0, effects)?;
-            if self.saving.contains_key(&key) {
+            if matches!(self.wait(&key), Wait::Put(_)) {
                 // Resumed once its put is answered.
                 Arc::make_mut(&mut self.resuming).push_front(key);
                 return Ok(());
@@ -868,7 +932,7 @@ impl Operator {
 
     /// Whether the key is waiting for a call's outcome or a put's answer.
     fn waiting(&self, key: &str) -> bool {
-        self.running.contains_key(key) || self.saving.contains_key(key)
+        matches!(self.wait(key), Wait::Call(_) | Wait::Put(_))
     }
 
     /// Whether the key has a step to take without outside input.
@@ -879,7 +943,7 @@ impl Operator {
     /// [`Operator::is_ready`] for a key known to wait for nothing: a finished action's
     /// completion put, or queued work.
     fn ready_unless_waiting(&self, key: &str) -> bool {
-        self.completing.contains_key(key)
+        matches!(self.wait(key), Wait::Completion { .. })
             || self
                 .keys
                 .get(key)
@@ -928,13 +992,13 @@ impl Operator {
         outcome: CallOutcome,
         effects: &mut Vec<Effect>,
     ) -> Result<(), OperatorError> {
-        match self.running.get(&call.key) {
-            Some(r) if r.awaits(&call, &self.actions) => {}
+        match self.wait(&call.key) {
+            Wait::Call(r) if r.awaits(&call, &self.actions) => {}
             _ => return Err(OperatorError::UnexpectedCall(call)),
         }
-        let mut running = Arc::make_mut(&mut self.running)
-            .remove(&call.key)
-            .expect("the call was found waiting");
+        let Wait::Call(mut running) = self.take_wait(&call.key) else {
+            unreachable!("the call was found waiting");
+        };
         running.state.call_results.push(CallResult {
             function: running.function,
             args_digest: running.digest,
@@ -1007,15 +1071,15 @@ impl Operator {
                 "acked",
             );
         }
-        Arc::make_mut(&mut self.saving).insert(
-            key.clone(),
-            Saving {
+        self.set_wait(
+            &key,
+            Wait::Put(Saving {
                 put,
                 seq,
                 action,
                 state,
                 then,
-            },
+            }),
         );
         effects.push(Effect::Append { key, put, record });
         effects.push(Effect::Flush);
@@ -1029,12 +1093,12 @@ impl Operator {
         offset: Offset,
         effects: &mut Vec<Effect>,
     ) -> Result<(), OperatorError> {
-        if self.saving.get(&key).map(|s| s.put) != Some(put) {
+        if !matches!(self.wait(&key), Wait::Put(s) if s.put == put) {
             return Err(OperatorError::UnexpectedPut { key, put });
         }
-        let saving = Arc::make_mut(&mut self.saving)
-            .remove(&key)
-            .expect("the put was found in flight");
+        let Wait::Put(saving) = self.take_wait(&key) else {
+            unreachable!("the put was found in flight");
+        };
         let partition = self.store.partition_of(&key);
         let action = Cow::Borrowed(self.actions[saving.action].name.as_str());
         // Only now, with the record acknowledged, is the state cached (the fix's order).
@@ -1083,7 +1147,7 @@ impl Operator {
         error: LogError,
         effects: &mut Vec<Effect>,
     ) -> Result<(), OperatorError> {
-        if self.saving.get(&key).map(|s| s.put) != Some(put) {
+        if !matches!(self.wait(&key), Wait::Put(s) if s.put == put) {
             return Err(OperatorError::UnexpectedPut { key, put });
         }
         if self.defects.cache_before_ack {
@@ -1100,7 +1164,7 @@ impl Operator {
             error = %error,
         );
         // The action's error fails the task: its put is over, nothing is cached.
-        Arc::make_mut(&mut self.saving).remove(&key);
+        self.take_wait(&key);
         Err(OperatorError::Store(StoreError::Log(error)))
     }
 
@@ -1133,12 +1197,10 @@ impl Operator {
         effects: &mut Vec<Effect>,
     ) -> Result<bool, OperatorError> {
         // The shared maps are copied only where this step changes them.
-        let completing = if self.completing.contains_key(key) {
-            Arc::make_mut(&mut self.completing).remove(key)
-        } else {
-            None
-        };
-        if let Some((seq, action, state)) = completing {
+        if matches!(self.wait(key), Wait::Completion { .. }) {
+            let Wait::Completion { seq, action, state } = self.take_wait(key) else {
+                unreachable!("the completion step was just seen");
+            };
             self.send_put(
                 key.to_string(),
                 seq,
@@ -1348,16 +1410,16 @@ impl Operator {
                         function: function.clone(),
                         args,
                     });
-                    Arc::make_mut(&mut self.running).insert(
-                        key.to_string(),
-                        Running {
+                    self.set_wait(
+                        key,
+                        Wait::Call(Running {
                             seq: head.seq,
                             action: position,
                             index,
                             function,
                             digest,
                             state,
-                        },
+                        }),
                     );
                     outcomes.clear();
                     self.outcomes = outcomes;
@@ -1384,8 +1446,14 @@ impl Operator {
                         )?;
                         return Ok(Progress::Waiting);
                     }
-                    Arc::make_mut(&mut self.completing)
-                        .insert(key.to_string(), (head.seq, position, state));
+                    self.set_wait(
+                        key,
+                        Wait::Completion {
+                            seq: head.seq,
+                            action: position,
+                            state,
+                        },
+                    );
                     return Ok(Progress::Finishing);
                 }
             }
@@ -1400,7 +1468,8 @@ impl Operator {
         if let Some(reason) = &self.failed {
             return Err(OperatorError::Failed(reason.clone()));
         }
-        if let Some(key) = self.saving.keys().min() {
+        let in_flight = self.waits.iter().filter(|(_, w)| matches!(w, Wait::Put(_)));
+        if let Some((key, _)) = in_flight.min_by(|(a, _), (b, _)| a.cmp(b)) {
             return Err(OperatorError::PutInFlight { key: key.clone() });
         }
         let bounds = boundaries(self.keys.iter());
@@ -1509,34 +1578,41 @@ impl Operator {
     /// [`Operator::ready_keys`], [`Operator::outstanding_calls`] and
     /// [`Operator::puts_in_flight`], looked up without building those lists.
     pub fn activity(&self, key: &str) -> KeyActivity {
-        if let Some(r) = self.running.get(key) {
-            return KeyActivity {
+        match self.wait(key) {
+            Wait::Call(r) => KeyActivity {
                 in_progress: true,
                 ready: false,
                 awaiting: Some(r.index),
                 saving: None,
-            };
-        }
-        if let Some(s) = self.saving.get(key) {
-            return KeyActivity {
+            },
+            Wait::Put(s) => KeyActivity {
                 in_progress: true,
                 ready: false,
                 awaiting: None,
                 saving: Some(s.put),
-            };
-        }
-        KeyActivity {
-            in_progress: self.completing.contains_key(key),
-            ready: self.ready_unless_waiting(key),
-            awaiting: None,
-            saving: None,
+            },
+            Wait::Completion { .. } => KeyActivity {
+                in_progress: true,
+                ready: true,
+                awaiting: None,
+                saving: None,
+            },
+            Wait::Nothing => KeyActivity {
+                in_progress: false,
+                ready: self.ready_unless_waiting(key),
+                awaiting: None,
+                saving: None,
+            },
         }
     }
 
     /// Keys with a step to take on [`Event::Continue`] (stepwise scheduling).
     pub fn ready_keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = self.keys.keys().cloned().collect();
-        keys.extend(self.completing.keys().cloned());
+        keys.extend(self.waits.iter().filter_map(|(k, w)| match w {
+            Wait::Completion { .. } => Some(k.clone()),
+            _ => None,
+        }));
         keys.sort();
         keys.dedup();
         keys.retain(|k| self.is_ready(k));
@@ -1547,14 +1623,12 @@ impl Operator {
     /// or finished and awaiting its completion put.
     pub fn keys_in_progress(&self) -> Vec<String> {
         let mut keys: Vec<String> = self
-            .running
-            .keys()
-            .chain(self.saving.keys())
-            .chain(self.completing.keys())
-            .cloned()
+            .waits
+            .iter()
+            .filter(|(_, w)| !matches!(w, Wait::Nothing))
+            .map(|(k, _)| k.clone())
             .collect();
         keys.sort();
-        keys.dedup();
         keys
     }
 
@@ -1571,18 +1645,24 @@ impl Operator {
 
     /// The calls the operator waits for, one per key at most.
     pub fn outstanding_calls(&self) -> Vec<CallRef> {
-        self.running
+        self.waits
             .iter()
-            .map(|(key, r)| r.call(key, &self.actions))
+            .filter_map(|(key, w)| match w {
+                Wait::Call(r) => Some(r.call(key, &self.actions)),
+                _ => None,
+            })
             .collect()
     }
 
     /// The puts in flight, one per key at most, ordered by key.
     pub fn puts_in_flight(&self) -> Vec<(String, PutId)> {
         let mut puts: Vec<(String, PutId)> = self
-            .saving
+            .waits
             .iter()
-            .map(|(k, s)| (k.clone(), s.put))
+            .filter_map(|(k, w)| match w {
+                Wait::Put(s) => Some((k.clone(), s.put)),
+                _ => None,
+            })
             .collect();
         puts.sort();
         puts
