@@ -920,10 +920,7 @@ impl<V: Variant> Conformant<V> {
                 other.map(|_| ())
             )),
         };
-        let unchanged = format!("{probe:?}") == format!("{op:?}")
-            && probe
-                .pending_checkpoint_ids()
-                .eq(op.pending_checkpoint_ids());
+        let unchanged = probe == *op;
         rt.reports.extend(refused);
         if !unchanged {
             rt.reports
@@ -1196,6 +1193,10 @@ impl<V: Variant> Binding for Conformant<V> {
 
     fn counterpart(kind: &str) -> &'static str {
         counterpart(kind)
+    }
+
+    fn unchanged(before: &Runtime<V>, after: &Runtime<V>) -> bool {
+        before.same_as(after)
     }
 
     fn describe(runtime: &Runtime<V>) -> String {

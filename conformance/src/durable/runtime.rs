@@ -3,6 +3,7 @@
 //! coordinator, sink), and the cross-checks of the operator's own bookkeeping.
 
 use super::*;
+use std::collections::HashSet;
 
 /// Names of the runtime's keys and actions for the model's indices.
 #[derive(Debug)]
@@ -141,7 +142,7 @@ pub(super) fn supplier(function: &str, args: &Datum) -> CallOutcome {
 }
 
 /// A call the operator asked for.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Requested {
     pub(super) call: CallRef,
     pub(super) function: String,
@@ -149,7 +150,7 @@ pub(super) struct Requested {
 }
 
 /// A checkpoint taken and not yet completed.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Pending {
     pub(super) id: u64,
     /// The subtasks' parts taken so far, by subtask.
@@ -161,7 +162,7 @@ pub(super) struct Pending {
 }
 
 /// A put the operator sent and the model has not resolved.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct InFlight {
     /// Model key.
     pub(super) k: u8,
@@ -277,6 +278,61 @@ impl<V: Variant> Clone for Runtime<V> {
 }
 
 impl<V: Variant> Runtime<V> {
+    /// Whether `other` holds what this runtime holds: every field but the views' mirror
+    /// of the log, which is derived from the log. Shared parts compare by address first,
+    /// so a copy that refused an event compares in a few dozen instructions.
+    pub(super) fn same_as(&self, other: &Runtime<V>) -> bool {
+        // Every field, named so that a new one is not missed.
+        let Runtime {
+            names,
+            scheduling,
+            ranked_offsets,
+            tracks_offsets,
+            log,
+            op,
+            op1,
+            scaled_in,
+            requested,
+            returned,
+            in_flight,
+            zombie,
+            last_put,
+            supplier_calls,
+            uncommitted,
+            committed,
+            pending,
+            unnotified,
+            unannounced_outputs,
+            completed,
+            next_checkpoint,
+            reports,
+            mirror: _,
+            variant: _,
+        } = self;
+        Arc::ptr_eq(names, &other.names)
+            && *scheduling == other.scheduling
+            && *ranked_offsets == other.ranked_offsets
+            && *tracks_offsets == other.tracks_offsets
+            && *log == other.log
+            && *op == other.op
+            && *op1 == other.op1
+            && *scaled_in == other.scaled_in
+            && *requested == other.requested
+            && *returned == other.returned
+            && *in_flight == other.in_flight
+            && *zombie == other.zombie
+            && *last_put == other.last_put
+            && *supplier_calls == other.supplier_calls
+            && *uncommitted == other.uncommitted
+            && *committed == other.committed
+            && *pending == other.pending
+            && *unnotified == other.unnotified
+            && *unannounced_outputs == other.unannounced_outputs
+            && *completed == other.completed
+            && *next_checkpoint == other.next_checkpoint
+            && *reports == other.reports
+    }
+
     pub(super) fn new(
         names: Names,
         ranked_offsets: bool,
@@ -991,9 +1047,38 @@ pub(super) fn cross_check_lists(
     }
 }
 
-/// The store's whole-cache accessors agree with its count and with each other.
+/// Most stores a thread remembers as checked by [`cross_check_cache`].
+const CHECKED_STORES: usize = 4096;
+
+thread_local! {
+    /// Stores [`cross_check_cache`] found consistent on this thread. The check reads
+    /// only the store, so an equal store passes it again: a replay meets few distinct
+    /// stores at its checkpoint completions and restores (57 in 19,965 checks at
+    /// `conform durable --inputs 1 --compact-offsets false`).
+    static CHECKED: RefCell<HashSet<ActionStateStore>> = RefCell::new(HashSet::new());
+}
+
+/// The store's whole-cache accessors agree with its count and with each other; checked
+/// once per distinct store a thread meets.
 pub(super) fn cross_check_cache(op: &Operator, reports: &mut Vec<String>) {
     let store = op.store();
+    if CHECKED.with(|c| c.borrow().contains(store)) {
+        return;
+    }
+    let before = reports.len();
+    cross_check_store(store, reports);
+    if reports.len() == before {
+        CHECKED.with(|c| {
+            let mut checked = c.borrow_mut();
+            if checked.len() >= CHECKED_STORES {
+                checked.clear();
+            }
+            checked.insert(store.clone());
+        });
+    }
+}
+
+fn cross_check_store(store: &ActionStateStore, reports: &mut Vec<String>) {
     let cache = store.cache();
     let offsets = store.latest_offsets();
     if cache.len() != store.cached_len()

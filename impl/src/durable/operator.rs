@@ -84,6 +84,16 @@ pub struct ActionDef {
     pub body: Arc<dyn ActionBody>,
 }
 
+/// The same name and the same body (the same code object, by address: bodies are code,
+/// not values).
+impl PartialEq for ActionDef {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && Arc::ptr_eq(&self.body, &other.body)
+    }
+}
+
+impl Eq for ActionDef {}
+
 impl std::fmt::Debug for ActionDef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ActionDef")
@@ -434,7 +444,7 @@ impl Default for Limits {
 
 /// An outstanding durable call of a key (not checkpointed). The key is the map's and
 /// the action's name the configured action's: the call is [`Running::call`] of them.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 struct Running {
     seq: u64,
     /// The action's position among the configured actions.
@@ -473,7 +483,7 @@ enum AfterPut {
 }
 
 /// A put in flight of a key (not checkpointed).
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 struct Saving {
     put: PutId,
     seq: u64,
@@ -487,7 +497,7 @@ struct Saving {
 /// proves it of the fixed design, and this type makes it so. A key's entry stays once
 /// made (as its keyed state does), so a key going from one wait to the next copies no
 /// key and allocates nothing.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 enum Wait {
     /// Nothing: the key is idle or has queued work.
     Nothing,
@@ -546,6 +556,45 @@ pub struct Operator {
     /// Seed bugs put back (feature `defects`); none in production.
     defects: Defects,
 }
+
+/// Two operators are equal when they run the same actions and hold the same state:
+/// keyed state, waits, store, pending checkpoints, resume, put numbering, failure,
+/// scheduling, limits and defects (their scratch buffers, empty between events, are not
+/// state). A copy compares its shared maps by address until one side changes them, so
+/// checking that a refused event left a copy unchanged costs next to nothing.
+impl PartialEq for Operator {
+    fn eq(&self, other: &Self) -> bool {
+        // Every field but the scratch buffers, named so that a new field is not missed.
+        let Operator {
+            actions,
+            store,
+            keys,
+            waits,
+            scheduling,
+            limits,
+            pending_checkpoints,
+            resuming,
+            next_put,
+            failed,
+            outcomes: _,
+            record_buf: _,
+            defects,
+        } = self;
+        (Arc::ptr_eq(actions, &other.actions) || **actions == *other.actions)
+            && *store == other.store
+            && *keys == other.keys
+            && *waits == other.waits
+            && *scheduling == other.scheduling
+            && *limits == other.limits
+            && *pending_checkpoints == other.pending_checkpoints
+            && *resuming == other.resuming
+            && *next_put == other.next_put
+            && *failed == other.failed
+            && *defects == other.defects
+    }
+}
+
+impl Eq for Operator {}
 
 impl std::fmt::Debug for Operator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -687,7 +736,7 @@ fn check_checkpoint(actions: &[ActionDef], checkpoint: &Checkpoint) -> Result<()
 /// A restore in progress ([`Operator::restore`]): the checkpoint was checked; the log's
 /// records from its marker to the end are fed in, partition by partition, then
 /// [`Restoring::finish`] gives the operator. A copy goes on on its own.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Restoring {
     actions: Vec<ActionDef>,
     checkpoint_id: u64,
@@ -1702,6 +1751,34 @@ mod tests {
 
     fn actions() -> Vec<ActionDef> {
         vec![ActionDef::new("a", CallChain::new(["f"]))]
+    }
+
+    #[test]
+    fn a_copy_stays_equal_through_refused_events_and_differs_after_an_accepted_one() {
+        let mut op = Operator::new(actions(), 2).unwrap();
+        let copy = op.clone();
+        assert!(op == copy);
+        let unsent = Event::PutAcked {
+            key: "k".into(),
+            put: PutId(7),
+            offset: 0,
+        };
+        assert!(op.handle(unsent).is_err());
+        assert!(op == copy, "a refused event leaves the operator equal");
+        let input = || Event::Input {
+            key: "k".into(),
+            value: Datum::Null,
+        };
+        op.handle(input()).unwrap();
+        assert!(op != copy, "an accepted input changes it");
+        // The same events on another copy reach an equal operator (equal by content,
+        // not by shared maps).
+        let mut other = copy.clone();
+        other.handle(input()).unwrap();
+        assert!(op == other);
+        // Another body under the same name is another action.
+        let renamed = Operator::new(actions(), 2).unwrap();
+        assert!(renamed != copy);
     }
 
     #[test]

@@ -32,6 +32,7 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -194,7 +195,7 @@ pub struct PruneReport {
 }
 
 /// One cached state of a key, with its latest acknowledged (partition, offset).
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 struct Tracked {
     seq: u64,
     action: String,
@@ -215,14 +216,37 @@ fn search(states: &[Tracked], seq: u64, action: &str) -> Result<usize, usize> {
     }
 }
 
-/// The action state store.
-#[derive(Clone)]
+/// The action state store. Two stores are equal when they hold the same states at the
+/// same offsets; a copy not changed since compares by its shared map's address.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ActionStateStore {
     partitions: u32,
     /// Per input key with live state, its cached states sorted by (seq, action).
     /// Looked up at every event: aHash, keyed at random per map like the standard
     /// hasher (input keys come from outside), at a fraction of SipHash's cost.
     states: Arc<HashMap<String, Vec<Tracked>, ahash::RandomState>>,
+}
+
+/// Hashes where each cached state is (its key, sequence number, action, partition and
+/// offset), not the states themselves: stores equal by [`PartialEq`] hash alike, and
+/// stores that differ only in a state's content are told apart by `==`. The map's order
+/// is not the store's, so each entry is digested on its own and the digests summed.
+impl Hash for ActionStateStore {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // Fixed keys: the digests must not depend on the process.
+        let digest =
+            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+        let mut sum = 0u64;
+        for (key, list) in self.states.iter() {
+            let mut h = digest.build_hasher();
+            key.hash(&mut h);
+            for t in list {
+                (t.seq, &t.action, t.partition, t.offset).hash(&mut h);
+            }
+            sum = sum.wrapping_add(h.finish());
+        }
+        (self.partitions, self.states.len(), sum).hash(state);
+    }
 }
 
 impl std::fmt::Debug for ActionStateStore {
@@ -494,7 +518,7 @@ impl ActionStateStore {
 }
 
 /// A rebuild in progress ([`Rebuild::new`]): it takes the records the log's owner reads from the marker to the end, partition by partition, in offset order.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rebuild {
     store: ActionStateStore,
     marker: Vec<Offset>,
@@ -658,6 +682,26 @@ mod tests {
             seq: 0,
             action: "a".into(),
         }
+    }
+
+    #[test]
+    fn equal_stores_hash_alike_whatever_order_they_were_filled_in() {
+        use std::hash::BuildHasher;
+        let (mut one, mut two) = (ActionStateStore::new(2), ActionStateStore::new(2));
+        for key in ["a", "b", "c"] {
+            one.acknowledge(&sk(key), state(1), 3);
+        }
+        for key in ["c", "b", "a"] {
+            two.acknowledge(&sk(key), state(1), 3);
+        }
+        assert!(one == two);
+        let fixed = std::hash::RandomState::new();
+        assert_eq!(fixed.hash_one(&one), fixed.hash_one(&two));
+        // A state put again at a later offset makes another store.
+        let mut other = one.clone();
+        other.acknowledge(&sk("a"), state(2), 4);
+        assert!(other != one);
+        assert_ne!(fixed.hash_one(&other), fixed.hash_one(&one));
     }
 
     /// Records of keys `a` and `b` in one partition, at offsets 0 and 1.
