@@ -903,7 +903,10 @@ impl<V: Variant> Conformant<V> {
     fn snapshot_part(rt: &mut Runtime<V>, t: u8, id: u64) -> Result<Arc<Checkpoint>, Rejection> {
         let ends = rt.ends();
         let op = rt.op_at(t)?;
+        let before = op.clone();
         let mut checkpoint = op.snapshot(id, &ends)?;
+        // A snapshot is remembered until its completion or abort: the operator changed.
+        let remembered = *op != before;
         // End offsets of another partition count are refused, and change nothing.
         let mut probe = op.clone();
         let wrong = [ends.as_slice(), &[0]].concat();
@@ -922,6 +925,11 @@ impl<V: Variant> Conformant<V> {
         };
         let unchanged = probe == *op;
         rt.reports.extend(refused);
+        if !remembered {
+            rt.reports.push(format!(
+                "snapshot {id} left the operator equal to what it was"
+            ));
+        }
         if !unchanged {
             rt.reports
                 .push("a refused snapshot changed the operator".to_string());
