@@ -75,6 +75,16 @@ pub fn decided_status(job: JobId) -> JobStatus {
     [JobStatus::Finished, JobStatus::Failed, JobStatus::Canceled][(job.0 % 3) as usize]
 }
 
+/// Whether jobs 1 to `jobs` all have a clean JobResultStore entry.
+async fn all_done(coord: &Coordination, jobs: u32) -> Result<bool, BackendError> {
+    let results = coord.results().await?;
+    let clean = results
+        .iter()
+        .filter(|(job, _, entry)| (1..=jobs).contains(&job.0) && *entry == JobResultEntry::Clean)
+        .count();
+    Ok(clean == jobs as usize)
+}
+
 /// How a JobManager ended, short of an error.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ended {
@@ -252,10 +262,17 @@ impl JobManager {
             let lost = coord.keep_alive().await;
             let _ = tx.send(Msg::Failed(lost));
         });
-        let (coord, tx) = (self.coord.clone(), self.tx.clone());
+        let (coord, tx, jobs) = (self.coord.clone(), self.tx.clone(), self.config.jobs);
         tokio::task::spawn_local(async move {
             loop {
-                match coord.try_lead_dispatcher().await {
+                // A JobManager that finds every job done does not campaign: when the last
+                // leader leaves, the others end without leading.
+                let attempt = match all_done(&coord, jobs).await {
+                    Ok(true) => return,
+                    Ok(false) => coord.try_lead_dispatcher().await,
+                    Err(e) => Err(e),
+                };
+                match attempt {
                     Ok(Some(won)) => {
                         let _ = tx.send(Msg::DispatcherWon(won));
                         return;
@@ -268,22 +285,15 @@ impl JobManager {
                 }
             }
         });
-        let (coord, tx, jobs) = (self.coord.clone(), self.tx.clone(), self.config.jobs);
+        let (coord, tx) = (self.coord.clone(), self.tx.clone());
         tokio::task::spawn_local(async move {
             loop {
                 tokio::time::sleep(POLL).await;
-                match coord.results().await {
-                    Ok(results) => {
-                        let clean = results
-                            .iter()
-                            .filter(|(job, _, entry)| {
-                                (1..=jobs).contains(&job.0) && *entry == JobResultEntry::Clean
-                            })
-                            .count();
-                        if clean == jobs as usize {
-                            let _ = tx.send(Msg::AllDone);
-                            return;
-                        }
+                match all_done(&coord, jobs).await {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        let _ = tx.send(Msg::AllDone);
+                        return;
                     }
                     Err(e) => {
                         let _ = tx.send(Msg::Failed(e));
