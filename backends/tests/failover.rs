@@ -1,7 +1,8 @@
-//! Three JobManager processes on one real etcd contend for the same jobs; the leader is
-//! SIGKILLed mid-run and another takes over. Every job's terminal result survives, and
-//! no JobMaster of a job starts after its JobResultStore entry was written (no
-//! reanimation), read back from etcd in its revision order.
+//! JobManager processes on one real etcd contend for the same jobs; the leader is
+//! SIGKILLed mid-run, or paused past its lease's TTL (a zombie), and another takes
+//! over. Every job's terminal result survives, and no JobMaster of a job starts after
+//! its JobResultStore entry was written (no reanimation), read back from etcd in its
+//! revision order.
 
 mod common;
 
@@ -94,7 +95,28 @@ fn a_killed_leader_is_replaced_and_every_result_survives_without_reanimation() {
         let results = rt.block_on(read(&mut client, "results/"));
         (!results.is_empty() && results.len() < JOBS as usize).then_some(results)
     });
+    // The kill lands where the leader's log and the stores agree: stopped, the leader
+    // has no store write outstanding (one whose answer its log lacks, which could land
+    // after the kill) and its log ends between model steps. The model's crash takes no
+    // store write with it (a finding: `validate --cluster` rejects the successor's log
+    // when a write lands whose answer died with its process), so the kill waits for
+    // such a point rather than betting on timing.
     let mut killed = children.remove(leader).expect("the leader is a child");
+    let log_path = dir.path().join(format!("{leader}.ndjson"));
+    let started = Instant::now();
+    loop {
+        signal(&killed, "-STOP");
+        let log = std::fs::read_to_string(&log_path).expect("the leader's log");
+        if no_store_write_outstanding(&log) && between_steps(&log) {
+            break;
+        }
+        signal(&killed, "-CONT");
+        assert!(
+            started.elapsed() < GUARD,
+            "the leader never paused between store writes"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     killed.kill().expect("SIGKILL the leader");
     let status = killed.wait().expect("reaping the leader");
     assert_eq!(
@@ -226,6 +248,133 @@ fn a_killed_leader_is_replaced_and_every_result_survives_without_reanimation() {
             violation.property == "no reanimation"
                 && !at_kill.contains_key(&violation.job.to_string()),
             "{violation:?}"
+        );
+    }
+}
+
+/// Whether every store request in the dispatcher's effects has its answer in the log.
+fn no_store_write_outstanding(log: &str) -> bool {
+    let pairs = [
+        ("RecoverJobs {", "jobs_recovered"),
+        ("PutJobGraph {", "job_graph_stored"),
+        ("WriteDirtyEntry {", "dirty_entry_written"),
+        ("RemoveJobGraph {", "job_graph_removed"),
+        ("MarkEntryClean {", "entry_marked_clean"),
+    ];
+    let (mut asked, mut answered) = (0, 0);
+    for line in log.lines() {
+        let Ok(line) = serde_json::from_str::<serde_json::Value>(line) else {
+            return false;
+        };
+        let fields = &line["fields"];
+        if fields["component"] != "dispatcher" {
+            continue;
+        }
+        let effects = fields["effects"].as_str().unwrap_or("");
+        for (request, answer) in pairs {
+            asked += effects.matches(request).count();
+            answered += usize::from(fields["event"] == answer);
+        }
+    }
+    asked == answered
+}
+
+/// Whether the log, as it is, is a whole behaviour of the model: no step cut short.
+fn between_steps(log: &str) -> bool {
+    steadfast_conformance::validate::validate(log.as_bytes(), Options::default())
+        .is_ok_and(|v| v.verdict == Verdict::Valid)
+}
+
+/// Waits for `child` to exit, within the guard.
+fn wait_exit(name: &str, child: &mut Child) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("polling a JobManager") {
+            return status;
+        }
+        assert!(
+            started.elapsed() < GUARD,
+            "{name} did not finish within {GUARD:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &Child, which: &str) {
+    let status = Command::new("kill")
+        .args([which, &child.id().to_string()])
+        .status()
+        .expect("running kill");
+    assert!(status.success(), "kill {which} failed");
+}
+
+#[test]
+fn a_leader_paused_past_its_lease_is_fenced_out_and_exits_when_it_wakes() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let etcd = Etcd::start(dir.path());
+    let rt = runtime();
+    let mut client = rt
+        .block_on(Client::connect([etcd.endpoint.as_str()], None))
+        .expect("connecting to the test's etcd");
+    let names = ["jm-a", "jm-b"];
+    let mut children: BTreeMap<&str, Child> = names
+        .iter()
+        .map(|name| (*name, spawn_jobmanager(&etcd, dir.path(), name)))
+        .collect();
+    let holder = |client: &mut Client| {
+        let held = rt.block_on(read(client, "dispatcher/leader"));
+        held.values().next().map(|(value, _)| value.clone())
+    };
+    let first = wait_for("a dispatcher leader", || holder(&mut client));
+    let zombie = names
+        .into_iter()
+        .find(|name| first.starts_with(&format!("{name} ")))
+        .expect("the leader is a child");
+    wait_for("a first result while jobs still run", || {
+        let results = rt.block_on(read(&mut client, "results/"));
+        (!results.is_empty() && results.len() < JOBS as usize).then_some(())
+    });
+
+    // Paused, the leader renews nothing: its lease expires and the other takes over;
+    // woken while the other leads, it finds its lease gone and its writes fenced.
+    signal(&children[zombie], "-STOP");
+    let next = wait_for("a new dispatcher leader", || {
+        holder(&mut client).filter(|held| !held.starts_with(&format!("{zombie} ")))
+    });
+    signal(&children[zombie], "-CONT");
+    let mut woken = children.remove(zombie).expect("the zombie is a child");
+    let status = wait_exit(zombie, &mut woken);
+    let stderr = std::fs::read_to_string(dir.path().join(format!("{zombie}.err"))).unwrap();
+    assert_eq!(status.code(), Some(3), "{zombie} ended {status}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("steadfast-jobmanager: ")
+            && (stderr.contains("lost") || stderr.contains("fenced")),
+        "{stderr}"
+    );
+    let (name, child) = children.iter_mut().next().expect("the other JobManager");
+    assert!(next.starts_with(&format!("{name} ")), "{next}");
+    let status = wait_exit(name, child);
+    assert!(status.success(), "{name} ended {status}");
+
+    let results = rt.block_on(read(&mut client, "results/"));
+    let audit = rt.block_on(read(&mut client, "audit/"));
+    for job in 1..=JOBS {
+        let (value, _) = &results[&job.to_string()];
+        assert_eq!(
+            parse_entry(value.as_bytes()),
+            Some((decided_status(JobId(job)), JobResultEntry::Clean)),
+            "job {job}"
+        );
+    }
+    for (key, (starter, revision)) in &audit {
+        let job = key
+            .split('/')
+            .next()
+            .expect("audit/<job>/started/<session>");
+        assert!(
+            *revision < results[job].1,
+            "job {job}: a JobMaster ({key}, by {starter}) started after its entry"
         );
     }
 }
