@@ -67,6 +67,9 @@ pub enum BackendError {
         /// The job.
         job: JobId,
     },
+    /// Something on this host failed: the log file, the runtime.
+    #[error("{0}")]
+    Local(String),
     /// The lease was not renewed in time: etcd deleted every key attached to it.
     #[error("lease {lease:x} lost: {why}")]
     LeaseLost {

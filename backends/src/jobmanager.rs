@@ -152,15 +152,11 @@ pub fn run(config: Config) -> Result<Ended, BackendError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| BackendError::Unreachable {
-            endpoints: config.endpoints.join(","),
-            why: format!("starting the runtime: {e}"),
-        })?;
+        .map_err(|e| BackendError::Local(format!("starting the runtime: {e}")))?;
     let _log = match &config.log {
         Some(path) => {
-            let file = File::create(path).map_err(|e| BackendError::Corrupt {
-                key: path.display().to_string(),
-                why: format!("creating the log: {e}"),
+            let file = File::create(path).map_err(|e| {
+                BackendError::Local(format!("creating the log {}: {e}", path.display()))
             })?;
             use tracing_subscriber::layer::SubscriberExt;
             use tracing_subscriber::Layer;

@@ -126,6 +126,24 @@ fn bad_arguments_and_an_unreachable_etcd_are_one_line_errors() {
         "{stderr}"
     );
 
+    // A log that cannot be created is refused before etcd is asked.
+    let (code, stderr) = jobmanager(&[
+        "--endpoints",
+        &endpoint,
+        "--cluster",
+        "c",
+        "--name",
+        "n",
+        "--log",
+        "/nonexistent/dir/jm.ndjson",
+    ]);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("steadfast-jobmanager: creating the log /nonexistent/dir/jm.ndjson: "),
+        "{stderr}"
+    );
+
     for (args, says) in [
         (
             &["--cluster", "c", "--name", "n"][..],
@@ -153,6 +171,32 @@ fn bad_arguments_and_an_unreachable_etcd_are_one_line_errors() {
             "--ttl needs a value",
         ),
         (&["--bogus"], "unknown argument `--bogus`"),
+        (
+            &[
+                "--endpoints",
+                "x",
+                "--cluster",
+                "c",
+                "--name",
+                "n",
+                "--job-ms",
+                "-1",
+            ],
+            "whole number",
+        ),
+        (
+            &[
+                "--endpoints",
+                "x",
+                "--cluster",
+                "c",
+                "--name",
+                "n",
+                "--job-ms",
+                "3600001",
+            ],
+            "at most",
+        ),
     ] {
         let (code, stderr) = jobmanager(args);
         assert_eq!(code, Some(2), "{args:?}: {stderr}");

@@ -3,13 +3,13 @@
 //! leads, the others take over when it dies.
 //!
 //! Exit status: 0 every job done, 1 the dispatcher's fatal error, 2 bad arguments,
-//! 3 etcd failed this JobManager (unreachable, lease lost, writes fenced). Every error
+//! 3 etcd failed this JobManager (unreachable, lease lost, writes fenced) or the host
+//! did (the log cannot be written). Every error
 //! is one line on stderr starting with `steadfast-jobmanager: `.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use steadfast_backends::etcd::BackendError;
 use steadfast_backends::jobmanager::{run, Config, Ended};
 
 const USAGE: &str = "usage: steadfast-jobmanager --endpoints HOST:PORT[,HOST:PORT...] --cluster NAME --name NAME [--jobs N] [--job-ms MS] [--ttl SECONDS] [--log FILE]";
@@ -47,7 +47,11 @@ fn parse(args: &[String]) -> Result<Config, String> {
                     .filter(|n| (1..=1000).contains(n))
                     .ok_or("--jobs must be 1 to 1000")?
             }
-            "--job-ms" => config.job_ms = number(value()?)?.min(3_600_000),
+            "--job-ms" => {
+                config.job_ms = Some(number(value()?)?)
+                    .filter(|n| *n <= 3_600_000)
+                    .ok_or("--job-ms must be at most 3600000 (an hour)")?
+            }
             "--ttl" => {
                 config.ttl_seconds = i64::try_from(number(value()?)?)
                     .ok()
@@ -99,7 +103,7 @@ fn main() -> ExitCode {
             eprintln!("steadfast-jobmanager: fatal: {why}");
             ExitCode::from(1)
         }
-        Err(e @ BackendError::Corrupt { .. }) | Err(e) => {
+        Err(e) => {
             eprintln!("steadfast-jobmanager: {e}");
             ExitCode::from(3)
         }
