@@ -209,6 +209,7 @@ usage: steadfast simulate leadership --out DIR [--runs N] [--seed S] [--jobs J] 
         "validate" => {
             "\
 usage: steadfast validate LOG... [--design D] [--late-signal true|false] [--json]
+       steadfast validate --cluster LOG... [--design D] [--late-signal true|false] [--json]
   checks each log against the model its run header names, leadership or durable
   (design fixed unless --design names another; every interleaving; a durable log
   under the bounds its header names):
@@ -216,6 +217,9 @@ usage: steadfast validate LOG... [--design D] [--late-signal true|false] [--json
   just before it; a valid log whose every explanation breaks a safety property of
   the model is reported with the property; --late-signal overrides the run header's
   setting
+  --cluster: the leadership logs of one cluster's JobManager processes, in the order
+  they led, checked as one run in which every process but the last dies (the model's
+  jobmaster-crash); lines are numbered through the logs, two lines between logs
   exit status: 0 all valid and safe, 1 one is invalid or unsafe, 2 one is unreadable"
         }
         "bench" => {

@@ -304,9 +304,9 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `validate LOG... [--late-signal true|false] [--json]`.
+/// `validate [--cluster] LOG... [--late-signal true|false] [--json]`.
 pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
-    let mut args = Args::parse(rest, &["json"])?;
+    let mut args = Args::parse(rest, &["json", "cluster"])?;
     let late_signal = match args.take("late-signal").as_deref() {
         None => None,
         Some("true") => Some(true),
@@ -340,7 +340,8 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
         }
     };
     let json = args.switch("json");
-    args.switches.retain(|s| s != "json");
+    let cluster = args.switch("cluster");
+    args.switches.retain(|s| s != "json" && s != "cluster");
     args.no_options("validate")?;
     if args.positional.is_empty() {
         return Err(UsageError("`validate` needs at least one log file".into()));
@@ -349,6 +350,9 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
         late_signal,
         design,
     };
+    if cluster {
+        return Ok(validate_cluster(&args.positional, options, json));
+    }
     let mut worst = 0u8;
     let started = Instant::now();
     let mut events = 0u64;
@@ -401,6 +405,44 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
         );
     }
     Ok(ExitCode::from(worst))
+}
+
+/// `validate --cluster`: the logs as one cluster's JobManager processes, in the order
+/// they led; one verdict for them all.
+fn validate_cluster(files: &[String], options: Options, json: bool) -> ExitCode {
+    let name = files.join(" + ");
+    let opened: Result<Vec<Box<dyn std::io::Read>>, validate::LogError> = files
+        .iter()
+        .map(|file| {
+            std::fs::File::open(file)
+                .map(|f| Box::new(f) as Box<dyn std::io::Read>)
+                .map_err(|e| validate::LogError {
+                    line: 0,
+                    why: format!("{file}: cannot open: {e}"),
+                })
+        })
+        .collect();
+    match opened.and_then(|logs| validate::validate_cluster(logs, options)) {
+        Ok(v) => {
+            if json {
+                println!("{}", validation_json(&name, &v));
+            } else {
+                print_validation(&name, &v);
+            }
+            ExitCode::from(u8::from(!v.is_valid() || !v.violations.is_empty()))
+        }
+        Err(e) => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "log": name, "unreadable": e.to_string() })
+                );
+            } else {
+                println!("{}", one_line(&format!("{name}: unreadable: {e}")));
+            }
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn print_validation(file: &str, v: &Validation) {

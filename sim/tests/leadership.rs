@@ -422,3 +422,22 @@ fn unreadable_logs_are_refused_with_their_line() {
         assert!(!err.to_string().contains('\n'));
     }
 }
+
+/// `validate_cluster` reads a log of one JobManager process as `validate_leadership`
+/// does; the line standing for a process's death between two logs is refused in the log
+/// of one process.
+#[test]
+fn a_cluster_of_one_log_validates_as_that_log_and_a_death_belongs_between_logs() {
+    let text = valid_log().join("\n") + "\n";
+    let alone = check_text(&text).expect("readable");
+    let cluster = validate::validate_cluster(vec![Box::new(text.as_bytes())], Options::default())
+        .expect("readable");
+    assert_eq!(alone.verdict, Verdict::Valid);
+    assert_eq!(
+        (cluster.verdict, cluster.events, cluster.jobs),
+        (alone.verdict, alone.events, alone.jobs)
+    );
+    let death = r#"{"fields":{"component":"jobmanager","event":"crash","outcome":"crashed"}}"#;
+    let e = check_text(&format!("{text}{death}\n")).unwrap_err();
+    assert!(e.why.contains("unknown component `jobmanager`"), "{e}");
+}

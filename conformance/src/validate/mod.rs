@@ -225,12 +225,19 @@ impl Observed for LeadershipLog {
     }
 }
 
-fn leadership_search(design: &str, late_signal: bool) -> Search<LeadershipLog> {
+fn leadership_search(design: &str, late_signal: bool, cluster: bool) -> Search<LeadershipLog> {
     let late = if late_signal { "true" } else { "false" };
+    // A cluster's JobManager processes end by dying: the model's `jobmaster-crash`.
+    let crash = if cluster { "true" } else { "false" };
     let model = Leadership::scenario(
         design,
         "all",
-        &[("grants", "4"), ("epochs", "3"), ("late-signal", late)],
+        &[
+            ("grants", "4"),
+            ("epochs", "3"),
+            ("late-signal", late),
+            ("jobmaster-crash", crash),
+        ],
     )
     .expect("the validator's settings are valid for every design");
     Search::new(LeadershipLog { model })
@@ -249,7 +256,12 @@ enum Route {
     Job(u64, LogRecord),
 }
 
-fn route(line: u64, fields: Fields<'_>, span: Option<SpanFields>) -> Result<Route, LogError> {
+fn route(
+    line: u64,
+    fields: Fields<'_>,
+    span: Option<SpanFields>,
+    cluster: bool,
+) -> Result<Route, LogError> {
     let err = |why: String| LogError { line, why };
     let component = fields
         .component
@@ -264,9 +276,24 @@ fn route(line: u64, fields: Fields<'_>, span: Option<SpanFields>) -> Result<Rout
     })?;
     match &*component {
         "runner" | "process" | "election" | "dispatcher" => {}
+        // The end of a JobManager process in a cluster log (`validate_cluster`).
+        "jobmanager" if cluster => {}
         other => return Err(err(format!("an event of an unknown component `{other}`"))),
     }
     let job = fields.job.or(span.and_then(|s| s.job));
+    // A JobManager's end concerns every job, and the model names its job in it.
+    if component == "jobmanager" {
+        let record = LogRecord {
+            component: crate::leadership::word(&component),
+            event: crate::leadership::word(&event),
+            session: None,
+            job: Some(u64::from(crate::leadership::JOB.0)),
+            epoch: fields.epoch,
+            status: None,
+            outcome: crate::leadership::word(&outcome),
+        };
+        return Ok(Route::Shared(record));
+    }
     let own_job = matches!(&*component, "runner" | "dispatcher");
     let record = LogRecord {
         component: crate::leadership::word(&component),
@@ -397,7 +424,7 @@ pub fn validate(input: impl Read, options: Options) -> Result<Validation, LogErr
     if durable {
         durable::validate_lines(rest, options, MAX_PLACES)
     } else {
-        leadership_lines(rest, options)
+        leadership_lines(rest, options, false)
     }
 }
 
@@ -405,12 +432,42 @@ pub fn validate(input: impl Read, options: Options) -> Result<Validation, LogErr
 /// unless `options` names another, every interleaving, the largest bounds the model
 /// has: 4 grants per job, 3 dispatcher epochs).
 pub fn validate_leadership(input: impl Read, options: Options) -> Result<Validation, LogError> {
-    leadership_lines(LogLines::new(input), options)
+    leadership_lines(LogLines::new(input), options, false)
+}
+
+/// The line that stands for a JobManager process's end between two logs of a cluster.
+const PROCESS_END: &[u8] =
+    b"\n{\"fields\":{\"component\":\"jobmanager\",\"event\":\"crash\",\"outcome\":\"crashed\"}}\n";
+
+/// Validates the production logs of a cluster's JobManager processes, each a process
+/// that led the cluster in turn (each dispatcher leadership ends before the next one
+/// starts, as leases on a coordination service give it), in the order they led, against
+/// the leadership model with `jobmaster-crash`: every log but the last ends with its
+/// process's death, the model's crash, and the next process's events follow it.
+///
+/// Two things differ from one process's log: each process numbers its dispatcher epochs
+/// from 1 (a new process starts a new `Dispatcher`), so the epochs of a log count on from
+/// those of the logs before it; and a line stands between two logs for the death, so the
+/// lines of the verdict are numbered through the logs as if concatenated, with two lines
+/// (a blank one and the death) between one log and the next.
+pub fn validate_cluster<'a>(
+    logs: Vec<Box<dyn Read + 'a>>,
+    options: Options,
+) -> Result<Validation, LogError> {
+    let mut chained: Box<dyn Read + 'a> = Box::new(std::io::empty());
+    for (i, log) in logs.into_iter().enumerate() {
+        if i > 0 {
+            chained = Box::new(chained.chain(PROCESS_END));
+        }
+        chained = Box::new(chained.chain(log));
+    }
+    leadership_lines(LogLines::new(chained), options, true)
 }
 
 fn leadership_lines<R: Read>(
     mut lines: LogLines<R>,
     options: Options,
+    cluster: bool,
 ) -> Result<Validation, LogError> {
     use steadfast_model::Spec;
     let design = options.design.unwrap_or("fixed");
@@ -440,6 +497,9 @@ fn leadership_lines<R: Read>(
     let mut trackers: HashMap<u64, Tracker<State, LogRecord>> = HashMap::new();
     let mut order: Vec<u64> = Vec::new();
     let mut shared_prefix: Vec<LogRecord> = Vec::new();
+    // In a cluster log: the epochs of the processes before this one, and the latest
+    // epoch seen (the one a process's death ends).
+    let (mut epoch_offset, mut last_epoch) = (0u64, 0u64);
     while let Some((line_no_now, text)) = lines.next_line()? {
         line_no = line_no_now;
         let parsed: Line<'_> = serde_json::from_str(text).map_err(|e| LogError {
@@ -457,6 +517,10 @@ fn leadership_lines<R: Read>(
                 }
             }
             if let (Some(late), None) = (parsed.fields.late_signal, options.late_signal) {
+                // Each process of a cluster has its header; they must agree.
+                if cluster && search.is_some() && late == out.late_signal {
+                    continue;
+                }
                 if search.is_some() {
                     return Err(LogError {
                         line: line_no,
@@ -469,7 +533,7 @@ fn leadership_lines<R: Read>(
         }
         let late_signal = out.late_signal;
         let search = search.get_or_insert_with(|| {
-            let search = leadership_search(design, late_signal);
+            let search = leadership_search(design, late_signal, cluster);
             safety = search
                 .observed
                 .model
@@ -480,7 +544,19 @@ fn leadership_lines<R: Read>(
             search
         });
         out.events += 1;
-        let route = route(line_no, parsed.fields, parsed.span)?;
+        let mut route = route(line_no, parsed.fields, parsed.span, cluster)?;
+        if cluster {
+            let (Route::Shared(record) | Route::Job(_, record)) = &mut route;
+            if record.component == "jobmanager" && record.epoch.is_none() {
+                // A process's death: it ends the latest epoch; the next process's count
+                // on from it.
+                record.epoch = Some(last_epoch);
+                epoch_offset = last_epoch;
+            } else if let Some(epoch) = record.epoch.as_mut() {
+                *epoch += epoch_offset;
+                last_epoch = last_epoch.max(*epoch);
+            }
+        }
         let (targets, record): (Vec<u64>, LogRecord) = match route {
             Route::Shared(record) => {
                 if trackers.is_empty() {
