@@ -50,7 +50,7 @@
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -59,7 +59,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, DefaultConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{DeliveryResult, Message};
-use rdkafka::producer::{BaseRecord, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
 use rdkafka::topic_partition_list::{Offset as KafkaOffset, TopicPartitionList};
 use rdkafka::ClientContext;
 use steadfast::durable::{
@@ -144,7 +144,6 @@ fn broker_error(options: &KafkaLogOptions, doing: &str, err: impl std::fmt::Disp
 #[derive(Debug)]
 struct AckSlot {
     state: Mutex<AckPoll>,
-    resolved: Condvar,
 }
 
 impl AckSlot {
@@ -158,7 +157,6 @@ impl AckSlot {
         // shutdown must not turn an acknowledgement into a failure.
         if *state == AckPoll::Pending {
             *state = outcome;
-            self.resolved.notify_all();
         }
     }
 }
@@ -215,40 +213,48 @@ impl ProducerContext for AckContext {
     }
 }
 
-/// The pending acknowledgement of one [`KafkaLog::send`].
-#[derive(Debug)]
+/// The pending acknowledgement of one [`KafkaLog::send`]. It shares the producer, whose
+/// delivery reports it serves while it waits: there is no polling thread to wait for.
 pub struct KafkaAck {
     slot: Arc<AckSlot>,
+    producer: Arc<BaseProducer<AckContext>>,
 }
 
-/// How often a wait looks at its cancellation signal.
-const CANCEL_CHECK: Duration = Duration::from_millis(5);
+impl std::fmt::Debug for KafkaAck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaAck")
+            .field("state", &*self.slot.lock())
+            .finish()
+    }
+}
+
+/// How long one poll for delivery reports lasts: rdkafka's producer poll returns at its
+/// deadline, not at the first report, so this bounds the latency a poll adds to an
+/// acknowledgement, and how late a wait sees its cancellation signal.
+const SERVE_STEP: Duration = Duration::from_millis(1);
 
 impl PendingAck for KafkaAck {
     fn poll(&mut self) -> AckPoll {
+        // Serve the delivery reports that arrived, without blocking.
+        self.producer.poll(Duration::ZERO);
         self.slot.lock().clone()
     }
 
     fn wait(&mut self, cancel: &Cancellation) -> Result<Offset, AckError> {
-        let mut state = self.slot.lock();
         loop {
-            match &*state {
+            match &*self.slot.lock() {
                 AckPoll::Acked(offset) => return Ok(*offset),
                 AckPoll::Failed(err) => return Err(AckError::Log(err.clone())),
                 AckPoll::Pending => {
                     if cancel.is_cancelled() {
                         return Err(AckError::Cancelled);
                     }
-                    // The delivery timeout bounds this wait: librdkafka fails a record
-                    // it could not deliver in time.
-                    state = self
-                        .slot
-                        .resolved
-                        .wait_timeout(state, CANCEL_CHECK)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
                 }
             }
+            // Serves the delivery reports arriving meanwhile (this one's or other
+            // sends'). The delivery timeout bounds the wait: librdkafka fails a record
+            // it could not deliver in time.
+            self.producer.poll(SERVE_STEP);
         }
     }
 }
@@ -256,7 +262,7 @@ impl PendingAck for KafkaAck {
 /// The action log on one Kafka topic.
 pub struct KafkaLog {
     options: KafkaLogOptions,
-    producer: ThreadedProducer<AckContext>,
+    producer: Arc<BaseProducer<AckContext>>,
     consumer: BaseConsumer,
     partitions: u32,
     ends: Arc<KnownEnds>,
@@ -359,11 +365,15 @@ impl KafkaLog {
         producer_config
             .set("enable.idempotence", "true")
             .set("acks", "all");
-        let producer: ThreadedProducer<AckContext> = producer_config
+        // A producer without a polling thread: its delivery reports are served by the
+        // flush and by waits on acknowledgements, in steps of `SERVE_STEP`. (rdkafka's
+        // threaded producer, and its flush, poll in steps of 100 ms: a put took 100 ms.)
+        let producer: BaseProducer<AckContext> = producer_config
             .create_with_context(AckContext {
                 ends: Arc::clone(&ends),
             })
             .map_err(|e| broker_error(&options, "creating a producer", e))?;
+        let producer = Arc::new(producer);
 
         tracing::info!(
             component = "durable.kafka_log",
@@ -562,7 +572,6 @@ impl Log for KafkaLog {
         self.check_partition(partition)?;
         let slot = Arc::new(AckSlot {
             state: Mutex::new(AckPoll::Pending),
-            resolved: Condvar::new(),
         });
         let record = BaseRecord::with_opaque_to(&self.options.topic, Arc::clone(&slot))
             .partition(partition as i32)
@@ -576,20 +585,35 @@ impl Log for KafkaLog {
                 one_line(err)
             ))));
         }
-        Ok(KafkaAck { slot })
+        Ok(KafkaAck {
+            slot,
+            producer: Arc::clone(&self.producer),
+        })
     }
 
     fn flush(&mut self) -> Result<(), LogError> {
-        self.producer
-            .flush(self.options.request_timeout)
-            .map_err(|e| {
-                LogError::FlushFailed(format!(
-                    "topic {} on Kafka broker {}: {}",
+        let deadline = Instant::now() + self.options.request_timeout;
+        loop {
+            // A flush with no time to wait asks librdkafka to send what it holds at
+            // once, without waiting out `linger.ms`; it answers "timed out" while
+            // records are still on their way.
+            let _ = self.producer.flush(Duration::ZERO);
+            // Records queued, in flight, or delivered with their report not yet
+            // served: none left means every acknowledgement is resolved.
+            if self.producer.in_flight_count() == 0 {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(LogError::FlushFailed(format!(
+                    "topic {} on Kafka broker {}: {} records still undelivered after {} ms",
                     self.options.topic,
                     self.options.bootstrap_servers,
-                    one_line(e)
-                ))
-            })
+                    self.producer.in_flight_count(),
+                    millis(self.options.request_timeout)
+                )));
+            }
+            self.producer.poll(SERVE_STEP);
+        }
     }
 
     fn read(
