@@ -1167,3 +1167,34 @@ fn returned_calls_of_several_keys_share_one_flush() {
     assert_eq!(d.emitted().len(), 16);
     assert_eq!(log.all_records().iter().map(Vec::len).sum::<usize>(), 32);
 }
+
+/// A checkpoint completed by one driver (one process) restores in another over the same
+/// log: the second driver's source re-reads the inputs the checkpoint covers, it adopts
+/// the checkpoint, and its restore reuses the lookup the first one saved.
+#[test]
+fn an_adopted_checkpoint_restores_in_another_driver() {
+    let log = MemoryLog::new(1);
+    let actions = vec![ActionDef::new("act", LookupThenPublish)];
+    let mut first = memory_driver(&log, actions.clone());
+    first.input("k", json!(10)).unwrap();
+    first.call(0).unwrap();
+    let id = first.checkpoint().unwrap();
+    first.complete_checkpoint(id).unwrap();
+    let checkpoint = first.completed_checkpoint().unwrap().clone();
+    drop(first);
+
+    let mut second = memory_driver(&log, actions);
+    second.crash();
+    second.input("k", json!(10)).unwrap();
+    second.adopt_checkpoint(checkpoint, 1);
+    second
+        .restore()
+        .unwrap()
+        .expect("restored from the adopted checkpoint");
+    assert_eq!(second.requested_calls()[0].call, call("k", 0, "act", 1));
+    second.run_until_idle().unwrap();
+    assert_eq!(count(&second, &call("k", 0, "act", 0)), 0);
+    assert_eq!(second.emitted()[0].outputs, vec![json!(70)]);
+    // Later checkpoint ids follow the adopted one.
+    assert_eq!(second.checkpoint().unwrap(), id + 1);
+}

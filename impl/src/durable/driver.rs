@@ -453,6 +453,22 @@ impl<L: Log> Driver<L> {
         Ok(true)
     }
 
+    /// Take `checkpoint`, completed by an earlier incarnation of the job (another
+    /// process, over the same log), as the latest completed checkpoint, covering the
+    /// first `source_pos` inputs of the source (give the source those inputs first,
+    /// while no operator runs): the next [`Driver::restore`] starts from it. Pending
+    /// checkpoints are dropped, and later checkpoint ids follow its id.
+    pub fn adopt_checkpoint(&mut self, checkpoint: Checkpoint, source_pos: usize) {
+        self.snapshots.clear();
+        self.next_checkpoint = self.next_checkpoint.max(checkpoint.id + 1);
+        self.completed = Some(Snapshot {
+            id: checkpoint.id,
+            checkpoint,
+            source_pos,
+            outputs_before: 0,
+        });
+    }
+
     /// Abort checkpoint `id`.
     pub fn abort_checkpoint(&mut self, id: u64) -> Result<bool, DriverError> {
         let Some(i) = self.snapshots.iter().position(|s| s.id == id) else {
