@@ -1657,13 +1657,10 @@ impl Operator {
 
     /// Keys with a step to take on [`Event::Continue`] (stepwise scheduling).
     pub fn ready_keys(&self) -> Vec<String> {
+        // A key waiting for its completion step has keyed state too (checked in debug
+        // builds by `check_invariants`).
         let mut keys: Vec<String> = self.keys.keys().cloned().collect();
-        keys.extend(self.waits.iter().filter_map(|(k, w)| match w {
-            Wait::Completion { .. } => Some(k.clone()),
-            _ => None,
-        }));
         keys.sort();
-        keys.dedup();
         keys.retain(|k| self.is_ready(k));
         keys
     }
@@ -1779,6 +1776,10 @@ mod tests {
         // Another body under the same name is another action.
         let renamed = Operator::new(actions(), 2).unwrap();
         assert!(renamed != copy);
+        // Operators built apart from the same definitions are equal.
+        let defs = actions();
+        let (one, two) = (Operator::new(defs.clone(), 2), Operator::new(defs, 2));
+        assert!(one.unwrap() == two.unwrap());
     }
 
     #[test]
