@@ -1776,6 +1776,22 @@ mod tests {
         // Another body under the same name is another action.
         let renamed = Operator::new(actions(), 2).unwrap();
         assert!(renamed != copy);
+        // The text names the put in flight by key and id.
+        let mut saving = Operator::new(actions(), 2).unwrap();
+        let effects = saving.handle(input()).unwrap();
+        let Some(Effect::Call { call, .. }) = effects.into_iter().next() else {
+            panic!("the action asks for its call");
+        };
+        let back = Event::CallReturned {
+            call,
+            outcome: CallOutcome::Value(Datum::Null),
+        };
+        saving.handle(back).unwrap();
+        let text = format!("{saving:?}");
+        assert!(
+            text.contains(r#"puts_in_flight: [("k", PutId(0))]"#),
+            "{text}"
+        );
         // Operators built apart from the same definitions are equal.
         let defs = actions();
         let (one, two) = (Operator::new(defs.clone(), 2), Operator::new(defs, 2));
