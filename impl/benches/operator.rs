@@ -15,6 +15,9 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::json;
 use steadfast::durable::{ActionDef, CallChain, CallOutcome, Effect, Event, Operator};
 
+mod support;
+use support::call_return;
+
 /// Inputs per operator.
 const CHUNK: u64 = 20_000;
 
@@ -124,31 +127,6 @@ impl Bench {
             assert!(matches!(effects.as_slice(), [Effect::Emit { .. }]));
         }
         total
-    }
-}
-
-/// A call's return, then the acknowledgements of its two puts (the result's, then the
-/// completion's), with offsets counted per partition; the output is left in `effects`.
-fn call_return(op: &mut Operator, effects: &mut Vec<Effect>, offsets: &mut [u64; 4], back: Event) {
-    effects.clear();
-    op.handle_into(back, effects).expect("return accepted");
-    for _ in 0..2 {
-        let ack = match effects.first_mut() {
-            Some(Effect::Append { key, put, record }) => {
-                let slot = &mut offsets[record.partition as usize];
-                let offset = *slot;
-                *slot += 1;
-                // The driver hands the put's key back with its answer.
-                Event::PutAcked {
-                    key: std::mem::take(key),
-                    put: *put,
-                    offset,
-                }
-            }
-            _ => panic!("a put follows: {effects:?}"),
-        };
-        effects.clear();
-        op.handle_into(ack, effects).expect("ack accepted");
     }
 }
 

@@ -19,6 +19,9 @@
 use serde_json::json;
 use steadfast::durable::{ActionDef, CallChain, CallOutcome, Effect, Event, Operator};
 
+#[path = "../benches/support/mod.rs"]
+mod support;
+
 /// The effects of one event, in a buffer kept from event to event.
 type Effects = Vec<Effect>;
 
@@ -33,27 +36,7 @@ fn on_input(op: &mut Operator, effects: &mut Effects, event: Event) {
 
 #[inline(never)]
 fn on_return(op: &mut Operator, effects: &mut Effects, offsets: &mut [u64; 4], event: Event) {
-    effects.clear();
-    op.handle_into(event, effects).expect("return accepted");
-    // The result's put and the completion's put, each acknowledged.
-    for _ in 0..2 {
-        let ack = match effects.first_mut() {
-            Some(Effect::Append { key, put, record }) => {
-                let slot = &mut offsets[record.partition as usize];
-                let offset = *slot;
-                *slot += 1;
-                // The driver hands the put's key back with its answer.
-                Event::PutAcked {
-                    key: std::mem::take(key),
-                    put: *put,
-                    offset,
-                }
-            }
-            _ => panic!("a put follows: {effects:?}"),
-        };
-        effects.clear();
-        op.handle_into(ack, effects).expect("ack accepted");
-    }
+    support::call_return(op, effects, offsets, event);
 }
 
 fn main() {
