@@ -517,6 +517,15 @@ enum Wait {
 /// A key without an entry waits for nothing.
 const NOTHING: &Wait = &Wait::Nothing;
 
+/// Whether two wait maps say the same of every key: an entry waiting for nothing is the
+/// same as no entry (a restored operator has none; a running one keeps them).
+fn same_waits(a: &KeyMap<Wait>, b: &KeyMap<Wait>) -> bool {
+    let waiting = |m: &KeyMap<Wait>| m.values().filter(|w| **w != Wait::Nothing).count();
+    waiting(a) == waiting(b)
+        && a.iter()
+            .all(|(key, w)| *w == Wait::Nothing || b.get(key) == Some(w))
+}
+
 enum Progress {
     /// Waiting for a call's outcome or a put's answer.
     Waiting,
@@ -558,7 +567,8 @@ pub struct Operator {
 }
 
 /// Two operators are equal when they run the same actions and hold the same state:
-/// keyed state, waits, store, pending checkpoints, resume, put numbering, failure,
+/// keyed state, waits (a key waiting for nothing counts as one without an entry), store,
+/// pending checkpoints, resume, put numbering, failure,
 /// scheduling, limits and defects (their scratch buffers, empty between events, are not
 /// state). A copy compares its shared maps by address until one side changes them, so
 /// checking that a refused event left a copy unchanged costs next to nothing.
@@ -583,7 +593,7 @@ impl PartialEq for Operator {
         (Arc::ptr_eq(actions, &other.actions) || **actions == *other.actions)
             && *store == other.store
             && *keys == other.keys
-            && *waits == other.waits
+            && (Arc::ptr_eq(waits, &other.waits) || same_waits(waits, &other.waits))
             && *scheduling == other.scheduling
             && *limits == other.limits
             && *pending_checkpoints == other.pending_checkpoints
@@ -1748,6 +1758,32 @@ mod tests {
 
     fn actions() -> Vec<ActionDef> {
         vec![ActionDef::new("a", CallChain::new(["f"]))]
+    }
+
+    #[test]
+    fn a_key_waiting_for_nothing_is_the_same_as_a_key_without_an_entry() {
+        let running = Wait::Completion {
+            seq: 0,
+            action: 0,
+            state: ActionState {
+                call_results: Vec::new(),
+                completed: true,
+                output: None,
+            },
+        };
+        let map = |entries: &[(&str, &Wait)]| -> KeyMap<Wait> {
+            entries
+                .iter()
+                .map(|(k, w)| (k.to_string(), (*w).clone()))
+                .collect()
+        };
+        let idle = map(&[("a", NOTHING), ("b", &running)]);
+        let fresh = map(&[("b", &running)]);
+        assert!(same_waits(&idle, &fresh) && same_waits(&fresh, &idle));
+        let other = map(&[("a", &running)]);
+        assert!(!same_waits(&idle, &other) && !same_waits(&other, &idle));
+        let more = map(&[("a", &running), ("b", &running)]);
+        assert!(!same_waits(&fresh, &more) && !same_waits(&more, &fresh));
     }
 
     #[test]
