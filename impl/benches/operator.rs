@@ -62,23 +62,7 @@ impl Bench {
             let batch = self.keys.min(iters - done);
             // Consecutive inputs, so a batch's keys are distinct.
             for _ in 0..batch {
-                let i = self.inputs;
-                self.inputs += 1;
-                let event = Event::Input {
-                    key: format!("user-{}", i % self.keys),
-                    value: json!(i),
-                };
-                self.effects.clear();
-                self.op
-                    .handle_into(event, &mut self.effects)
-                    .expect("input accepted");
-                let Some(Effect::Call { call, .. }) = self.effects.pop() else {
-                    panic!("the action asks for its call");
-                };
-                returns.push(Event::CallReturned {
-                    call,
-                    outcome: CallOutcome::Value(json!(i)),
-                });
+                returns.push(self.input().1);
             }
             let effects = &mut self.effects;
             let start = Instant::now();
@@ -92,6 +76,31 @@ impl Bench {
         total
     }
 
+    /// Hands the operator the next input, which asks for its action's call; returns the
+    /// time the input event took and that call's return, for the caller to deliver.
+    fn input(&mut self) -> (Duration, Event) {
+        let i = self.inputs;
+        self.inputs += 1;
+        let event = Event::Input {
+            key: format!("user-{}", i % self.keys),
+            value: json!(i),
+        };
+        let start = Instant::now();
+        self.effects.clear();
+        self.op
+            .handle_into(event, &mut self.effects)
+            .expect("input accepted");
+        let took = start.elapsed();
+        let Some(Effect::Call { call, .. }) = self.effects.pop() else {
+            panic!("the action asks for its call");
+        };
+        let back = Event::CallReturned {
+            call,
+            outcome: CallOutcome::Value(json!(i)),
+        };
+        (took, back)
+    }
+
     /// Runs `iters` inputs and times the input events, the return events, or both.
     fn run(&mut self, iters: u64, time_input: bool, time_return: bool) -> Duration {
         let mut total = Duration::ZERO;
@@ -99,26 +108,11 @@ impl Bench {
             if self.inputs == CHUNK {
                 *self = Bench::new(self.keys);
             }
-            let i = self.inputs;
-            self.inputs += 1;
-            let event = Event::Input {
-                key: format!("user-{}", i % self.keys),
-                value: json!(i),
-            };
-            let effects = &mut self.effects;
-            let start = Instant::now();
-            effects.clear();
-            self.op.handle_into(event, effects).expect("input accepted");
+            let (took, back) = self.input();
             if time_input {
-                total += start.elapsed();
+                total += took;
             }
-            let Some(Effect::Call { call, .. }) = effects.pop() else {
-                panic!("the action asks for its call");
-            };
-            let back = Event::CallReturned {
-                call,
-                outcome: CallOutcome::Value(json!(i)),
-            };
+            let effects = &mut self.effects;
             let start = Instant::now();
             call_return(&mut self.op, effects, &mut self.offsets, back);
             if time_return {
