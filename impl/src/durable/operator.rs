@@ -590,7 +590,8 @@ impl PartialEq for Operator {
             record_buf: _,
             defects,
         } = self;
-        (Arc::ptr_eq(actions, &other.actions) || **actions == *other.actions)
+        // `Arc`'s equality compares addresses first (the elements are `Eq`).
+        *actions == other.actions
             && *store == other.store
             && *keys == other.keys
             && (Arc::ptr_eq(waits, &other.waits) || same_waits(waits, &other.waits))
