@@ -1,5 +1,5 @@
 //! Puts through the blocking durable driver on the Kafka log (tansu started on loopback,
-//! in-memory storage) beside the embedded file log (fsync per flush), with one key in
+//! storing in SQLite) beside the embedded file log (fsync per flush), with one key in
 //! flight (every put waits for its own acknowledgement) and with sixteen (the puts of
 //! all sixteen keys share one flush: group commit). One input makes two puts: its call's
 //! result and its completion.

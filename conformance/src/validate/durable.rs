@@ -26,9 +26,13 @@
 //!   when a completed checkpoint is restored (the first start is `restored=false`).
 //!
 //! The operator's other events (an input's start, a call requested or returned, an
-//! output, a resume, a prune, a rebuild, an aborted checkpoint) and the file log's are
-//! internal to those steps and read past; any other event of a durable component is one
-//! no model step explains.
+//! output, a resume, a prune, a rebuild, an aborted checkpoint), the blocking driver's
+//! restore and the logs' own (file, Kafka, in-memory) are internal to those steps and
+//! read past; any other event of a durable component is one no model step explains.
+//!
+//! Two runtimes write such logs: the simulated task (`steadfast simulate durable`) and
+//! the blocking `Driver`, whose run over a Kafka log across a SIGKILL and a restart in
+//! another process is validated in `kafka-log/tests/sigkill_restart.rs`.
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -580,10 +584,13 @@ fn event_of(f: &Fields<'_>, names: &Names, line: u64) -> Result<Option<DurableEv
             | "checkpoint_evicted",
         )
         | ("durable.store", "prune" | "recovery_marker" | "rebuild")
-        | ("durable.file_log", _) => return Ok(None),
-        ("durable.operator" | "durable.store" | "durable.supplier" | "durable.task", _) => {
-            DurableEvent::Unknown
-        }
+        | ("durable.driver", "restore")
+        | ("durable.file_log" | "durable.kafka_log" | "durable.memory_log", _) => return Ok(None),
+        (
+            "durable.operator" | "durable.store" | "durable.supplier" | "durable.task"
+            | "durable.driver",
+            _,
+        ) => DurableEvent::Unknown,
         (other, _) => {
             return Err(err(format!(
                 "an event of an unknown component `{other}` in a durable log"
@@ -962,6 +969,34 @@ mod tests {
             ),
             "{expected:?}"
         );
+    }
+
+    #[test]
+    fn the_logs_and_the_blocking_drivers_own_events_are_read_past() {
+        let start = line(&DurableEvent::Start { restored: false });
+        let input = line(&DurableEvent::Input { key: 0, seq: 0 });
+        let mut lines = vec![HEADER.to_string()];
+        for component in ["kafka_log", "file_log", "memory_log"] {
+            lines.push(format!(
+                r#"{{"fields":{{"component":"durable.{component}","event":"open"}}}}"#
+            ));
+        }
+        lines.push(start);
+        lines.push(r#"{"fields":{"component":"durable.driver","event":"restore"}}"#.into());
+        lines.push(input.clone());
+        let v = check(&lines).unwrap();
+        assert!(v.is_valid(), "{:?}", v.verdict);
+        assert_eq!(v.events, 6);
+        // Any other event of the driver is one no step explains.
+        lines.insert(
+            6,
+            r#"{"fields":{"component":"durable.driver","event":"supplier_ran"}}"#.into(),
+        );
+        let v = check(&lines).unwrap();
+        let Verdict::Unexplained { line, .. } = v.verdict else {
+            panic!("{:?}", v.verdict)
+        };
+        assert_eq!(line, 7);
     }
 
     #[test]

@@ -22,6 +22,11 @@
 //! whose result record never reached the log (the put failed before landing, or
 //! a crash came between the supplier's return and the put): the fix promises
 //! `runs <= 1 + unlanded runs` per call.
+//!
+//! What it logs with the operator's and store's events makes a run's log one that
+//! `steadfast validate` checks against the durable model: `durable.supplier call` as a
+//! supplier returns, `durable.task crash` at a crash, including the crash of another
+//! process that [`Driver::after_crash`] takes over from.
 
 use std::collections::BTreeMap;
 
@@ -144,12 +149,35 @@ impl<L: Log> Driver<L> {
     ) -> Result<Self, DriverError> {
         let log = reopen()?;
         let op = Operator::new(actions.clone(), log.partition_count())?;
-        Ok(Driver {
+        let mut driver = Driver::idle(actions, reopen, supplier);
+        driver.log = Some(log);
+        driver.op = Some(op);
+        Ok(driver)
+    }
+
+    /// The driver of a task that takes over after its previous incarnation (another
+    /// process, over the same log) crashed: it logs that crash (`durable.task crash`,
+    /// which that process could not log), and opens the log and runs an operator only
+    /// at [`Driver::restore`]. Give it the source's inputs up to the checkpoint to
+    /// restore from and [`Driver::adopt_checkpoint`] that checkpoint first; with no
+    /// checkpoint the restore starts a fresh operator.
+    pub fn after_crash(actions: Vec<ActionDef>, reopen: Reopen<L>, supplier: Supplier) -> Self {
+        let driver = Driver::idle(actions, reopen, supplier);
+        tracing::info!(
+            component = "durable.task",
+            event = "crash",
+            incarnation = "previous"
+        );
+        driver
+    }
+
+    fn idle(actions: Vec<ActionDef>, reopen: Reopen<L>, supplier: Supplier) -> Self {
+        Driver {
             actions,
             reopen,
             supplier,
-            log: Some(log),
-            op: Some(op),
+            log: None,
+            op: None,
             cancel: Cancellation::new(),
             source: Vec::new(),
             delivered: 0,
@@ -165,7 +193,7 @@ impl<L: Log> Driver<L> {
             next_checkpoint: 1,
             last_rebuild: None,
             flushes: 0,
-        })
+        }
     }
 
     /// Hand `event` to the operator and carry out what follows, until no put is in
@@ -287,9 +315,10 @@ impl<L: Log> Driver<L> {
         let req = self.requested.remove(index);
         let outcome = (self.supplier)(&req.call, &req.function, &req.args);
         *self.supplier_calls.entry(req.call.clone()).or_default() += 1;
-        tracing::debug!(
-            component = "durable.driver",
-            event = "supplier_ran",
+        // The model's `CallSupplier`: the supplier returned (as the simulated task logs it).
+        tracing::info!(
+            component = "durable.supplier",
+            event = "call",
             key = %req.call.key,
             seq = req.call.seq,
             action = %req.call.action,
@@ -490,7 +519,7 @@ impl<L: Log> Driver<L> {
         self.uncommitted.clear();
         self.op = None;
         self.log = None;
-        tracing::info!(component = "durable.driver", event = "crash");
+        tracing::info!(component = "durable.task", event = "crash");
     }
 
     /// Restore from the latest completed checkpoint (crashing first if an operator
