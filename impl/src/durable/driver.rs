@@ -21,7 +21,9 @@
 //! The driver counts supplier runs per durable call, and separately the runs
 //! whose result record never reached the log (the put failed before landing, or
 //! a crash came between the supplier's return and the put): the fix promises
-//! `runs <= 1 + unlanded runs` per call.
+//! `runs <= 1 + unlanded runs` per call. A call whose put was acknowledged landed; for
+//! any other the driver reads the log back from where it ended before the delivery,
+//! since a put that failed may have landed all the same.
 //!
 //! What it logs with the operator's and store's events makes a run's log one that
 //! `steadfast validate` checks against the durable model: `durable.supplier call` as a
@@ -36,8 +38,8 @@ use super::projection::{
     project_activity, project_cache, project_checkpoint, project_keys, project_log, CallCount,
     OutputRecord, Projection,
 };
-use super::store::{decode_record, RebuildReport, StoreError};
-use super::{partition_for, CallOutcome, CallRef, Datum};
+use super::store::{decode_record, PutRecord, RebuildReport, StoreError};
+use super::{partition_for, ActionState, CallOutcome, CallRef, Datum, StateKey};
 
 /// The external call behind durable calls: (call, function, arguments) to outcome.
 pub type Supplier = Box<dyn FnMut(&CallRef, &str, &Datum) -> CallOutcome + Send>;
@@ -116,6 +118,12 @@ struct Snapshot {
     outputs_before: usize,
 }
 
+/// Whether the state `state` of `key` saves `call`'s result (`sk` is the call's state
+/// key): it holds the call's index, or completes the action.
+fn saves(key: &StateKey, state: &ActionState, sk: &StateKey, call: &CallRef) -> bool {
+    key == sk && (state.completed || state.call_results.len() > call.index as usize)
+}
+
 /// The driver.
 pub struct Driver<L: Log> {
     actions: Vec<ActionDef>,
@@ -138,6 +146,9 @@ pub struct Driver<L: Log> {
     next_checkpoint: u64,
     last_rebuild: Option<RebuildReport>,
     flushes: u64,
+    /// The records whose puts were acknowledged in the last `execute`: they landed, so
+    /// the calls they save need no read-back. Bounded by the puts of one execute.
+    acked: Vec<LogRecord>,
 }
 
 impl<L: Log> Driver<L> {
@@ -193,6 +204,7 @@ impl<L: Log> Driver<L> {
             next_checkpoint: 1,
             last_rebuild: None,
             flushes: 0,
+            acked: Vec::new(),
         }
     }
 
@@ -207,8 +219,9 @@ impl<L: Log> Driver<L> {
     /// appends are sent and, after the flush, their acknowledgements awaited and handed
     /// back; the effects those answers cause are carried out in turn.
     fn execute(&mut self, mut effects: Vec<Effect>) -> Result<(), DriverError> {
+        self.acked.clear();
         loop {
-            let mut sends: Vec<(String, PutId, L::Ack)> = Vec::new();
+            let mut sends: Vec<(String, PutId, PutRecord, L::Ack)> = Vec::new();
             let mut answers: Vec<Event> = Vec::new();
             let mut flush = false;
             for effect in effects.drain(..) {
@@ -230,7 +243,7 @@ impl<L: Log> Driver<L> {
                     Effect::Append { key, put, record } => {
                         let log = self.log.as_mut().ok_or(DriverError::NotRunning)?;
                         match log.send(record.partition, &record.key, &record.value) {
-                            Ok(ack) => sends.push((key, put, ack)),
+                            Ok(ack) => sends.push((key, put, record, ack)),
                             Err(error) => answers.push(Event::PutFailed { key, put, error }),
                         }
                     }
@@ -242,7 +255,7 @@ impl<L: Log> Driver<L> {
                 self.flushes += 1;
                 if let Err(error) = log.flush() {
                     // A failed flush fails every send it covered.
-                    for (key, put, _) in sends.drain(..) {
+                    for (key, put, _, _) in sends.drain(..) {
                         answers.push(Event::PutFailed {
                             key,
                             put,
@@ -251,9 +264,17 @@ impl<L: Log> Driver<L> {
                     }
                 }
             }
-            for (key, put, mut ack) in sends {
+            for (key, put, record, mut ack) in sends {
                 match ack.wait(&self.cancel) {
-                    Ok(offset) => answers.push(Event::PutAcked { key, put, offset }),
+                    Ok(offset) => {
+                        self.acked.push(LogRecord {
+                            partition: record.partition,
+                            offset,
+                            key: record.key,
+                            value: record.value,
+                        });
+                        answers.push(Event::PutAcked { key, put, offset });
+                    }
                     Err(AckError::Log(error)) => answers.push(Event::PutFailed { key, put, error }),
                     Err(AckError::Cancelled) => return Err(DriverError::Cancelled),
                 }
@@ -381,8 +402,20 @@ impl<L: Log> Driver<L> {
         }
         if result.is_ok() {
             result = self.execute(effects);
+        } else {
+            self.acked.clear();
+        }
+        // A call saved by an acknowledged put landed; for the others the log is read
+        // from where it ended before the delivery (a failed put may still have landed).
+        let mut acked = Vec::with_capacity(self.acked.len());
+        for record in &self.acked {
+            acked.push(decode_record(record)?);
         }
         for call in delivered {
+            let sk = call.state_key();
+            if acked.iter().any(|(k, state)| saves(k, state, &sk, &call)) {
+                continue;
+            }
             let partition = partition_for(&call.key, partitions);
             let from = ends_before.get(partition as usize).copied().unwrap_or(0);
             if !self.landed_since(partition, from, &call)? {
@@ -415,7 +448,7 @@ impl<L: Log> Driver<L> {
             for record in &batch {
                 next = record.offset + 1;
                 let (k, state) = decode_record(record)?;
-                if k == sk && (state.completed || state.call_results.len() > call.index as usize) {
+                if saves(&k, &state, &sk, call) {
                     return Ok(true);
                 }
             }
@@ -719,6 +752,7 @@ impl<L: Log> Driver<L> {
             next_checkpoint: self.next_checkpoint,
             last_rebuild: self.last_rebuild.clone(),
             flushes: self.flushes,
+            acked: Vec::new(),
         })
     }
 }
