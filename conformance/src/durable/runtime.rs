@@ -455,10 +455,22 @@ impl<V: Variant> Runtime<V> {
             }
             return Ok(());
         };
-        let effects = self
-            .op_of(&key)?
-            .handle(event)
-            .map_err(Rejection::Runtime)?;
+        // An accepted input, call outcome or acknowledgement always changes the operator
+        // (a sequence number, a key's wait, the cache): the operator's equality, which
+        // the refusal checks rest on, must see that.
+        let changes = matches!(
+            event,
+            Event::Input { .. } | Event::CallReturned { .. } | Event::PutAcked { .. }
+        );
+        let what = event_name(&event);
+        let op = self.op_of(&key)?;
+        let before = changes.then(|| op.clone());
+        let effects = op.handle(event).map_err(Rejection::Runtime)?;
+        if before.is_some_and(|before| *op == before) {
+            self.reports.push(format!(
+                "the operator equals what it was before it took {what} of key {key}"
+            ));
+        }
         Ok(self.apply(effects)?)
     }
 
@@ -1120,5 +1132,17 @@ fn cross_check_store(store: &ActionStateStore, reports: &mut Vec<String>) {
     }
     if again.cache() != cache || again.latest_offsets() != offsets {
         reports.push("the store's put halves build another store from its cache".into());
+    }
+}
+
+/// An event's name, for a report.
+fn event_name(event: &Event) -> &'static str {
+    match event {
+        Event::Input { .. } => "an input",
+        Event::Continue { .. } => "a continuation",
+        Event::CallReturned { .. } => "a call's outcome",
+        Event::PutAcked { .. } => "a put's acknowledgement",
+        Event::PutFailed { .. } => "a put's failure",
+        Event::Resume => "a resume",
     }
 }
