@@ -904,6 +904,9 @@ impl<V: Variant> Conformant<V> {
         let ends = rt.ends();
         let op = rt.op_at(t)?;
         let before = op.clone();
+        // The refusal checks compare copies that share their maps; a copy that shares
+        // none must compare equal too, entry by entry.
+        let copied = op.unshared() == before;
         let mut checkpoint = op.snapshot(id, &ends)?;
         // A snapshot is remembered until its completion or abort: the operator changed.
         let remembered = *op != before;
@@ -929,6 +932,10 @@ impl<V: Variant> Conformant<V> {
             rt.reports.push(format!(
                 "snapshot {id} left the operator equal to what it was"
             ));
+        }
+        if !copied {
+            rt.reports
+                .push("a copy of the operator sharing none of its maps differs from it".into());
         }
         if !unchanged {
             rt.reports

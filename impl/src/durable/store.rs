@@ -260,6 +260,16 @@ impl std::fmt::Debug for ActionStateStore {
 }
 
 impl ActionStateStore {
+    /// A copy that shares no map with this store: equal to it, but compared entry by
+    /// entry, not by address. For harnesses that test the equality itself.
+    #[cfg(any(test, feature = "testkit"))]
+    pub fn unshared(&self) -> ActionStateStore {
+        ActionStateStore {
+            partitions: self.partitions,
+            states: Arc::new((*self.states).clone()),
+        }
+    }
+
     /// An empty store for a log of `partitions` partitions (at least one).
     pub fn new(partitions: u32) -> Self {
         ActionStateStore {
