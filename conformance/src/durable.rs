@@ -837,6 +837,9 @@ impl<V: Variant> Conformant<V> {
                 Ok(())
             }
             Action::LandZombie => rt.land_zombie().map(|_| ()).map_err(Rejection::from),
+            Action::FencePartition(_) => {
+                Err(Rejection::from("fence steps are not bound yet".to_string()))
+            }
             Action::Restore | Action::RestoreScaledIn => {
                 if m.bounds.fenced_producer {
                     rt.zombie = None;

@@ -242,8 +242,15 @@ pub enum Action {
     /// `subtasks` 2 (`rescale`): subtask 0 takes over subtask 1's keys.
     RestoreScaledIn,
     /// The send a crash left with the producer (`zombie-sends`) lands at the end of its
-    /// partition, over whatever its state key holds by then.
+    /// partition, over whatever its state key holds by then. With `epoch-fencing`, once
+    /// a restore fenced its partition it lands stale: behind a newer fence, where every
+    /// later rebuild skips it.
     LandZombie,
+    /// The restoring incarnation appends a fence record carrying its new epoch to this
+    /// partition and awaits its acknowledgement (`epoch-fencing`; partitions in order,
+    /// all before the restore reads the log). A record of an older epoch that lands
+    /// after the fence is stale.
+    FencePartition(u8),
 }
 
 /// Bounds and environment assumptions, read once from [`Settings`].
@@ -293,8 +300,12 @@ pub struct Bounds {
     /// puts; one such send at a time).
     pub zombie_sends: bool,
     /// A restore fences the earlier incarnation's producer: its sends land only before
-    /// the restore, or never.
+    /// the restore, or never (the broker refuses them: Kafka's transactional fencing).
     pub fenced_producer: bool,
+    /// Every record carries its incarnation's epoch, and a restore appends a fence of
+    /// its new epoch to every partition before it reads the log; a rebuild skips the
+    /// records of an older epoch that lie after a newer fence.
+    pub epoch_fencing: bool,
     /// Operator subtasks; key `k` runs on subtask `k % subtasks`, each with its own
     /// store and marker.
     pub subtasks: u8,
@@ -463,6 +474,11 @@ const PARAMS: &[Param] = &[
             "a restore fences the crashed incarnation's producer (its sends land before, or never)",
         kind: ParamKind::Bool { default: false },
     },
+    Param {
+        name: "epoch-fencing",
+        help: "a restore fences every partition with its epoch first; older records after a fence are skipped",
+        kind: ParamKind::Bool { default: false },
+    },
 ];
 
 const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
@@ -552,6 +568,27 @@ const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
     ("zombie-sends", &[("zombie-sends", "true"), ("inputs", "1")]),
     (
         "zombie-sends-fenced",
+        &[
+            ("zombie-sends", "true"),
+            ("epoch-fencing", "true"),
+            ("inputs", "1"),
+        ],
+    ),
+    (
+        "zombie-sends-fenced-two-crashes",
+        &[
+            ("zombie-sends", "true"),
+            ("epoch-fencing", "true"),
+            ("crashes", "2"),
+            ("inputs", "1"),
+        ],
+    ),
+    (
+        "zombie-sends-two-crashes",
+        &[("zombie-sends", "true"), ("crashes", "2"), ("inputs", "1")],
+    ),
+    (
+        "zombie-sends-producer-fenced",
         &[
             ("zombie-sends", "true"),
             ("fenced-producer", "true"),
@@ -944,7 +981,8 @@ impl Model for Durable {
             Action::LandPut(_)
             | Action::AckPut(_)
             | Action::FailPut { .. }
-            | Action::LandZombie => Some(2 + keys),
+            | Action::LandZombie
+            | Action::FencePartition(_) => Some(2 + keys),
             Action::TriggerCheckpoint
             | Action::SnapshotSubtask
             | Action::CompleteCheckpoint(_)
@@ -968,6 +1006,11 @@ impl Model for Durable {
             actions.push(Action::LandZombie);
         }
         if s.down {
+            // The restore fences every partition, in order, before it reads the log.
+            if b.epoch_fencing && s.fenced_partitions < b.partitions {
+                actions.push(Action::FencePartition(s.fenced_partitions));
+                return;
+            }
             actions.push(Action::Restore);
             if b.rescale && !s.scaled_in {
                 actions.push(Action::RestoreScaledIn);
@@ -1292,6 +1335,8 @@ impl Model for Durable {
                 // output and ghost counters stay. An unlanded send is lost.
                 next = State {
                     zombie,
+                    // A kept zombie was fenced by the restore before this crash, if any.
+                    zombie_fenced: zombie.is_some() && s.zombie_fenced,
                     log: next.log,
                     log_len: next.log_len,
                     completed: s.completed,
@@ -1307,15 +1352,37 @@ impl Model for Durable {
                 };
             }
             Action::LandZombie => {
-                self.append(&mut next, s.zombie?);
+                let record = s.zombie?;
+                if s.zombie_fenced {
+                    // Behind a newer fence: it takes an offset, and no rebuild reads it.
+                    next.log_len[self.partition(record.state_key.key)] += 1;
+                } else {
+                    self.append(&mut next, record);
+                }
                 next.zombie = None;
+                next.zombie_fenced = false;
+            }
+            Action::FencePartition(p) => {
+                // Enabled for the next partition only, while down.
+                if !s.down || p != s.fenced_partitions {
+                    return None;
+                }
+                next.log_len[p as usize] += 1;
+                next.fenced_partitions += 1;
+                if s.zombie
+                    .is_some_and(|r| self.partition(r.state_key.key) == p as usize)
+                {
+                    next.zombie_fenced = true;
+                }
             }
             Action::Restore | Action::RestoreScaledIn => {
                 next.down = false;
+                next.fenced_partitions = 0;
                 next.scaled_in = s.scaled_in || action == Action::RestoreScaledIn;
                 if self.bounds.fenced_producer {
                     // The new producer fences the old one: its send never lands.
                     next.zombie = None;
+                    next.zombie_fenced = false;
                 }
                 if let Some(c) = s.completed {
                     next.next_seq = c.next_seq;
@@ -1420,6 +1487,7 @@ impl Spec for Durable {
             handled_put_errors: settings.flag("handled-put-errors"),
             zombie_sends: settings.flag("zombie-sends"),
             fenced_producer: settings.flag("fenced-producer"),
+            epoch_fencing: settings.flag("epoch-fencing"),
             subtasks: int("subtasks"),
             rescale: settings.flag("rescale"),
             own_marker: settings.flag("own-marker"),

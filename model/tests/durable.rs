@@ -756,7 +756,19 @@ fn fault_scenarios_have_pinned_counts() {
             [224_855, 123_033, 123_465, 123_033, 125_677],
         ),
         (
+            "zombie-sends-two-crashes",
+            [896_761, 493_823, 495_891, 493_823, 526_361],
+        ),
+        (
             "zombie-sends-fenced",
+            [138_456, 66_690, 66_966, 66_690, 68_702],
+        ),
+        (
+            "zombie-sends-fenced-two-crashes",
+            [417_049, 170_597, 171_587, 170_597, 179_717],
+        ),
+        (
+            "zombie-sends-producer-fenced",
             [41_407, 21_763, 21_859, 21_763, 22_841],
         ),
         (
@@ -1009,9 +1021,11 @@ fn a_zombie_send_repeats_a_call_in_the_fixed_design_unless_the_producer_is_fence
     ]);
     let path = Path::from_actions(&model, init, &steps).unwrap();
     assert!(path.last_state().events.repeated_call);
-    // Fenced: the zombie lands before the restore or never, and the fix holds.
-    let fenced = Durable::scenario(Design::Fixed, "zombie-sends-fenced").unwrap();
-    assert!(check::shortest(&fenced, property::CALL_AT_MOST_ONCE).is_none());
+    // A broker that refuses the crashed producer's sends after the restore
+    // (`fenced-producer`): the zombie lands before the restore or never, and the fix
+    // holds.
+    let refused = Durable::scenario(Design::Fixed, "zombie-sends-producer-fenced").unwrap();
+    assert!(check::shortest(&refused, property::CALL_AT_MOST_ONCE).is_none());
     let crashed = [
         DeliverInput(0),
         TriggerCheckpoint,
@@ -1021,12 +1035,89 @@ fn a_zombie_send_repeats_a_call_in_the_fixed_design_unless_the_producer_is_fence
         SendPut(0),
         Crash { landed: false },
     ];
-    let path = Path::from_actions(&fenced, fenced.init_states().remove(0), &crashed).unwrap();
+    let path = Path::from_actions(&refused, refused.init_states().remove(0), &crashed).unwrap();
     let down = path.last_state();
     assert!(down.zombie.is_some());
-    assert!(enabled(&fenced, down).contains(&LandZombie));
-    let restored = fenced.next_state(down, Restore).unwrap();
-    assert!(restored.zombie.is_none(), "fenced at the restore");
+    assert!(enabled(&refused, down).contains(&LandZombie));
+    let restored = refused.next_state(down, Restore).unwrap();
+    assert!(restored.zombie.is_none(), "refused after the restore");
+}
+
+/// Epoch fencing (`zombie-sends-fenced`): the restore fences every partition before it
+/// reads the log, so the zombie that lands after the restore lands stale, and the
+/// overwrite of the counterexample above leaves the newer record the latest one; the
+/// fixed design holds every property with one crash and with two.
+#[test]
+fn epoch_fencing_makes_a_zombie_send_land_stale() {
+    use Action::*;
+    for scenario in ["zombie-sends-fenced", "zombie-sends-fenced-two-crashes"] {
+        let model = Durable::scenario(Design::Fixed, scenario).unwrap();
+        for p in property::SAFETY {
+            assert!(check::shortest(&model, p).is_none(), "{scenario}: {p}");
+        }
+    }
+    let model = Durable::scenario(Design::Fixed, "zombie-sends-fenced-two-crashes").unwrap();
+    let init = model.init_states().remove(0);
+    let crashed = [
+        DeliverInput(0),
+        TriggerCheckpoint,
+        CompleteCheckpoint(1),
+        StartAction(0),
+        CallSupplier(0),
+        SendPut(0),
+        Crash { landed: false },
+    ];
+    let path = Path::from_actions(&model, init.clone(), &crashed).unwrap();
+    let down = path.last_state();
+    // Down, the restore must fence before it reads: only the fence and the zombie's
+    // landing are enabled.
+    assert_eq!(enabled(&model, down), [LandZombie, FencePartition(0)]);
+    let fenced = model.next_state(down, FencePartition(0)).unwrap();
+    assert!(fenced.zombie_fenced && fenced.fenced_partitions == 1);
+    assert!(enabled(&model, &fenced).contains(&Restore));
+    // Landing before the fence, the zombie is an ordinary record that landed without
+    // its acknowledgement: the restore reads it back.
+    let landed_first = model.next_state(down, LandZombie).unwrap();
+    let landed_first = model.next_state(&landed_first, FencePartition(0)).unwrap();
+    let restored = model.next_state(&landed_first, Restore).unwrap();
+    let key = StateKey {
+        key: 0,
+        seq: 0,
+        action: 0,
+    };
+    assert_eq!(restored.cached(key).map(|st| st.calls()), Some(1));
+    // The overwrite of the unfenced counterexample: the zombie lands after the restore's
+    // newer records, stale; the second restore reads the newer record and reuses both
+    // results.
+    let mut steps = crashed.to_vec();
+    steps.extend([
+        FencePartition(0),
+        Restore,
+        StartAction(0),
+        CallSupplier(0),
+        SendPut(0),
+        AckPut(0),
+        CallSupplier(0),
+        SendPut(0),
+        AckPut(0),
+        LandZombie,
+    ]);
+    let path = Path::from_actions(&model, init.clone(), &steps).unwrap();
+    let state = path.last_state();
+    assert_eq!(state.latest_record(key).map(|(st, _)| st.calls()), Some(2));
+    assert!(state.zombie.is_none() && !state.zombie_fenced);
+    steps.extend([
+        TriggerCheckpoint,
+        CompleteCheckpoint(2),
+        Crash { landed: false },
+        FencePartition(0),
+        Restore,
+        StartAction(0),
+        ReuseResult(0),
+        ReuseResult(0),
+    ]);
+    let path = Path::from_actions(&model, init, &steps).unwrap();
+    assert_eq!(path.last_state().runs(key, 1), 1, "call 1 ran once");
 }
 
 /// Per checkpoint, the end offset of partition 0 when it was taken, kept beside the

@@ -216,6 +216,7 @@ pub fn expected_log(caches_before_ack: bool, s: &State, action: &Action) -> Vec<
         Action::AbortCheckpoint(_)
         | Action::CompleteCheckpointUnnotified(_)
         | Action::LandZombie
+        | Action::FencePartition(_)
         | Action::RestoreScaledIn
         | Action::SnapshotSubtask => Vec::new(),
         Action::Crash { .. } => vec![DurableEvent::Crash],

@@ -167,8 +167,11 @@ pub(super) fn table() -> Vec<Expectation> {
     }
     // A send the crash did not stop lands later, after the restore read the log or over
     // a newer record of its state key: every design repeats a call, and an action whose
-    // completion lands that way starts again. A restore that fences the crashed producer
-    // (its sends land before the restore or never) gives back the default table.
+    // completion lands that way starts again; a second crash changes nothing. Epoch
+    // fencing (every record carries its incarnation's epoch, a restore fences every
+    // partition before it reads, a rebuild skips older records behind a newer fence)
+    // gives back the table of the same bounds without zombies, one crash or two; so does
+    // a broker that refuses the crashed producer's sends after the restore.
     let zombie: [(&str, [Verdict; 4]); 6] = [
         (CALL_AT_MOST_ONCE, [Ce, Ce, Ce, Ce]),
         (FINISHED_STAYS_FINISHED, [Ce, Ce, Ce, Ce]),
@@ -177,11 +180,25 @@ pub(super) fn table() -> Vec<Expectation> {
         (BOUNDED_TRACKING, [H, H, Ce, H]),
         (MARKER_IS_SAFE, [Ce, Ce, Ce, Ce]),
     ];
-    for (p, v) in zombie {
-        rows.extend(verdict_rows("zombie-sends", p, v));
-    }
-    for (p, v) in default {
-        rows.extend(verdict_rows("zombie-sends-fenced", p, v));
+    // Two crashes without zombies: the unpatched design also restarts a finished input.
+    let two_crashes: [(&str, [Verdict; 4]); 6] = [
+        (CALL_AT_MOST_ONCE, [Ce, H, H, H]),
+        (FINISHED_STAYS_FINISHED, [Ce, H, H, H]),
+        (SAME_OUTPUT, [H, H, H, H]),
+        (CACHE_HOLDS_LOG, [H, H, H, H]),
+        (BOUNDED_TRACKING, [H, H, Ce, H]),
+        (MARKER_IS_SAFE, [Ce, H, H, H]),
+    ];
+    for (scenario, table) in [
+        ("zombie-sends", zombie),
+        ("zombie-sends-two-crashes", zombie),
+        ("zombie-sends-fenced", default),
+        ("zombie-sends-fenced-two-crashes", two_crashes),
+        ("zombie-sends-producer-fenced", default),
+    ] {
+        for (p, v) in table {
+            rows.extend(verdict_rows(scenario, p, v));
+        }
     }
     // Two subtasks sharing the partition, each marker covering its own keys, and a
     // restore that scales in to one subtask, which takes over the other's keys: every
@@ -210,7 +227,10 @@ pub(super) fn table() -> Vec<Expectation> {
         "handled-put-errors",
         "handled-put-errors-after-landing",
         "zombie-sends",
+        "zombie-sends-two-crashes",
         "zombie-sends-fenced",
+        "zombie-sends-fenced-two-crashes",
+        "zombie-sends-producer-fenced",
         "subtasks",
         "rescale",
         "rescale-own-marker",

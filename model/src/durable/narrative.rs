@@ -41,6 +41,9 @@ impl Action {
                 "restore from the latest checkpoint at parallelism 1".to_string()
             }
             Action::LandZombie => "the crashed incarnation's send lands".to_string(),
+            Action::FencePartition(p) => {
+                format!("the restore fences partition {p} with its new epoch")
+            }
         }
     }
 }
@@ -219,11 +222,24 @@ impl Durable {
             );
         }
         if let Some(r) = s.zombie {
+            let fenced = if s.zombie_fenced {
+                " (its partition is fenced: it would land stale)"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 out,
-                "send of a crashed incarnation, not landed: {}: {}",
+                "send of a crashed incarnation, not landed: {}: {}{fenced}",
                 name(r.state_key),
                 saved(r.state)
+            );
+        }
+        if s.fenced_partitions > 0 {
+            let _ = writeln!(
+                out,
+                "restore in progress: {} partition(s) fenced with epoch {}",
+                s.fenced_partitions,
+                s.crashes + 1
             );
         }
         let _ = writeln!(out, "checkpoints: {} triggered", s.checkpoints);
@@ -421,6 +437,15 @@ impl Durable {
                 format!("the task crashes{send}")
             }
             Action::LandZombie => match s.zombie {
+                Some(r) if s.zombie_fenced => {
+                    let p = self.partition(r.state_key.key);
+                    format!(
+                        "the crashed incarnation's send of key {} input {} lands at partition {p} offset {}, behind a fence of a newer epoch: stale, every rebuild skips it",
+                        r.state_key.key,
+                        r.state_key.seq,
+                        s.log_len[p]
+                    )
+                }
                 Some(r) => {
                     let p = self.partition(r.state_key.key);
                     format!(
@@ -434,6 +459,11 @@ impl Durable {
                 }
                 None => "no send of a crashed incarnation is left".to_string(),
             },
+            Action::FencePartition(p) => format!(
+                "the restoring incarnation (epoch {}) appends its fence to partition {p} at offset {}; older records landing after it are stale",
+                s.crashes + 1,
+                s.log_len[p as usize]
+            ),
             Action::Restore | Action::RestoreScaledIn => {
                 let scaled_in = s.scaled_in || *action == Action::RestoreScaledIn;
                 let how = if *action == Action::RestoreScaledIn {

@@ -637,6 +637,12 @@ pub struct State {
     /// A send of an earlier incarnation that its crash did not stop (`zombie-sends`): the
     /// producer may still deliver it, at any later time, over newer records.
     pub zombie: Option<Record>,
+    /// The zombie's partition got a fence of a newer epoch after the zombie was sent
+    /// (`epoch-fencing`): if it lands now, it lands stale.
+    pub zombie_fenced: bool,
+    /// Partitions the restore in progress has fenced so far (`epoch-fencing`; in
+    /// partition order, while down).
+    pub fenced_partitions: u8,
     /// Ghost: supplier runs per (state key, call).
     pub supplier_runs: Runs,
     /// Ghost: what the last step did.
@@ -667,6 +673,8 @@ impl State {
             failed_sends: 0,
             committed_outputs: [0; MAX_KEYS],
             zombie: None,
+            zombie_fenced: false,
+            fenced_partitions: 0,
             supplier_runs: Runs::ZERO,
             events: Events::NONE,
         }
@@ -836,6 +844,8 @@ impl std::hash::Hash for State {
             | (self.log_len[1] as u64) << 24
             | (self.failed as u64) << 32
             | (self.scaled_in as u64) << 33
+            | (self.zombie_fenced as u64) << 34
+            | (self.fenced_partitions as u64) << 35
             | (self.down as u64) << 40
             | (self.failed_sends as u64) << 48
             | (self.events.code() as u64) << 56;
