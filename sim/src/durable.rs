@@ -889,9 +889,11 @@ impl Sim {
         // flush follows its sends in one step), so dropping it after the reopen is the
         // same as before.
         self.log = open_log(&self.storage, self.config.partitions)?;
+        // The incarnation's epoch: one more than the crashes so far. No fences yet.
+        let epoch = self.inc + 1;
         let mut op = match &self.completed {
-            Some(checkpoint) => restore(&self.defs, checkpoint, &mut self.log)?,
-            None => Operator::new(self.defs.clone(), u32::from(self.config.partitions))
+            Some(checkpoint) => restore(&self.defs, checkpoint, &mut self.log, epoch)?,
+            None => Operator::new_at(self.defs.clone(), u32::from(self.config.partitions), epoch)
                 .map_err(|e| format!("restarting the operator: {e}"))?,
         };
         op.set_limits(self.config.limits());
@@ -998,14 +1000,15 @@ fn open_log(storage: &Arc<dyn Storage>, partitions: u8) -> Result<FileLog, Strin
         .map_err(|e| format!("opening the file log: {e}"))
 }
 
-/// The operator restored from `checkpoint`: every partition read from the checkpoint's
-/// marker to its end, each record fed in.
+/// The operator of incarnation `epoch` restored from `checkpoint`: every partition read
+/// from the checkpoint's marker to its end, each record fed in.
 fn restore(
     defs: &[ActionDef],
     checkpoint: &Checkpoint,
     log: &mut FileLog,
+    epoch: u64,
 ) -> Result<Operator, String> {
-    restore_from_log(defs.to_vec(), checkpoint, log)
+    restore_from_log(defs.to_vec(), checkpoint, log, epoch)
         .map(|(op, _report)| op)
         .map_err(|e| format!("restoring checkpoint {}: {e}", checkpoint.id))
 }
