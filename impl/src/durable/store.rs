@@ -1010,6 +1010,55 @@ mod tests {
         );
     }
 
+    fn leveled(offsets: &[Offset], levels: &[Epoch]) -> RecoveryMarker {
+        RecoveryMarker {
+            offsets: offsets.to_vec(),
+            levels: levels.to_vec(),
+        }
+    }
+
+    #[test]
+    fn merged_markers_take_the_level_of_the_minimum_offset() {
+        let merged =
+            merge_recovery_markers(&[&leveled(&[3, 5], &[1, 2]), &leveled(&[4, 2], &[2, 1])])
+                .unwrap();
+        assert_eq!(merged, leveled(&[3, 2], &[1, 1]));
+        // Equal offsets: the highest level (both were read from one log).
+        let merged = merge_recovery_markers(&[&leveled(&[4], &[1]), &leveled(&[4], &[2])]).unwrap();
+        assert_eq!(merged, leveled(&[4], &[2]));
+        // A part of a checkpoint taken before markers had levels counts as level 0.
+        let old = marker(&[2, 9]).offsets;
+        let old = RecoveryMarker {
+            offsets: old,
+            levels: Vec::new(),
+        };
+        let merged = merge_recovery_markers(&[&leveled(&[3, 5], &[2, 2]), &old]).unwrap();
+        assert_eq!(merged, leveled(&[2, 5], &[0, 2]));
+    }
+
+    #[test]
+    fn stores_of_other_epochs_or_fences_differ() {
+        use std::hash::BuildHasher;
+        let fixed = std::hash::RandomState::new();
+        let (one, two) = (ActionStateStore::new(1), ActionStateStore::new_at(1, 2));
+        assert!(one != two);
+        assert_ne!(fixed.hash_one(&one), fixed.hash_one(&two));
+        let fenced = |level| {
+            let marker = leveled(&[0], &[level]);
+            let rebuild = Rebuild::new(&marker, BTreeMap::new(), Ownership::All, 2).unwrap();
+            rebuild.finish(&[0]).unwrap().0
+        };
+        assert!(fenced(1) != fenced(2));
+        assert_ne!(fixed.hash_one(fenced(1)), fixed.hash_one(fenced(2)));
+        assert!(fenced(1) == fenced(1).unshared());
+        assert_eq!(fenced(1).epoch(), 2);
+        let text = format!("{:?}", fenced(1));
+        assert!(
+            text.contains("epoch: 2") && text.contains("base: (0, 1)"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn markers_of_different_partition_counts_or_none_do_not_merge() {
         let err = merge_recovery_markers(&[&marker(&[3, 5]), &marker(&[4])]).unwrap_err();
