@@ -668,7 +668,7 @@ impl<L: Log> Driver<L> {
         if self.op.is_some() {
             self.crash();
         }
-        // The old handle goes first: the new incarnation's is the only one.
+        // The old handle goes first: a file log's directory stays locked while it lives.
         self.log = None;
         let mut log = (self.reopen)()?;
         self.epoch += 1;
