@@ -78,7 +78,7 @@ use stateright::Model;
 use steadfast::durable::store::{decode_record, encode_record, RebuildReport, StoreError};
 use steadfast::durable::{
     partition_for, ActionDef, ActionStateStore, CallChain, CallOutcome, CallRef, Checkpoint, Datum,
-    Effect, Event, KeyActivity, KeyState, Limits, LogError, LogRecord, Offset, Operator,
+    Effect, Epoch, Event, KeyActivity, KeyState, Limits, LogError, LogRecord, Offset, Operator,
     OperatorError, Ownership, PendingInput, PruneReport, PutId, PutRecord, QueuedAction,
     Scheduling, StateKey as ImplKey,
 };
@@ -497,11 +497,18 @@ impl<V: Variant> Conformant<V> {
                 let from = part.end;
                 part.end = end;
                 for record in rt.log[p].iter().skip(from as usize) {
-                    let decoded = decode_record(record)
-                        .map_err(|e| e.to_string())
-                        .and_then(|(sk, st)| Ok((names.view_of(&sk)?, st)));
+                    let decoded =
+                        decode_record(record)
+                            .map_err(|e| e.to_string())
+                            .and_then(|entry| {
+                                entry
+                                    .map(|(sk, st)| Ok((names.view_of(&sk)?, st)))
+                                    .transpose()
+                            });
                     let (sk, st) = match decoded {
-                        Ok(d) => d,
+                        // A fence holds no state of the model's log.
+                        Ok(None) => continue,
+                        Ok(Some(d)) => d,
                         Err(e) => {
                             part.problems
                                 .push(format!("partition {p} offset {}: {e}", record.offset));
@@ -844,7 +851,9 @@ impl<V: Variant> Conformant<V> {
                 if m.bounds.fenced_producer {
                     rt.zombie = None;
                 }
-                let restored = rt.restore(*a == Action::RestoreScaledIn)?;
+                // The incarnation's epoch: one more than the crashes so far.
+                let epoch = Epoch::from(s.crashes) + 1;
+                let restored = rt.restore(*a == Action::RestoreScaledIn, epoch)?;
                 let mut reports = Vec::new();
                 for (_, op) in rt.operators() {
                     cross_check_cache(op, &mut reports);
@@ -997,7 +1006,9 @@ impl<V: Variant> Conformant<V> {
             key: put.record.key.clone(),
             value: put.record.value.clone(),
         };
-        let (_, state) = decode_record(&record).map_err(|e| e.to_string())?;
+        let (_, state) = decode_record(&record)
+            .map_err(|e| e.to_string())?
+            .ok_or("the put is a fence record")?;
         let got = (state.call_results.len(), state.completed);
         let want = if completed {
             (0, true)

@@ -262,12 +262,15 @@ fn a_driver_that_misses_a_supplier_run_diverges_at_the_first_call() {
 /// counting its runs in `runs`.
 fn driver(log: &MemoryLog) -> Driver<MemoryLog> {
     let reopen = log.clone();
-    Driver::new(
+    let mut driver = Driver::new(
         vec![ActionDef::new("action0", CallChain::new(["f0", "f1"]))],
         Box::new(move || Ok(reopen.clone())),
         Box::new(|_, function, args| CallOutcome::Value(json!(format!("{function}{args}")))),
     )
-    .unwrap()
+    .unwrap();
+    // As the binding runs it: the model's log has no fence records.
+    driver.set_fencing(false);
+    driver
 }
 
 /// The driver's projection and counts, to show a refusal left them as they were.
@@ -516,7 +519,7 @@ fn a_checkpoint_of_a_narrower_log_is_refused_over_a_wider_one() {
     let checkpoint = d.completed_checkpoint().unwrap().clone();
     let actions = vec![ActionDef::new("action0", CallChain::new(["f0", "f1"]))];
     let restored =
-        steadfast::durable::restore_from_log(actions, &checkpoint, &mut MemoryLog::new(2));
+        steadfast::durable::restore_from_log(actions, &checkpoint, &mut MemoryLog::new(2), 2);
     assert!(
         matches!(
             restored,

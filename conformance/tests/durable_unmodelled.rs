@@ -102,7 +102,7 @@ fn asked(effects: &[Effect]) -> (CallRef, String) {
 
 /// Restores `actions` from `checkpoint` over the one-partition `log`.
 fn restored(actions: Vec<ActionDef>, checkpoint: &Checkpoint, log: &[LogRecord]) -> Operator {
-    let mut restoring = Operator::restore(actions, checkpoint).unwrap();
+    let mut restoring = Operator::restore(actions, checkpoint, 2).unwrap();
     for r in log.iter().skip(checkpoint.marker.offsets[0] as usize) {
         restoring.feed(r).unwrap();
     }
@@ -164,7 +164,7 @@ fn a_saved_result_of_a_call_the_code_no_longer_makes_is_dropped_and_called_again
             .handle(Event::CallReturned { call, outcome })
             .unwrap();
         records.push(landed(&effects[0], 1));
-        let (_, state) = decode_record(&records[1]).unwrap();
+        let (_, state) = decode_record(&records[1]).unwrap().unwrap();
         let saved: Vec<(&str, &CallOutcome)> = state
             .call_results
             .iter()
@@ -243,7 +243,7 @@ fn queued(actions: &[&str], input: Datum) -> Checkpoint {
                 ..KeyState::default()
             },
         )]),
-        marker: RecoveryMarker { offsets: vec![0] },
+        marker: RecoveryMarker::unfenced(vec![0]),
     }
 }
 
@@ -285,7 +285,7 @@ fn actions_without_calls_complete_at_once_with_their_input_as_output() {
         records
     });
     for (r, action) in records.iter().zip(["a", "b"]) {
-        let (sk, state) = decode_record(r).unwrap();
+        let (sk, state) = decode_record(r).unwrap().unwrap();
         assert_eq!(sk.action, action);
         assert!(state.completed && state.call_results.is_empty());
         assert_eq!(state.output, Some(json!(7)));

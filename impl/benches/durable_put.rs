@@ -55,7 +55,7 @@ fn put_memory(c: &mut Criterion) {
     let mut vb = Vec::new();
     g.bench_function("encode_only", |b| {
         b.iter(|| {
-            encode_record(&k, &s, &mut kb, &mut vb).expect("encode");
+            encode_record(&k, &s, 1, &mut kb, &mut vb).expect("encode");
             kb.len() + vb.len()
         })
     });
@@ -184,7 +184,7 @@ fn put_order(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(2));
     g.throughput(Throughput::Elements(1));
     let (mut kb, mut vb) = (Vec::new(), Vec::new());
-    encode_record(&key(1), &state(), &mut kb, &mut vb).expect("encode");
+    encode_record(&key(1), &state(), 1, &mut kb, &mut vb).expect("encode");
     let cancel = Cancellation::new();
     for (name, order) in [
         ("flush_then_await", PutOrder::FlushThenAwait),

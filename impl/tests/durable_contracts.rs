@@ -126,7 +126,7 @@ fn restore_over(
     checkpoint: &Checkpoint,
     records: &[steadfast::durable::PutRecord],
 ) -> Result<Operator, OperatorError> {
-    let mut restoring = Operator::restore(actions, checkpoint)?;
+    let mut restoring = Operator::restore(actions, checkpoint, 2)?;
     let from = restoring.marker()[0];
     for (offset, r) in records.iter().enumerate().skip(from as usize) {
         restoring.feed(&steadfast::durable::LogRecord {
@@ -156,11 +156,12 @@ fn queued_action_reuses_saved_result_after_restore() {
     d.complete_checkpoint(id).unwrap();
     let cp = d.completed_checkpoint().unwrap().clone();
     // The marker rewinds to the saved result rather than the end offset (1).
-    assert_eq!(cp.marker, RecoveryMarker { offsets: vec![0] });
+    assert_eq!(cp.marker, RecoveryMarker::unfenced(vec![0]));
     assert_eq!(cp.keys["k"].queue.len(), 1);
 
     let report = d.restore().unwrap().expect("restored from a checkpoint");
-    assert_eq!(report.records_scanned, 1);
+    // The saved result, and the restore's own fence after it.
+    assert_eq!(report.records_scanned, 2);
     assert_eq!(report.states_loaded, 1);
     // Resume reused lookup and asked only for publish.
     assert_eq!(d.requested_calls().len(), 1);
@@ -193,9 +194,10 @@ fn three_attempt_regression_calls_the_supplier_once() {
     assert_eq!(d.requested_calls()[0].call, call("k", 0, "act", 1));
     let c2 = d.checkpoint().unwrap(); // before publish is dispatched
     d.complete_checkpoint(c2).unwrap();
+    // Before the second incarnation's fence (offset 1): no fence level yet.
     assert_eq!(
         d.completed_checkpoint().unwrap().marker,
-        RecoveryMarker { offsets: vec![0] }
+        RecoveryMarker::unfenced(vec![0])
     );
     d.crash();
 
@@ -234,7 +236,7 @@ fn end_offset_marker_would_repeat_the_call() {
     drop(op);
 
     // Unpatched marker: the log's end offset.
-    cp.marker = RecoveryMarker { offsets: vec![1] };
+    cp.marker = RecoveryMarker::unfenced(vec![1]);
     let mut restored = restore_over(actions, &cp, &[record]).unwrap();
     let effects = restored.handle(Event::Resume).unwrap();
     assert_eq!(
@@ -263,13 +265,14 @@ fn restore_without_new_input_recognises_finished_inputs() {
     assert_eq!(d.operator().unwrap().store().cache().len(), 0);
 
     // The log holds three records (lookup saved, publish saved, completed), all of
-    // a finished input: the marker is the end offset and nothing is replayed.
+    // a finished input: the marker is the end offset and nothing is replayed but the
+    // restore's own fence.
     assert_eq!(
         d.completed_checkpoint().unwrap().marker,
-        RecoveryMarker { offsets: vec![3] }
+        RecoveryMarker::unfenced(vec![3])
     );
     let report = d.restore().unwrap().unwrap();
-    assert_eq!(report.records_scanned, 0);
+    assert_eq!(report.records_scanned, 1);
     assert_eq!(report.states_loaded, 0);
     assert!(d.requested_calls().is_empty());
     assert_eq!(d.emitted().len(), 1, "nothing re-emitted");
@@ -278,12 +281,16 @@ fn restore_without_new_input_recognises_finished_inputs() {
     assert!(ks.queue.is_empty());
     assert_eq!(count(&d, &call("k", 0, "act", 0)), 1);
 
-    // The next marker is the end offset: nothing unfinished pins it.
+    // The next marker is the end offset, past the second incarnation's fence: nothing
+    // unfinished pins it.
     let id = d.checkpoint().unwrap();
     d.complete_checkpoint(id).unwrap();
     assert_eq!(
         d.completed_checkpoint().unwrap().marker,
-        RecoveryMarker { offsets: vec![3] }
+        RecoveryMarker {
+            offsets: vec![4],
+            levels: vec![2]
+        }
     );
 }
 
@@ -402,7 +409,7 @@ fn restore_refuses_a_sequence_counter_at_its_end() {
     let mut cp = op.snapshot(1, &[0]).unwrap();
     let ks = cp.keys.get_mut("k").unwrap();
     ks.next_seq = u64::MAX;
-    let err = Operator::restore(actions.clone(), &cp).unwrap_err();
+    let err = Operator::restore(actions.clone(), &cp, 2).unwrap_err();
     assert!(
         matches!(&err, OperatorError::InvalidCheckpoint(m) if m.contains("counter's end")),
         "{err:?}"
@@ -451,7 +458,7 @@ fn restore_refuses_impossible_keyed_state() {
     })
     .unwrap();
     let cp = op.snapshot(1, &[0]).unwrap();
-    assert!(Operator::restore(actions.clone(), &cp).is_ok());
+    assert!(Operator::restore(actions.clone(), &cp, 2).is_ok());
     type Breakage = Box<dyn Fn(&mut steadfast::durable::KeyState)>;
     let broken: Vec<(&str, Breakage)> = vec![
         (
@@ -486,7 +493,7 @@ fn restore_refuses_impossible_keyed_state() {
     for (why, change) in broken {
         let mut bad = cp.clone();
         change(bad.keys.get_mut("k").unwrap());
-        let err = Operator::restore(actions.clone(), &bad).unwrap_err();
+        let err = Operator::restore(actions.clone(), &bad, 2).unwrap_err();
         assert!(
             matches!(&err, OperatorError::InvalidCheckpoint(m) if m.contains(why)),
             "{why}: {err:?}"
@@ -511,7 +518,7 @@ fn duplicate_action_names_are_refused() {
         .snapshot(1, &[0])
         .unwrap();
     assert_eq!(
-        Operator::restore(twice(), &cp).unwrap_err(),
+        Operator::restore(twice(), &cp, 2).unwrap_err(),
         OperatorError::DuplicateAction("a".into())
     );
 }
@@ -825,7 +832,9 @@ fn mismatched_saved_result_truncates_from_its_index() {
     assert_eq!(d.requested_calls()[0].args, json!(2));
     d.call(0).unwrap();
     let latest = log.records(0).last().cloned().unwrap();
-    let (_, state) = steadfast::durable::store::decode_record(&latest).unwrap();
+    let (_, state) = steadfast::durable::store::decode_record(&latest)
+        .unwrap()
+        .expect("an action state record");
     assert_eq!(state.call_results.len(), 2);
     assert_eq!(state.call_results[1].args_digest, args_digest(&json!(2)));
     assert_eq!(count(&d, &call("k", 0, "act", 0)), 1);
@@ -956,9 +965,10 @@ fn rescan_with_one_pending_action(m: u64) {
         "M={m} marker={:?} end={end} records_scanned={} finished_rescanned={} of {m} states_loaded={}",
         marker.offsets, report.records_scanned, report.finished_skipped, report.states_loaded
     );
-    // What the fix implies: everything from the pinned offset to the end.
-    assert_eq!(report.records_scanned, end - marker.offsets[0]);
-    assert_eq!(report.records_scanned, m + 1);
+    // What the fix implies: everything from the pinned offset to the end, and the
+    // restore's own fence after it.
+    assert_eq!(report.records_scanned, end - marker.offsets[0] + 1);
+    assert_eq!(report.records_scanned, m + 2);
     assert_eq!(report.finished_skipped, m);
     assert_eq!(report.states_loaded, 1);
 
@@ -974,10 +984,12 @@ fn rescan_with_one_pending_action(m: u64) {
 #[test]
 fn rebuild_rejects_a_marker_that_does_not_fit() {
     let err = Rebuild::new(
-        &RecoveryMarker { offsets: vec![0] },
+        &RecoveryMarker::unfenced(vec![0]),
         BTreeMap::new(),
         Ownership::All,
+        1,
     )
+    .unwrap()
     .finish(&[0, 0])
     .unwrap_err();
     assert_eq!(
@@ -985,12 +997,12 @@ fn rebuild_rejects_a_marker_that_does_not_fit() {
         StoreError::InvalidMarker("marker has 1 partitions, the log has 2".into())
     );
     let rebuild = Rebuild::new(
-        &RecoveryMarker {
-            offsets: vec![0, 5],
-        },
+        &RecoveryMarker::unfenced(vec![0, 5]),
         BTreeMap::new(),
         Ownership::All,
-    );
+        1,
+    )
+    .unwrap();
     let err = rebuild.finish(&[0, 0]).unwrap_err();
     assert_eq!(
         err,
@@ -1015,12 +1027,12 @@ fn rebuild_rejects_a_marker_that_does_not_fit() {
         value: put.value.clone(),
     };
     let mut rebuild = Rebuild::new(
-        &RecoveryMarker {
-            offsets: vec![0, 0],
-        },
+        &RecoveryMarker::unfenced(vec![0, 0]),
         BTreeMap::new(),
         Ownership::All,
-    );
+        1,
+    )
+    .unwrap();
     let err = rebuild.feed(&record(1)).unwrap_err();
     assert!(
         matches!(err, StoreError::Replay(ref m) if m.contains("where 0 was expected")),
@@ -1063,7 +1075,8 @@ fn restore_rejects_unknown_actions() {
     let mut op = operator(vec![ActionDef::new("act", LookupThenPublish)]);
     start_with_call(&mut op);
     let cp = op.snapshot(1, &[0]).unwrap();
-    let err = Operator::restore(vec![ActionDef::new("other", LookupThenPublish)], &cp).unwrap_err();
+    let other = vec![ActionDef::new("other", LookupThenPublish)];
+    let err = Operator::restore(other, &cp, 2).unwrap_err();
     assert!(
         matches!(err, OperatorError::InvalidCheckpoint(_)),
         "{err:?}"
@@ -1143,12 +1156,13 @@ fn driver_over_the_file_log_restores_from_its_records() {
     d.complete_checkpoint(id).unwrap();
     assert!(dir.path().join("log.json").exists());
     let report = d.restore().unwrap().unwrap();
-    assert_eq!((report.records_scanned, report.states_loaded), (1, 1));
+    // The saved lookup, and the restore's fence in each of the four partitions.
+    assert_eq!((report.records_scanned, report.states_loaded), (5, 1));
     d.run_until_idle().unwrap();
     assert_eq!(d.supplier_calls()[&call("k", 0, "act", 0)], 1);
     assert_eq!(d.emitted().last().unwrap().outputs, vec![json!(70)]);
     let mut log = d.log().unwrap().clone();
-    assert_eq!(log.end_offsets().unwrap().iter().sum::<u64>(), 3);
+    assert_eq!(log.end_offsets().unwrap().iter().sum::<u64>(), 3 + 4);
 }
 
 /// Group commit: the puts of several keys whose calls return together share one flush.

@@ -1,15 +1,21 @@
 //! The action state record format of the store (flink-agents issue 1158: one record
-//! per put carries the whole action state, and a restore decodes it again): exact
-//! bytes, round trips of every field and variant, and a named
-//! [`StoreError::Decode`] for each kind of damage, never a panic.
+//! per put carries the whole action state, and a restore decodes it again), with the
+//! epoch of the incarnation that wrote it, and the restore's fence record: exact
+//! bytes, round trips of every field and variant, records of format 1 read as epoch 0,
+//! and a named [`StoreError::Decode`] for each kind of damage, never a panic.
 
 use proptest::prelude::*;
 use serde_json::json;
-use steadfast::durable::store::{decode_record, encode_record, RECORD_FORMAT};
-use steadfast::durable::{
-    args_digest, ActionState, ActionStateStore, CallOutcome, CallResult, Datum, LogRecord,
-    Ownership, Rebuild, RecoveryMarker, StateKey, StoreError,
+use steadfast::durable::store::{
+    decode_entry, decode_record, encode_record, fence_record, RECORD_FORMAT,
 };
+use steadfast::durable::{
+    args_digest, ActionState, ActionStateStore, CallOutcome, CallResult, Datum, Entry, Epoch,
+    LogRecord, Ownership, Rebuild, RecoveryMarker, StateKey, StoreError,
+};
+
+/// The epoch the records of these tests are written at.
+const EPOCH: Epoch = 5;
 
 fn sk(key: &str, seq: u64, action: &str) -> StateKey {
     StateKey {
@@ -21,7 +27,7 @@ fn sk(key: &str, seq: u64, action: &str) -> StateKey {
 
 fn encode(key: &StateKey, state: &ActionState) -> LogRecord {
     let (mut k, mut v) = (Vec::new(), Vec::new());
-    encode_record(key, state, &mut k, &mut v).expect("encodes");
+    encode_record(key, state, EPOCH, &mut k, &mut v).expect("encodes");
     LogRecord {
         partition: 2,
         offset: 7,
@@ -32,7 +38,7 @@ fn encode(key: &StateKey, state: &ActionState) -> LogRecord {
 
 /// The decode error's reason, after checking it names the record's place.
 fn reason(record: &LogRecord) -> String {
-    match decode_record(record) {
+    match decode_entry(record) {
         Err(StoreError::Decode {
             partition,
             offset,
@@ -64,13 +70,13 @@ fn a_record_has_exactly_the_documented_bytes() {
         output: Some(json!("x")),
     };
     let r = encode(&sk("k", 3, "a"), &state);
-    assert_eq!(RECORD_FORMAT, 1);
+    assert_eq!(RECORD_FORMAT, 2);
     assert_eq!(
         r.key,
-        [1, 1, 0, 0, 0, b'k', 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, b'a']
+        [2, 0, 1, 0, 0, 0, b'k', 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, b'a']
     );
     let digest = [8, 7, 6, 5, 4, 3, 2, 1];
-    let mut value = vec![1, 0b11, 2, 0, 0, 0];
+    let mut value = vec![2, 5, 0, 0, 0, 0, 0, 0, 0, 0b11, 2, 0, 0, 0];
     value.extend([1, 0, 0, 0, b'f']);
     value.extend(digest);
     value.extend([0, 1, 0, 0, 0, b'5']);
@@ -79,6 +85,103 @@ fn a_record_has_exactly_the_documented_bytes() {
     value.extend([1, 2, 0, 0, 0, b'n', b'o']);
     value.extend([3, 0, 0, 0, b'"', b'x', b'"']);
     assert_eq!(r.value, value);
+}
+
+#[test]
+fn a_fence_record_has_exactly_the_documented_bytes() {
+    let fence = fence_record(3, 0x0102);
+    assert_eq!(fence.partition, 3);
+    assert_eq!(fence.key, [2, 1]);
+    assert_eq!(fence.value, [2, 2, 1, 0, 0, 0, 0, 0, 0]);
+    let r = LogRecord {
+        partition: 3,
+        offset: 4,
+        key: fence.key,
+        value: fence.value,
+    };
+    assert_eq!(decode_entry(&r).unwrap(), Entry::Fence { epoch: 0x0102 });
+    // Readers that look for action states pass it by.
+    assert_eq!(decode_record(&r).unwrap(), None);
+}
+
+/// A record of format 1 (before records had an epoch), byte for byte as that format
+/// wrote it, is read as a state of epoch 0.
+#[test]
+fn a_record_of_format_1_decodes_as_a_state_of_epoch_0() {
+    let key = [
+        1, 1, 0, 0, 0, b'k', 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, b'a',
+    ];
+    let mut value = vec![1, 0b11, 1, 0, 0, 0];
+    value.extend([1, 0, 0, 0, b'f']);
+    value.extend([8, 7, 6, 5, 4, 3, 2, 1]);
+    value.extend([0, 1, 0, 0, 0, b'5']);
+    value.extend([3, 0, 0, 0, b'"', b'x', b'"']);
+    let r = LogRecord {
+        partition: 2,
+        offset: 7,
+        key: key.to_vec(),
+        value,
+    };
+    let state = ActionState {
+        call_results: vec![saved("f", CallOutcome::Value(json!(5)))],
+        completed: true,
+        output: Some(json!("x")),
+    };
+    assert_eq!(
+        decode_entry(&r).unwrap(),
+        Entry::State {
+            key: sk("k", 3, "a"),
+            state,
+            epoch: 0
+        }
+    );
+    // The formats of key and value must agree.
+    let mut mixed = r.clone();
+    mixed.value[0] = 2;
+    assert_eq!(
+        reason(&mixed),
+        "value: record format 2 behind a key of format 1"
+    );
+}
+
+#[test]
+fn a_truncated_epoch_or_an_unknown_kind_is_a_named_error() {
+    let full = encode(&sk("k", 0, "a"), &ActionState::default());
+    let mut r = full.clone();
+    r.value.truncate(4);
+    assert_eq!(reason(&r), "value: truncated: epoch needs 8 bytes, 3 left");
+    let mut r = full.clone();
+    r.key[1] = 7;
+    assert_eq!(reason(&r), "key: unknown record kind 7");
+    let fence = fence_record(2, 9);
+    let at = |key: &[u8], value: &[u8]| LogRecord {
+        partition: 2,
+        offset: 7,
+        key: key.to_vec(),
+        value: value.to_vec(),
+    };
+    assert_eq!(
+        reason(&at(&fence.key, &fence.value[..5])),
+        "value: truncated: epoch needs 8 bytes, 4 left"
+    );
+    assert_eq!(
+        reason(&at(&[2], &fence.value)),
+        "key: truncated: kind needs 1 bytes, 0 left"
+    );
+    assert_eq!(
+        reason(&at(&[2, 1, 0], &fence.value)),
+        "key: 1 bytes after the end"
+    );
+    assert_eq!(
+        reason(&at(&fence.key, &[fence.value.as_slice(), &[0]].concat())),
+        "value: 1 bytes after the end"
+    );
+    // A fence's key before a state's value: the state's fields are bytes after the end.
+    assert!(reason(&at(&fence.key, &full.value)).starts_with("value: "));
+    assert_eq!(
+        reason(&at(&fence.key, &[1])),
+        "value: record format 1 behind a key of format 2"
+    );
 }
 
 #[test]
@@ -117,8 +220,13 @@ fn every_field_and_variant_round_trips() {
         sk("κλειδί", 9, "ação"),
     ] {
         for state in &states {
-            let (k, s) = decode_record(&encode(&key, state)).expect("decodes");
-            assert_eq!((&k, &s), (&key, state));
+            let decoded = decode_entry(&encode(&key, state)).expect("decodes");
+            let want = Entry::State {
+                key: key.clone(),
+                state: state.clone(),
+                epoch: EPOCH,
+            };
+            assert_eq!(decoded, want);
         }
     }
 }
@@ -185,45 +293,45 @@ fn damaged_fields_are_named() {
     };
     let base = encode(&sk("k", 0, "a"), &one);
 
-    // Key layout: format, len 1, "k" (byte 5), seq, len 1, "a" (byte 18).
+    // Key layout: format, kind, len 1, "k" (byte 6), seq, len 1, "a" (byte 19).
     let mut r = base.clone();
-    r.key[5] = 0xff;
+    r.key[6] = 0xff;
     assert!(reason(&r).starts_with("key: input key is not UTF-8"));
     let mut r = base.clone();
-    r.key[18] = 0xff;
+    r.key[19] = 0xff;
     assert!(reason(&r).starts_with("key: action name is not UTF-8"));
 
-    // Value layout: format, flags (byte 1), count, len 1, "f" (byte 10), digest,
-    // outcome tag (byte 19), len 1, "5" (byte 24).
+    // Value layout: format, epoch, flags (byte 9), count, len 1, "f" (byte 18), digest,
+    // outcome tag (byte 27), len 1, "5" (byte 32).
     let mut r = base.clone();
-    r.value[1] = 0b100;
+    r.value[9] = 0b100;
     assert_eq!(reason(&r), "value: unknown flags 0b100");
     let mut r = base.clone();
-    r.value[10] = 0xff;
+    r.value[18] = 0xff;
     assert!(reason(&r).starts_with("value: function id is not UTF-8"));
     let mut r = base.clone();
-    r.value[19] = 2;
+    r.value[27] = 2;
     assert_eq!(reason(&r), "value: unknown outcome tag 2");
     let mut r = base.clone();
-    r.value[24] = b'}';
+    r.value[32] = b'}';
     assert!(
         reason(&r).starts_with("value: call value: "),
         "{}",
         reason(&r)
     );
     let mut r = base.clone();
-    r.value[19] = 1;
-    r.value[24] = 0xff;
+    r.value[27] = 1;
+    r.value[32] = 0xff;
     assert!(reason(&r).starts_with("value: call error is not UTF-8"));
     // A bad output's JSON text.
     let mut r = base.clone();
-    r.value[1] = 0b10;
+    r.value[9] = 0b10;
     r.value.extend([1, 0, 0, 0, b'?']);
     assert!(reason(&r).starts_with("value: output: "), "{}", reason(&r));
     // A damaged count claims four billion results: an error, not an allocation.
     let mut r = base.clone();
-    r.value[2..6].copy_from_slice(&u32::MAX.to_le_bytes());
-    r.value.truncate(6);
+    r.value[10..14].copy_from_slice(&u32::MAX.to_le_bytes());
+    r.value.truncate(14);
     assert_eq!(
         reason(&r),
         "value: truncated: function id needs 4 bytes, 0 left"
@@ -237,10 +345,12 @@ fn a_damaged_record_in_the_log_fails_the_rebuild_with_its_place() {
         .encode_put(&sk("k", 0, "a"), &ActionState::default())
         .expect("encode");
     let mut rebuild = Rebuild::new(
-        &RecoveryMarker { offsets: vec![0] },
+        &RecoveryMarker::unfenced(vec![0]),
         Default::default(),
         Ownership::All,
-    );
+        1,
+    )
+    .expect("a marker without fences");
     let record = |offset, key: &[u8], value: &[u8]| LogRecord {
         partition: 0,
         offset,
@@ -337,7 +447,7 @@ proptest! {
     fn random_states_round_trip(key in "\\PC{0,8}", seq in any::<u64>(), action in "\\PC{0,8}", s in state()) {
         let k = StateKey { key, seq, action };
         let decoded = decode_record(&encode(&k, &s)).expect("decodes");
-        prop_assert_eq!(decoded, (k, s));
+        prop_assert_eq!(decoded, Some((k, s)));
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Property-based fuzzing of the durable decoders: the log record decoder (key and value
-//! bytes flipped, cut short, spliced, grown by random bytes) and the checkpoint decoder
-//! (a checkpoint's JSON damaged the same ways, then restored and driven if it still
-//! parses). Nothing may panic; a record is refused with `StoreError::Decode`, a
-//! checkpoint by serde or with `OperatorError::InvalidCheckpoint`.
+//! bytes of action state and fence records flipped, cut short, spliced, grown by random
+//! bytes, and random bytes behind each format's and kind's header) and the checkpoint
+//! decoder (a checkpoint's JSON damaged the same ways, then restored and driven if it
+//! still parses). Nothing may panic; a record is refused with `StoreError::Decode`, a
+//! checkpoint by serde, with `OperatorError::InvalidCheckpoint` or, for a damaged fence
+//! level, `OperatorError::StaleEpoch`.
 //!
 //! CI runs a few thousand cases; `STEADFAST_FUZZ_CASES=1000000 cargo test --release -p
 //! steadfast --test fuzz_decoders` is the soak run.
@@ -10,7 +12,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::json;
-use steadfast::durable::store::{decode_record, encode_record};
+use steadfast::durable::store::{decode_entry, encode_record, fence_record};
 use steadfast::durable::{
     ActionDef, ActionState, CallChain, CallOutcome, CallResult, Checkpoint, Event, LogRecord,
     Operator, OperatorError, StateKey, StoreError,
@@ -68,15 +70,18 @@ fn damaged_records_decode_or_are_refused_by_name() {
         action: "enrich".into(),
     };
     let (mut key, mut value) = (Vec::new(), Vec::new());
-    encode_record(&sk, &state, &mut key, &mut value).unwrap();
-    proptest!(Config::with_cases(cases(5_000)), |(on_key in any::<bool>(), e in edits())| {
+    encode_record(&sk, &state, 3, &mut key, &mut value).unwrap();
+    let fence = fence_record(0, 3);
+    let records = [(key, value), (fence.key, fence.value)];
+    proptest!(Config::with_cases(cases(5_000)), |(fence in any::<bool>(), on_key in any::<bool>(), e in edits())| {
+        let (key, value) = &records[usize::from(fence)];
         let (k, v) = if on_key {
             (damaged(key.clone(), &e), value.clone())
         } else {
             (key.clone(), damaged(value.clone(), &e))
         };
         let record = LogRecord { partition: 0, offset: 9, key: k, value: v };
-        if let Err(err) = decode_record(&record) {
+        if let Err(err) = decode_entry(&record) {
             prop_assert!(
                 matches!(&err, StoreError::Decode { partition: 0, offset: 9, .. }),
                 "{:?}", err
@@ -89,7 +94,31 @@ fn damaged_records_decode_or_are_refused_by_name() {
 fn random_record_bytes_are_refused_by_name() {
     proptest!(Config::with_cases(cases(5_000)), |(k in prop::collection::vec(any::<u8>(), 0..64), v in prop::collection::vec(any::<u8>(), 0..64))| {
         let record = LogRecord { partition: 1, offset: 2, key: k, value: v };
-        if let Err(err) = decode_record(&record) {
+        if let Err(err) = decode_entry(&record) {
+            prop_assert!(matches!(err, StoreError::Decode { .. }), "{:?}", err);
+        }
+    });
+}
+
+/// Random bytes behind a valid header, so that they reach every field's decoder: the
+/// key's format and kind (a state's or a fence's, of format 2; format 1 has no kind),
+/// and the value's format and, of format 2, an epoch.
+#[test]
+fn random_bytes_behind_every_header_are_refused_by_name() {
+    let headers: [(&[u8], &[u8]); 3] = [
+        (&[2, 0], &[2, 1, 0, 0, 0, 0, 0, 0, 0]),
+        (&[2, 1], &[2, 1, 0, 0, 0, 0, 0, 0, 0]),
+        (&[1], &[1]),
+    ];
+    proptest!(Config::with_cases(cases(5_000)), |(h in 0..3usize, k in prop::collection::vec(any::<u8>(), 0..48), v in prop::collection::vec(any::<u8>(), 0..48))| {
+        let (key, value) = headers[h];
+        let record = LogRecord {
+            partition: 1,
+            offset: 2,
+            key: [key, &k].concat(),
+            value: [value, &v].concat(),
+        };
+        if let Err(err) = decode_entry(&record) {
             prop_assert!(matches!(err, StoreError::Decode { .. }), "{:?}", err);
         }
     });
@@ -123,9 +152,14 @@ fn damaged_checkpoints_restore_or_are_refused() {
         let Ok(cp) = serde_json::from_slice::<Checkpoint>(&bytes) else {
             return Ok(());
         };
-        match Operator::restore(actions(), &cp) {
+        match Operator::restore(actions(), &cp, 2) {
             Err(err) => prop_assert!(
-                matches!(err, OperatorError::InvalidCheckpoint(_) | OperatorError::Store(_)),
+                matches!(
+                    err,
+                    OperatorError::InvalidCheckpoint(_)
+                        | OperatorError::Store(_)
+                        | OperatorError::StaleEpoch { .. }
+                ),
                 "{:?}", err
             ),
             Ok(restoring) => {

@@ -173,7 +173,8 @@ fn kafka_worker() {
     let mut driver: Driver<KafkaLog> = if restart {
         // The source re-reads up to the checkpoint's position, and the operator
         // restores from the checkpoint, replaying the broker's log from its marker.
-        let mut driver = Driver::after_crash(actions, reopen, supplier);
+        // The killed worker was the first incarnation: epoch 1.
+        let mut driver = Driver::after_crash(actions, reopen, supplier, 1);
         if let Ok(text) = std::fs::read_to_string(&checkpoint_path) {
             let saved: serde_json::Value = serde_json::from_str(&text).expect("checkpoint file");
             let checkpoint: Checkpoint =

@@ -55,7 +55,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::json;
-use steadfast::durable::storage::{StdStorage, Storage, StorageFile};
+use steadfast::durable::storage::{LockGuard, StdStorage, Storage, StorageFile};
 use steadfast::durable::{
     partition_for, restore_from_log, AckPoll, ActionDef, CallChain, CallOutcome, CallRef,
     Checkpoint, Defect, Effect, Event, FileLog, FileLogOptions, Limits, Log, LogError, Operator,
@@ -418,6 +418,10 @@ impl Storage for Rooted {
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
         StdStorage.open_append(&self.real(path))
     }
+
+    fn lock_exclusive(&self, path: &Path) -> io::Result<LockGuard> {
+        StdStorage.lock_exclusive(&self.real(path))
+    }
 }
 
 /// A message to the driver loop, from a task of incarnation `inc`.
@@ -480,7 +484,9 @@ struct Sim {
     tx: mpsc::UnboundedSender<Msg>,
     rx: mpsc::UnboundedReceiver<Msg>,
     op: Operator,
-    log: FileLog,
+    /// The log handle; `None` only inside a crash, between the old handle's drop and
+    /// the reopen (the log's directory lock admits one handle at a time).
+    log: Option<FileLog>,
     /// Crashes so far: a message of an earlier incarnation is stale.
     inc: u64,
     /// Every task of the current incarnation, aborted at its crash.
@@ -541,7 +547,7 @@ impl Sim {
             tx,
             rx,
             op,
-            log,
+            log: Some(log),
             inc: 0,
             tasks: Vec::new(),
             queue: Vec::new(),
@@ -781,14 +787,14 @@ impl Sim {
                 continue;
             }
             let ack = self
-                .log
+                .log()?
                 .send(q.record.partition, &q.record.key, &q.record.value)
                 .map_err(|e| format!("sending a record: {e}"))?;
             self.outcome.records_sent += 1;
             sent.push((q, ack));
         }
         if !sent.is_empty() {
-            self.log
+            self.log()?
                 .flush()
                 .map_err(|e| format!("flushing the log: {e}"))?;
             self.outcome.flushes += 1;
@@ -830,7 +836,7 @@ impl Sim {
             return Ok(());
         }
         let ends = self
-            .log
+            .log()?
             .end_offsets()
             .map_err(|e| format!("reading the log's end offsets: {e}"))?;
         let id = self.next_checkpoint;
@@ -885,15 +891,19 @@ impl Sim {
         }
         self.put_calls.clear();
         self.pending = None;
-        // The old handle goes with the process. It holds nothing unsent or unflushed (a
-        // flush follows its sends in one step), so dropping it after the reopen is the
-        // same as before.
-        self.log = open_log(&self.storage, self.config.partitions)?;
+        // The old handle goes with the process, before the reopen: the log's directory
+        // stays locked while it lives. It holds nothing unsent or unflushed (a flush
+        // follows its sends in one step).
+        self.log = None;
+        let mut log = open_log(&self.storage, self.config.partitions)?;
+        // The incarnation's epoch: one more than the crashes so far. No fences yet.
+        let epoch = self.inc + 1;
         let mut op = match &self.completed {
-            Some(checkpoint) => restore(&self.defs, checkpoint, &mut self.log)?,
-            None => Operator::new(self.defs.clone(), u32::from(self.config.partitions))
+            Some(checkpoint) => restore(&self.defs, checkpoint, &mut log, epoch)?,
+            None => Operator::new_at(self.defs.clone(), u32::from(self.config.partitions), epoch)
                 .map_err(|e| format!("restarting the operator: {e}"))?,
         };
+        self.log = Some(log);
         op.set_limits(self.config.limits());
         op.set_defects(&self.config.defects);
         self.op = op;
@@ -978,6 +988,12 @@ impl Sim {
         self.tasks.push(tokio::task::spawn_local(task));
     }
 
+    fn log(&mut self) -> Result<&mut FileLog, String> {
+        self.log
+            .as_mut()
+            .ok_or_else(|| "the log is not open (crashed)".to_string())
+    }
+
     fn abort_tasks(&mut self) {
         for task in self.tasks.drain(..) {
             task.abort();
@@ -998,14 +1014,15 @@ fn open_log(storage: &Arc<dyn Storage>, partitions: u8) -> Result<FileLog, Strin
         .map_err(|e| format!("opening the file log: {e}"))
 }
 
-/// The operator restored from `checkpoint`: every partition read from the checkpoint's
-/// marker to its end, each record fed in.
+/// The operator of incarnation `epoch` restored from `checkpoint`: every partition read
+/// from the checkpoint's marker to its end, each record fed in.
 fn restore(
     defs: &[ActionDef],
     checkpoint: &Checkpoint,
     log: &mut FileLog,
+    epoch: u64,
 ) -> Result<Operator, String> {
-    restore_from_log(defs.to_vec(), checkpoint, log)
+    restore_from_log(defs.to_vec(), checkpoint, log, epoch)
         .map(|(op, _report)| op)
         .map_err(|e| format!("restoring checkpoint {}: {e}", checkpoint.id))
 }

@@ -391,8 +391,10 @@ impl<R: Reading> DriverRuntime<R> {
     fn new(m: &Durable) -> Self {
         let names = Names::new(&m.bounds);
         let log = MemoryLog::new(names.partitions);
-        let driver = Driver::new(names.defs(), reopen(&log), scripted())
+        let mut driver = Driver::new(names.defs(), reopen(&log), scripted())
             .expect("the in-memory log opens and the action names are distinct");
+        // The model has no fence steps: its log holds the action states alone.
+        driver.set_fencing(false);
         DriverRuntime {
             names: std::sync::Arc::new(names),
             ranked_offsets: m.bounds.compact_offsets,

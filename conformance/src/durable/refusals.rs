@@ -40,24 +40,25 @@ fn damages_of(record: &LogRecord) -> Vec<Damage> {
         "key: 1 bytes after the end".into(),
         &|r| r.key.push(0),
     );
-    // The input key's first byte follows the format byte and the key's length.
+    // The input key's first byte follows the format and kind bytes and the key's length.
     with(
         "an input key not UTF-8",
         "key: input key is not UTF-8".into(),
-        &|r| r.key[5] = 0xff,
+        &|r| r.key[6] = 0xff,
     );
     with("a value cut short", "value: truncated".into(), &|r| {
         r.value.pop();
     });
+    // The flags follow the format byte and the epoch.
     with("unknown flags", "value: unknown flags".into(), &|r| {
-        r.value[1] = 0xff
+        r.value[9] = 0xff
     });
-    // The first call result's outcome tag follows the format byte, the flags, the count,
-    // the function id (length and bytes) and the argument digest.
-    let count = u32::from_le_bytes(record.value[2..6].try_into().expect("4 bytes"));
+    // The first call result's outcome tag follows the format byte, the epoch, the flags,
+    // the count, the function id (length and bytes) and the argument digest.
+    let count = u32::from_le_bytes(record.value[10..14].try_into().expect("4 bytes"));
     if count > 0 {
-        let len = u32::from_le_bytes(record.value[6..10].try_into().expect("4 bytes")) as usize;
-        let tag = 10 + len + 8;
+        let len = u32::from_le_bytes(record.value[14..18].try_into().expect("4 bytes")) as usize;
+        let tag = 18 + len + 8;
         with(
             "an unknown outcome tag",
             "value: unknown outcome tag 7".into(),
@@ -120,9 +121,9 @@ impl<V: Variant> Runtime<V> {
     /// each damage of that record and the record out of place; it refuses log ends that
     /// do not fit (another partition count among them); the restored operator refuses
     /// events it cannot take. Each refusal leaves the restore or the operator as it was.
-    pub(super) fn refuses_bad_replays(&mut self, cp: &Checkpoint) {
+    pub(super) fn refuses_bad_replays(&mut self, cp: &Checkpoint, epoch: Epoch) {
         let partitions = cp.marker.offsets.len();
-        let mut restoring = match Operator::restore(self.names.defs(), cp) {
+        let mut restoring = match Operator::restore(self.names.defs(), cp, epoch) {
             Ok(r) => r,
             Err(e) => {
                 self.reports.push(format!("the checkpoint is refused: {e}"));
@@ -244,7 +245,7 @@ impl<V: Variant> Runtime<V> {
         );
         // In another partition not read yet, at the offset it expects: a record of an
         // unfinished input names the partition its key belongs to.
-        let Ok((sk, _)) = decode_record(record) else {
+        let Ok(Some((sk, _))) = decode_record(record) else {
             return problems;
         };
         let finished = cp

@@ -517,7 +517,8 @@ impl<V: Variant> Runtime<V> {
                         key: record.key.clone(),
                         value: record.value.clone(),
                     })
-                    .map_err(|e| format!("the operator's put {put:?} is undecodable: {e}"))?;
+                    .map_err(|e| format!("the operator's put {put:?} is undecodable: {e}"))?
+                    .ok_or_else(|| format!("the operator's put {put:?} is a fence record"))?;
                     if state_key.key != key {
                         return Err(format!(
                             "put {put:?} of key {key:?} carries a state of key {:?}",
@@ -649,7 +650,10 @@ impl<V: Variant> Runtime<V> {
         let (mut foreign, mut finished) = (0, 0);
         for (&from, partition) in marker.iter().zip(&self.log) {
             for record in partition.iter().skip(from as usize) {
-                let (sk, _) = decode_record(record).map_err(|e| e.to_string())?;
+                // A fence is neither.
+                let Some((sk, _)) = decode_record(record).map_err(|e| e.to_string())? else {
+                    continue;
+                };
                 let v = self.names.view_of(&sk)?;
                 if !owned.owns(&sk.key) {
                     foreign += 1;
@@ -733,9 +737,13 @@ impl<V: Variant> Runtime<V> {
     /// Restores every subtask (one when `scale_in`, or scaled in before): each from the
     /// completed checkpoint's parts merged ([`Checkpoint::merge`]: their keyed state,
     /// the union minimum of their markers; with `own-marker`, its own part's marker),
-    /// keeping what it owns. Per subtask restored from a checkpoint: the rebuild's
-    /// report, the marker it replayed from and what it owns.
-    pub(super) fn restore(&mut self, scale_in: bool) -> Result<Vec<Restored>, Rejection> {
+    /// keeping what it owns, as incarnation `epoch`. Per subtask restored from a
+    /// checkpoint: the rebuild's report, the marker it replayed from and what it owns.
+    pub(super) fn restore(
+        &mut self,
+        scale_in: bool,
+        epoch: Epoch,
+    ) -> Result<Vec<Restored>, Rejection> {
         if self.op.is_some() || self.op1.is_some() {
             return Err("restore while an operator runs".into());
         }
@@ -751,9 +759,9 @@ impl<V: Variant> Runtime<V> {
             None => None,
         };
         if let Some((cp, parts)) = &merged {
-            self.refuses_corruptions_of(&Arc::new(cp.clone()));
+            self.refuses_corruptions_of(&Arc::new(cp.clone()), epoch);
             self.refuses_bad_parts(parts);
-            self.refuses_bad_replays(cp);
+            self.refuses_bad_replays(cp, epoch);
         }
         for t in 0..subtasks {
             let defs = self.names.defs();
@@ -770,7 +778,7 @@ impl<V: Variant> Runtime<V> {
                         let own = parts.get(usize::from(t)).unwrap_or(&parts[0]);
                         cp.marker = own.marker.clone();
                     }
-                    let mut restoring = Operator::restore_owned(defs, &cp, owned.clone())?;
+                    let mut restoring = Operator::restore_owned(defs, &cp, owned.clone(), epoch)?;
                     let marker = restoring.marker().to_vec();
                     for (p, partition) in self.log.iter().enumerate() {
                         let from = marker.get(p).copied().unwrap_or(0);
@@ -786,7 +794,7 @@ impl<V: Variant> Runtime<V> {
                     });
                     op
                 }
-                None => Operator::new(defs, self.names.partitions)?,
+                None => Operator::new_at(defs, self.names.partitions, epoch)?,
             };
             Self::configure(&mut op, self.scheduling, &self.names);
             if self.scheduling == Scheduling::Stepwise {
@@ -958,10 +966,10 @@ impl<V: Variant> Runtime<V> {
     /// Every corruption of `cp` ([`corruptions_of`]) is refused by a restore, as are
     /// action definitions naming one action twice, and a key restored at the sequence
     /// counter's last usable number refuses its next input; anything else is reported.
-    pub(super) fn refuses_corruptions_of(&mut self, cp: &Arc<Checkpoint>) {
+    pub(super) fn refuses_corruptions_of(&mut self, cp: &Arc<Checkpoint>, epoch: Epoch) {
         for c in corruptions_of(cp, &self.names.actions) {
             let what = &c.what;
-            match Operator::restore(self.names.defs(), &c.checkpoint) {
+            match Operator::restore(self.names.defs(), &c.checkpoint, epoch) {
                 Err(OperatorError::InvalidCheckpoint(why)) if why.contains(c.named) => {}
                 Err(e) => self.reports.push(format!(
                     "restoring a checkpoint with {what} fails with {e:?}, not as an invalid \
@@ -990,7 +998,8 @@ impl<V: Variant> Runtime<V> {
             key: key.clone(),
             value: Datum::Null,
         };
-        match Operator::restore(self.names.defs(), &last).and_then(|r| r.finish(&self.ends())) {
+        let restored = Operator::restore(self.names.defs(), &last, epoch);
+        match restored.and_then(|r| r.finish(&self.ends())) {
             Ok((mut op, _)) => match op.handle(input) {
                 Err(OperatorError::SequenceExhausted(k)) if k == key => {}
                 other => self.reports.push(format!(
@@ -1004,7 +1013,7 @@ impl<V: Variant> Runtime<V> {
         let mut twice = self.names.defs();
         twice.extend(self.names.defs().into_iter().take(1));
         if !matches!(
-            Operator::restore(twice, cp),
+            Operator::restore(twice, cp, epoch),
             Err(OperatorError::DuplicateAction(_))
         ) {
             self.reports
@@ -1107,7 +1116,7 @@ fn cross_check_store(store: &ActionStateStore, reports: &mut Vec<String>) {
     // The store's public put halves, handed each cached state and its tracked offset,
     // build the same store: each record goes to the partition tracked for its state and
     // is the record format's encoding of it.
-    let mut again = ActionStateStore::new(store.partition_count());
+    let mut again = ActionStateStore::new_at(store.partition_count(), store.epoch());
     let (mut key, mut value) = (Vec::new(), Vec::new());
     for (sk, state) in &cache {
         let Some(&(partition, offset)) = offsets.get(sk) else {
@@ -1115,7 +1124,7 @@ fn cross_check_store(store: &ActionStateStore, reports: &mut Vec<String>) {
         };
         match again.encode_put(sk, state) {
             Ok(put) => {
-                let encoded = encode_record(sk, state, &mut key, &mut value).is_ok()
+                let encoded = encode_record(sk, state, store.epoch(), &mut key, &mut value).is_ok()
                     && (put.key.as_slice(), put.value.as_slice())
                         == (key.as_slice(), value.as_slice());
                 if put.partition != partition || !encoded {

@@ -27,8 +27,10 @@
 //!
 //! The operator's other events (an input's start, a call requested or returned, an
 //! output, a resume, a prune, a rebuild, an aborted checkpoint), the blocking driver's
-//! restore and the logs' own (file, Kafka, in-memory) are internal to those steps and
-//! read past; any other event of a durable component is one no model step explains.
+//! restore and the fences it appends before it, and the logs' own (file, Kafka,
+//! in-memory) are internal to those steps and read past; any other event of a durable
+//! component is one no model step explains (a fenced record among them: the model has
+//! no fences yet).
 //!
 //! Two runtimes write such logs: the simulated task (`steadfast simulate durable`) and
 //! the blocking `Driver`, whose run over a Kafka log across a SIGKILL and a restart in
@@ -585,7 +587,7 @@ fn event_of(f: &Fields<'_>, names: &Names, line: u64) -> Result<Option<DurableEv
             | "checkpoint_evicted",
         )
         | ("durable.store", "prune" | "recovery_marker" | "rebuild")
-        | ("durable.driver", "restore")
+        | ("durable.driver", "restore" | "fence")
         | ("durable.file_log" | "durable.kafka_log" | "durable.memory_log", _) => return Ok(None),
         (
             "durable.operator" | "durable.store" | "durable.supplier" | "durable.task"

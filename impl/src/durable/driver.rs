@@ -25,6 +25,12 @@
 //! any other the driver reads the log back from where it ended before the delivery,
 //! since a put that failed may have landed all the same.
 //!
+//! Every incarnation has an epoch ([`super::Epoch`]): the first is 1, and each restore
+//! takes the next. Before a restore reads the log it appends a fence record of its epoch
+//! to every partition and waits for their acknowledgements (`durable.driver fence`), so
+//! that a send of a crashed incarnation landing later is stale to every later replay
+//! (zombie sends, `specs/durable-actions.md`).
+//!
 //! What it logs with the operator's and store's events makes a run's log one that
 //! `steadfast validate` checks against the durable model: `durable.supplier call` as a
 //! supplier returns, `durable.task crash` at a crash, including the crash of another
@@ -33,13 +39,17 @@
 use std::collections::BTreeMap;
 
 use super::log::{AckError, Cancellation, Log, LogError, LogRecord, Offset, PendingAck};
-use super::operator::{ActionDef, Checkpoint, Effect, Event, Operator, OperatorError, PutId};
+use super::operator::{
+    ActionDef, Checkpoint, Effect, Event, Operator, OperatorError, PutId, Restoring,
+};
 use super::projection::{
     project_activity, project_cache, project_checkpoint, project_keys, project_log, CallCount,
     OutputRecord, Projection,
 };
-use super::store::{decode_record, PutRecord, RebuildReport, StoreError};
-use super::{partition_for, ActionState, CallOutcome, CallRef, Datum, StateKey};
+use super::store::{
+    decode_record, fence_record, PutRecord, RebuildReport, RecoveryMarker, StoreError,
+};
+use super::{partition_for, ActionState, CallOutcome, CallRef, Datum, Epoch, StateKey};
 
 /// The external call behind durable calls: (call, function, arguments) to outcome.
 pub type Supplier = Box<dyn FnMut(&CallRef, &str, &Datum) -> CallOutcome + Send>;
@@ -72,8 +82,9 @@ pub enum DriverError {
     /// Decoding the log failed.
     #[error("store: {0}")]
     Store(#[from] StoreError),
-    /// A wait for a put's acknowledgement was cancelled; the put stays in flight.
-    #[error("cancelled while waiting for a put's acknowledgement")]
+    /// A wait for a put's or a fence's acknowledgement was cancelled; the record stays
+    /// in flight.
+    #[error("cancelled while waiting for an acknowledgement")]
     Cancelled,
     /// No operator is running (crashed and not restored).
     #[error("no operator is running")]
@@ -83,14 +94,79 @@ pub enum DriverError {
     NoSuchCall(usize),
 }
 
-/// The operator restored from `checkpoint` over `log`: every partition read from the
-/// checkpoint's marker to its end, in batches, each record handed to the rebuild.
+/// The operator of incarnation `epoch` restored from `checkpoint` over `log`: every
+/// partition read from the checkpoint's marker to its end, in batches, each record
+/// handed to the rebuild. A fencing restore appends its fences ([`append_fences`])
+/// before.
 pub fn restore_from_log<L: Log>(
     actions: Vec<ActionDef>,
     checkpoint: &Checkpoint,
     log: &mut L,
+    epoch: Epoch,
 ) -> Result<(Operator, RebuildReport), DriverError> {
-    let mut restoring = Operator::restore(actions, checkpoint)?;
+    let restoring = Operator::restore(actions, checkpoint, epoch)?;
+    replay(restoring, log)
+}
+
+/// The operator of incarnation `epoch` after a restart with no completed checkpoint,
+/// once its fences are acknowledged: restored from an empty checkpoint of its own whose
+/// marker is the log's end offsets read now, each at fence level `epoch` (its own fences
+/// are before them). It rebuilds nothing, as a fresh operator would, but its store knows
+/// the fences, so the markers of its checkpoints carry their level.
+pub fn restart_without_checkpoint<L: Log>(
+    actions: Vec<ActionDef>,
+    log: &mut L,
+    epoch: Epoch,
+) -> Result<Operator, DriverError> {
+    let ends = log.end_offsets()?;
+    let own = Checkpoint {
+        id: 0,
+        keys: BTreeMap::new(),
+        marker: RecoveryMarker {
+            levels: vec![epoch; ends.len()],
+            offsets: ends,
+        },
+    };
+    let restoring = Operator::restore_after_own_fences(actions, &own, epoch)?;
+    Ok(replay(restoring, log)?.0)
+}
+
+/// Append a fence record of `epoch` to every partition of `log`, flush, and wait for
+/// every acknowledgement (`durable.driver fence` per fence): from then on, a state a
+/// crashed incarnation sends is stale to every replay that reads past the fence.
+pub fn append_fences<L: Log>(
+    log: &mut L,
+    epoch: Epoch,
+    cancel: &Cancellation,
+) -> Result<(), DriverError> {
+    let mut acks = Vec::new();
+    for partition in 0..log.partition_count() {
+        let fence = fence_record(partition, epoch);
+        acks.push((partition, log.send(partition, &fence.key, &fence.value)?));
+    }
+    log.flush()?;
+    for (partition, mut ack) in acks {
+        let offset = match ack.wait(cancel) {
+            Ok(offset) => offset,
+            Err(AckError::Log(error)) => return Err(error.into()),
+            Err(AckError::Cancelled) => return Err(DriverError::Cancelled),
+        };
+        tracing::info!(
+            component = "durable.driver",
+            event = "fence",
+            partition,
+            offset,
+            epoch,
+        );
+    }
+    Ok(())
+}
+
+/// Every partition of `log` read from `restoring`'s marker to its end, then finished.
+fn replay<L: Log>(
+    mut restoring: Restoring,
+    log: &mut L,
+) -> Result<(Operator, RebuildReport), DriverError> {
     let ends = log.end_offsets()?;
     for (p, &end) in ends.iter().enumerate() {
         let Some(mut next) = restoring.marker().get(p).copied() else {
@@ -149,6 +225,10 @@ pub struct Driver<L: Log> {
     /// The records whose puts were acknowledged in the last `execute`: they landed, so
     /// the calls they save need no read-back. Bounded by the puts of one execute.
     acked: Vec<LogRecord>,
+    /// Epoch of the current (or, crashed, the last) incarnation.
+    epoch: Epoch,
+    /// Whether a restore fences the log before it reads it.
+    fencing: bool,
 }
 
 impl<L: Log> Driver<L> {
@@ -167,13 +247,20 @@ impl<L: Log> Driver<L> {
     }
 
     /// The driver of a task that takes over after its previous incarnation (another
-    /// process, over the same log) crashed: it logs that crash (`durable.task crash`,
-    /// which that process could not log), and opens the log and runs an operator only
-    /// at [`Driver::restore`]. Give it the source's inputs up to the checkpoint to
-    /// restore from and [`Driver::adopt_checkpoint`] that checkpoint first; with no
-    /// checkpoint the restore starts a fresh operator.
-    pub fn after_crash(actions: Vec<ActionDef>, reopen: Reopen<L>, supplier: Supplier) -> Self {
-        let driver = Driver::idle(actions, reopen, supplier);
+    /// process, over the same log, of epoch `crashed_epoch`) crashed: it logs that crash
+    /// (`durable.task crash`, which that process could not log), and opens the log and
+    /// runs an operator of the next epoch only at [`Driver::restore`]. Give it the
+    /// source's inputs up to the checkpoint to restore from and
+    /// [`Driver::adopt_checkpoint`] that checkpoint first; with no checkpoint the restore
+    /// starts a fresh operator.
+    pub fn after_crash(
+        actions: Vec<ActionDef>,
+        reopen: Reopen<L>,
+        supplier: Supplier,
+        crashed_epoch: Epoch,
+    ) -> Self {
+        let mut driver = Driver::idle(actions, reopen, supplier);
+        driver.epoch = crashed_epoch;
         tracing::info!(
             component = "durable.task",
             event = "crash",
@@ -205,6 +292,8 @@ impl<L: Log> Driver<L> {
             last_rebuild: None,
             flushes: 0,
             acked: Vec::new(),
+            epoch: 1,
+            fencing: true,
         }
     }
 
@@ -409,7 +498,7 @@ impl<L: Log> Driver<L> {
         // from where it ended before the delivery (a failed put may still have landed).
         let mut acked = Vec::with_capacity(self.acked.len());
         for record in &self.acked {
-            acked.push(decode_record(record)?);
+            acked.extend(decode_record(record)?);
         }
         for call in delivered {
             let sk = call.state_key();
@@ -447,7 +536,10 @@ impl<L: Log> Driver<L> {
             }
             for record in &batch {
                 next = record.offset + 1;
-                let (k, state) = decode_record(record)?;
+                // Fences save nothing.
+                let Some((k, state)) = decode_record(record)? else {
+                    continue;
+                };
                 if saves(&k, &state, &sk, call) {
                     return Ok(true);
                 }
@@ -576,19 +668,14 @@ impl<L: Log> Driver<L> {
         if self.op.is_some() {
             self.crash();
         }
+        // The old handle goes first: a file log's directory stays locked while it lives.
+        self.log = None;
         let mut log = (self.reopen)()?;
-        let (op, report, pos) = match &self.completed {
-            Some(snap) => {
-                let (op, report) =
-                    restore_from_log(self.actions.clone(), &snap.checkpoint, &mut log)?;
-                (op, Some(report), snap.source_pos)
-            }
-            None => (
-                Operator::new(self.actions.clone(), log.partition_count())?,
-                None,
-                0,
-            ),
-        };
+        self.epoch += 1;
+        if self.fencing {
+            append_fences(&mut log, self.epoch, &cancel)?;
+        }
+        let (op, report, pos) = self.restored_operator(&mut log)?;
         self.log = Some(log);
         self.op = Some(op);
         self.cancel = cancel;
@@ -599,11 +686,49 @@ impl<L: Log> Driver<L> {
             component = "durable.driver",
             event = "restore",
             checkpoint,
+            epoch = self.epoch,
             source_pos = pos,
         );
         self.handle(Event::Resume)?;
         self.deliver_source()?;
         Ok(report)
+    }
+
+    /// The operator of this incarnation over `log` (fenced if fencing is on), its
+    /// rebuild's report and the source position to re-deliver from.
+    fn restored_operator(
+        &self,
+        log: &mut L,
+    ) -> Result<(Operator, Option<RebuildReport>, usize), DriverError> {
+        let actions = self.actions.clone();
+        Ok(match &self.completed {
+            Some(snap) => {
+                let (op, report) = restore_from_log(actions, &snap.checkpoint, log, self.epoch)?;
+                (op, Some(report), snap.source_pos)
+            }
+            None if self.fencing => (
+                restart_without_checkpoint(actions, log, self.epoch)?,
+                None,
+                0,
+            ),
+            None => (
+                Operator::new_at(actions, log.partition_count(), self.epoch)?,
+                None,
+                0,
+            ),
+        })
+    }
+
+    /// Epoch of the running incarnation (of the last one, while crashed).
+    pub fn epoch(&self) -> Epoch {
+        self.epoch
+    }
+
+    /// Whether restores fence the log: for tests that show what fencing prevents; a
+    /// deployment never turns it off.
+    #[doc(hidden)]
+    pub fn set_fencing(&mut self, on: bool) {
+        self.fencing = on;
     }
 
     /// The running operator, if any.
@@ -753,6 +878,8 @@ impl<L: Log> Driver<L> {
             last_rebuild: self.last_rebuild.clone(),
             flushes: self.flushes,
             acked: Vec::new(),
+            epoch: self.epoch,
+            fencing: self.fencing,
         })
     }
 }

@@ -18,6 +18,14 @@
 //! at the end, or only zero bytes follow it) is truncated and reported in
 //! [`RecoveryReport`]. Any other damaged frame is [`LogError::CorruptRecord`]
 //! naming the file and byte position: records are never skipped.
+//!
+//! One writer at a time: opening takes an exclusive lock on the directory (`flock` of
+//! its `LOCK` file, which holds the holder's process id) before it reads or repairs
+//! anything, and keeps it until the last clone of the log and the last acknowledgement
+//! handle it gave out are dropped, or the process ends. A second open, from another process or from this one while the first handle
+//! lives, fails at once with [`LogError::Locked`] naming the holder. Every open is a
+//! writer's (opening may truncate a torn tail), so a reader, such as the driver's
+//! projection between a crash and a restore, opens only while no writer holds the log.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,9 +36,11 @@ use serde::{Deserialize, Serialize};
 use super::log::{
     AckError, AckPoll, Cancellation, Log, LogError, LogRecord, Offset, Partition, PendingAck,
 };
-use super::storage::{StdStorage, Storage, StorageFile};
+use super::storage::{LockGuard, StdStorage, Storage, StorageFile};
 
 const META_FILE: &str = "log.json";
+/// The directory's lock file (module documentation).
+const LOCK_FILE: &str = "LOCK";
 const HEADER: usize = 8;
 const PAYLOAD_FIXED: usize = 12;
 /// Largest payload accepted; anything larger in a header is damage.
@@ -109,6 +119,8 @@ struct PartitionLog {
 }
 
 struct Inner {
+    /// The directory's lock, released when the last clone of the log is dropped.
+    _lock: LockGuard,
     storage: Arc<dyn Storage>,
     dir: PathBuf,
     options: FileLogOptions,
@@ -149,6 +161,27 @@ fn parse_segment_name(name: &str) -> Option<(Partition, Offset)> {
         return None;
     }
     Some((p.parse().ok()?, base.parse().ok()?))
+}
+
+/// Take the directory's exclusive lock; a held lock is [`LogError::Locked`], naming the
+/// process id its holder wrote (if it could be read).
+fn lock_dir(storage: &dyn Storage, dir: &Path) -> Result<LockGuard, LogError> {
+    let path = dir.join(LOCK_FILE);
+    match storage.lock_exclusive(&path) {
+        Ok(guard) => Ok(guard),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(LogError::Locked {
+            dir: dir.display().to_string(),
+            holder: lock_holder(storage, &path),
+        }),
+        Err(e) => Err(LogError::io(format!("lock {}", path.display()), &e)),
+    }
+}
+
+/// The process id in a lock file: `None` if unreadable, or not written yet (the holder
+/// writes it just after locking).
+fn lock_holder(storage: &dyn Storage, path: &Path) -> Option<u32> {
+    let text = storage.read(path).ok()?;
+    std::str::from_utf8(&text).ok()?.trim().parse().ok()
 }
 
 fn sync_dir(storage: &dyn Storage, dir: &Path) -> Result<(), LogError> {
@@ -222,6 +255,7 @@ impl FileLog {
         let fs = &*storage;
         fs.create_dir_all(&dir)
             .map_err(|e| LogError::io(format!("create {}", dir.display()), &e))?;
+        let lock = lock_dir(fs, &dir)?;
         let meta_path = dir.join(META_FILE);
         let partitions = match fs.read(&meta_path) {
             Ok(bytes) => {
@@ -322,6 +356,7 @@ impl FileLog {
         );
         Ok(FileLog {
             inner: Arc::new(Mutex::new(Inner {
+                _lock: lock,
                 storage,
                 dir,
                 options,
@@ -738,5 +773,38 @@ impl Log for FileLog {
             .iter()
             .map(|p| p.durable_end)
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_open_of_a_held_directory_is_refused_naming_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = FileLog::open(dir.path(), FileLogOptions::default()).unwrap();
+        let err = FileLog::open(dir.path(), FileLogOptions::default()).unwrap_err();
+        let pid = std::process::id();
+        assert_eq!(
+            err,
+            LogError::Locked {
+                dir: dir.path().display().to_string(),
+                holder: Some(pid),
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "log directory {} is locked by process {pid}",
+                dir.path().display()
+            )
+        );
+        // A clone shares the open log and its lock: dropping it releases nothing.
+        drop(first.clone());
+        assert!(FileLog::open(dir.path(), FileLogOptions::default()).is_err());
+        drop(first);
+        let mut again = FileLog::open(dir.path(), FileLogOptions::default()).unwrap();
+        assert_eq!(again.end_offsets().unwrap(), vec![0; 4]);
     }
 }

@@ -77,6 +77,18 @@ pub enum LogError {
     /// unreadable.
     #[error("log metadata: {0}")]
     Metadata(String),
+    /// The log's directory is held by another open log, in this process or another
+    /// (one writer at a time).
+    #[error(
+        "log directory {dir} is locked by {}",
+        .holder.map_or("another process".to_string(), |pid| format!("process {pid}"))
+    )]
+    Locked {
+        /// The directory.
+        dir: String,
+        /// Process id of the holder, if its lock file names one.
+        holder: Option<u32>,
+    },
     /// An operating-system I/O error, with the path or action involved.
     #[error("i/o error ({context}): {message}")]
     Io {

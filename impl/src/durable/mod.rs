@@ -11,12 +11,13 @@
 //!   simulated disk in the power-loss test);
 //! - [`store`]: the action state store, a plain value (cache, acknowledged offsets,
 //!   prune, recovery marker, rebuild from records handed to it);
-//! - [`record`]: the store's record format (encode, strict decode);
+//! - [`record`]: the store's record format: action states and fences, each with the
+//!   epoch of the incarnation that wrote it (encode, strict decode);
 //! - [`operator`]: the sans-IO action execution operator (events in, effects out; a put
 //!   is an append and a flush, its acknowledgement an event);
 //! - [`driver`]: the blocking driver, the only owner of a [`Log`]: it executes the
 //!   operator's effects, groups puts under one flush, crashes and restores the
-//!   operator, and counts supplier calls;
+//!   operator (fencing the log first), and counts supplier calls;
 //! - [`projection`]: the driver's observable projection of a run.
 
 mod defect;
@@ -34,7 +35,10 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "defects")]
 pub use defect::Defect;
-pub use driver::{restore_from_log, Driver, DriverError, Reopen, RequestedCall, Supplier};
+pub use driver::{
+    append_fences, restart_without_checkpoint, restore_from_log, Driver, DriverError, Reopen,
+    RequestedCall, Supplier,
+};
 pub use file_log::{FileAck, FileLog, FileLogOptions, RecoveryReport, TruncatedTail};
 pub use log::{
     AckError, AckPoll, Cancellation, Log, LogError, LogRecord, Offset, Partition, PendingAck,
@@ -48,6 +52,7 @@ pub use projection::{
     CachedState, CallCount, CheckpointProjection, KeyActivityProjection, KeyProjection,
     LoggedState, OutputRecord, Projection,
 };
+pub use record::Entry;
 pub use store::{
     merge_recovery_markers, ActionStateStore, MergeError, Ownership, PruneReport, PutRecord,
     Rebuild, RebuildReport, RecoveryMarker, StoreError,
@@ -55,6 +60,16 @@ pub use store::{
 
 /// Values flowing through actions: inputs, call arguments, call results, outputs.
 pub type Datum = serde_json::Value;
+
+/// The incarnation of an operator that wrote a record: the first incarnation is epoch 1,
+/// and each restore starts the next (so the epoch is the number of crashes plus one).
+/// Epoch 0 is a record of the old format, written before records carried an epoch.
+///
+/// Epochs fence zombie sends: a restore first appends a fence record of its new epoch to
+/// every partition, and a later replay skips every action state record whose epoch is
+/// below the latest fence before it (a send of a crashed incarnation that landed after a
+/// newer one took over). This works on any log, with no broker transactions.
+pub type Epoch = u64;
 
 /// Identity of one action state: the input's key, the input's sequence number for
 /// that key, and the action's name. One log record per put carries the whole state.

@@ -50,7 +50,7 @@ use super::store::{
     merge_recovery_markers, ActionStateStore, MergeError, Ownership, PruneReport, PutRecord,
     Rebuild, RebuildReport, RecoveryMarker, StoreError,
 };
-use super::{args_digest, ActionState, CallOutcome, CallRef, CallResult, Datum, StateKey};
+use super::{args_digest, ActionState, CallOutcome, CallRef, CallResult, Datum, Epoch, StateKey};
 
 /// What an action body asks for next.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -406,6 +406,20 @@ pub enum OperatorError {
     /// call's outcome or a put's answer); unchanged.
     #[error("key {0:?} has no step to continue")]
     NothingToContinue(String),
+    /// A restore at an epoch not above a fence level of the checkpoint's marker: the
+    /// epoch was used before, so the zombies of its earlier user would not be fenced.
+    #[error(
+        "restore at epoch {epoch} refused: the marker's fence level of partition \
+         {partition} is {level} (a restore's epoch must be above every earlier one)"
+    )]
+    StaleEpoch {
+        /// The restoring epoch.
+        epoch: Epoch,
+        /// The partition whose level is not below it.
+        partition: usize,
+        /// That partition's fence level at the marker.
+        level: Epoch,
+    },
 }
 
 impl OperatorError {
@@ -658,10 +672,18 @@ fn check_checkpoint(actions: &[ActionDef], checkpoint: &Checkpoint) -> Result<()
             "key {key:?}: {what}"
         )))
     };
-    if checkpoint.marker.offsets.is_empty() {
+    let marker = &checkpoint.marker;
+    if marker.offsets.is_empty() {
         return Err(OperatorError::InvalidCheckpoint(
             "the recovery marker names no partition".into(),
         ));
+    }
+    if !marker.levels.is_empty() && marker.levels.len() != marker.offsets.len() {
+        return Err(OperatorError::InvalidCheckpoint(format!(
+            "the recovery marker names {} fence levels for {} partitions",
+            marker.levels.len(),
+            marker.offsets.len()
+        )));
     }
     for (key, ks) in &checkpoint.keys {
         // The counter's last value is never handed out: the next input would wrap it.
@@ -750,7 +772,9 @@ fn check_checkpoint(actions: &[ActionDef], checkpoint: &Checkpoint) -> Result<()
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Restoring {
     actions: Vec<ActionDef>,
-    checkpoint_id: u64,
+    /// The checkpoint restored; `None` for a restart's own empty one.
+    checkpoint_id: Option<u64>,
+    epoch: Epoch,
     keys: KeyMap<KeyState>,
     rebuild: Rebuild,
 }
@@ -775,8 +799,9 @@ impl Restoring {
         tracing::info!(
             component = "durable.operator",
             event = "start",
-            restored = true,
+            restored = self.checkpoint_id.is_some(),
             checkpoint = self.checkpoint_id,
+            epoch = self.epoch,
             keys = self.keys.len(),
             records_scanned = report.records_scanned,
             states_loaded = report.states_loaded,
@@ -803,16 +828,32 @@ impl Operator {
         copy
     }
 
-    /// A fresh operator (no checkpoint to restore) running `actions` for every input,
-    /// saving call results to a log of `partitions` partitions.
+    /// A fresh operator of the first incarnation (epoch 1; no checkpoint to restore)
+    /// running `actions` for every input, saving call results to a log of `partitions`
+    /// partitions.
     pub fn new(actions: Vec<ActionDef>, partitions: u32) -> Result<Self, OperatorError> {
+        Operator::new_at(actions, partitions, 1)
+    }
+
+    /// [`Operator::new`] for incarnation `epoch`: a restart with no checkpoint to
+    /// restore and no fence written (a restart that fences restores from its own empty
+    /// checkpoint instead, see [`super::driver::restart_without_checkpoint`]).
+    pub fn new_at(
+        actions: Vec<ActionDef>,
+        partitions: u32,
+        epoch: Epoch,
+    ) -> Result<Self, OperatorError> {
         check_actions(&actions)?;
         tracing::info!(
             component = "durable.operator",
             event = "start",
-            restored = false
+            restored = false,
+            epoch,
         );
-        Ok(Operator::fresh(actions, ActionStateStore::new(partitions)))
+        Ok(Operator::fresh(
+            actions,
+            ActionStateStore::new_at(partitions, epoch),
+        ))
     }
 
     fn fresh(actions: Vec<ActionDef>, store: ActionStateStore) -> Operator {
@@ -841,14 +882,16 @@ impl Operator {
         self.defects = Defects::of(defects);
     }
 
-    /// Start restoring from `checkpoint`: its keyed state is checked (unknown actions,
-    /// impossible sequence numbers and queues are refused), and the store's rebuild
+    /// Start restoring from `checkpoint` as incarnation `epoch`: its keyed state is
+    /// checked (unknown actions, impossible sequence numbers and queues are refused), as
+    /// is an epoch not above every fence level of its marker, and the store's rebuild
     /// waits for the log's records from the checkpoint's marker on ([`Restoring`]).
     pub fn restore(
         actions: Vec<ActionDef>,
         checkpoint: &Checkpoint,
+        epoch: Epoch,
     ) -> Result<Restoring, OperatorError> {
-        Operator::restore_owned(actions, checkpoint, Ownership::All)
+        Operator::restore_owned(actions, checkpoint, Ownership::All, epoch)
     }
 
     /// [`Operator::restore`] as one of several subtasks sharing the log: it takes the
@@ -859,6 +902,39 @@ impl Operator {
         actions: Vec<ActionDef>,
         checkpoint: &Checkpoint,
         owned: Ownership,
+        epoch: Epoch,
+    ) -> Result<Restoring, OperatorError> {
+        let marker = &checkpoint.marker;
+        let stale = (0..marker.offsets.len()).find(|&p| marker.level(p) >= epoch);
+        if let Some(partition) = stale {
+            let level = marker.level(partition);
+            return Err(OperatorError::StaleEpoch {
+                epoch,
+                partition,
+                level,
+            });
+        }
+        Operator::replaying(actions, checkpoint, owned, epoch)
+    }
+
+    /// A restart's restore from its own empty checkpoint, whose marker is at the log's
+    /// end after this incarnation's fences: its levels are `epoch` itself, which
+    /// [`Operator::restore`] refuses for a checkpoint of an earlier incarnation.
+    pub(crate) fn restore_after_own_fences(
+        actions: Vec<ActionDef>,
+        checkpoint: &Checkpoint,
+        epoch: Epoch,
+    ) -> Result<Restoring, OperatorError> {
+        let mut restoring = Operator::replaying(actions, checkpoint, Ownership::All, epoch)?;
+        restoring.checkpoint_id = None;
+        Ok(restoring)
+    }
+
+    fn replaying(
+        actions: Vec<ActionDef>,
+        checkpoint: &Checkpoint,
+        owned: Ownership,
+        epoch: Epoch,
     ) -> Result<Restoring, OperatorError> {
         check_actions(&actions)?;
         check_checkpoint(&actions, checkpoint)?;
@@ -869,13 +945,19 @@ impl Operator {
             .map(|(k, ks)| (k.clone(), ks.clone()))
             .collect();
         // The store's partitions are the marker's, so the marker fits them.
-        let rebuild = Rebuild::new(&checkpoint.marker, boundaries(&keys), owned);
+        let rebuild = Rebuild::new(&checkpoint.marker, boundaries(&keys), owned, epoch)?;
         Ok(Restoring {
             actions,
-            checkpoint_id: checkpoint.id,
+            checkpoint_id: Some(checkpoint.id),
+            epoch,
             keys,
             rebuild,
         })
+    }
+
+    /// Epoch of this incarnation: every put carries it.
+    pub fn epoch(&self) -> Epoch {
+        self.store.epoch()
     }
 
     /// Handle one event, returning the effects it caused.
@@ -1552,6 +1634,7 @@ impl Operator {
         if self.defects.end_offset_marker {
             // Before the fix: replay starts where the log ends now.
             marker.offsets = log_ends.to_vec();
+            marker.levels = self.store.levels_at(log_ends);
         }
         tracing::info!(
             component = "durable.operator",
@@ -1766,9 +1849,7 @@ mod tests {
                     )
                 })
                 .collect(),
-            marker: RecoveryMarker {
-                offsets: marker.to_vec(),
-            },
+            marker: RecoveryMarker::unfenced(marker.to_vec()),
         }
     }
 
@@ -1888,12 +1969,12 @@ mod tests {
     fn an_owned_restore_takes_only_the_keyed_state_of_its_keys() {
         let merged = Checkpoint::merge(&[&part(1, &["x"], &[0]), &part(1, &["y"], &[0])]).unwrap();
         let owned = Ownership::Keys(["y".to_string()].into());
-        let (op, _) = Operator::restore_owned(actions(), &merged, owned)
+        let (op, _) = Operator::restore_owned(actions(), &merged, owned, 2)
             .unwrap()
             .finish(&[0])
             .unwrap();
         assert_eq!(op.keys().keys().collect::<Vec<_>>(), ["y"]);
-        let (op, _) = Operator::restore(actions(), &merged)
+        let (op, _) = Operator::restore(actions(), &merged, 2)
             .unwrap()
             .finish(&[0])
             .unwrap();

@@ -206,17 +206,18 @@ pub fn project_cache(op: &Operator) -> Vec<CachedState> {
         .collect()
 }
 
-/// Decode a partition's records.
+/// Decode a partition's action state records (fence records hold no state: they are
+/// left out, and the states keep their offsets).
 pub fn project_log(records: &[LogRecord]) -> Result<Vec<LoggedState>, StoreError> {
-    records
-        .iter()
-        .map(|r| {
-            let (state_key, state) = decode_record(r)?;
-            Ok(LoggedState {
+    let mut states = Vec::with_capacity(records.len());
+    for r in records {
+        if let Some((state_key, state)) = decode_record(r)? {
+            states.push(LoggedState {
                 offset: r.offset,
                 state_key,
                 state,
-            })
-        })
-        .collect()
+            });
+        }
+    }
+    Ok(states)
 }

@@ -1,39 +1,85 @@
 //! The action state store's record format: how one put's state key and whole action
-//! state become a log record's key and value, and back.
+//! state become a log record's key and value, and back, and the fence record a restore
+//! appends to every partition before it reads the log.
 //!
 //! A format of ours, compact and binary (see [`encode_record`]), written once per put
-//! (flink-agents issue 1158: every put carries the whole state). Decoding is strict: a
-//! damaged record is an error naming the part and the problem, never a panic and never
-//! a silently different state. The store ([`super::store`]) is the only writer; the
-//! format's own tests are `impl/tests/durable_records.rs`.
+//! (flink-agents issue 1158: every put carries the whole state). Every record carries
+//! the epoch of the incarnation that wrote it ([`super::Epoch`]), so that a replay can
+//! tell a zombie's late send from the newer incarnation's records. Records of format 1,
+//! written before records had an epoch, still decode, as action states of epoch 0.
+//! Decoding is strict: a damaged record is an error naming the part and the problem,
+//! never a panic and never a silently different state. The store ([`super::store`]) and
+//! the driver's restore ([`fence_record`]) are the only writers; the format's own tests
+//! are `impl/tests/durable_records.rs`.
 
-use super::log::LogRecord;
-use super::store::StoreError;
-use super::{ActionState, CallOutcome, CallResult, Datum, StateKey};
+use super::log::{LogRecord, Partition};
+use super::store::{PutRecord, StoreError};
+use super::{ActionState, CallOutcome, CallResult, Datum, Epoch, StateKey};
 
 /// First byte of every key and value this store writes: the record format's version.
 /// (Records of the earlier JSON format start with `{` and are refused by name.)
-pub const RECORD_FORMAT: u8 = 1;
+pub const RECORD_FORMAT: u8 = 2;
 
-/// Encode one action state record into `key_buf` and `value_buf` (both cleared
-/// first; reused so that a put allocates nothing once they have grown).
+/// The format before records carried an epoch and a kind: still read, as epoch 0.
+const FORMAT_1: u8 = 1;
+/// Key byte after the format: an action state record.
+const KIND_STATE: u8 = 0;
+/// Key byte after the format: a fence record.
+const KIND_FENCE: u8 = 1;
+
+/// What one record of the log holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// The whole state of one action for one input, as a put saved it.
+    State {
+        /// Which state.
+        key: StateKey,
+        /// The state.
+        state: ActionState,
+        /// Epoch of the incarnation that wrote it (0 for a record of format 1).
+        epoch: Epoch,
+    },
+    /// A restore's fence: from here on, states of lower epochs are a zombie's.
+    Fence {
+        /// Epoch of the restoring incarnation that appended it.
+        epoch: Epoch,
+    },
+}
+
+/// Encode one action state record written by incarnation `epoch` into `key_buf` and
+/// `value_buf` (both cleared first; reused so that a put allocates nothing once they
+/// have grown).
 ///
 /// Little-endian, lengths as `u32` before their bytes:
-/// - key: format byte, input key, `seq` (`u64`), action name;
-/// - value: format byte, flags (bit 0: completed, bit 1: an output follows), the
-///   number of call results (`u32`), each as function id, argument digest (`u64`),
-///   outcome tag (0: value, 1: error) and the value's JSON text or the error
-///   message; then the output's JSON text if flagged.
+/// - key: format byte (2), kind byte (0: action state), input key, `seq` (`u64`),
+///   action name;
+/// - value: format byte (2), epoch (`u64`), flags (bit 0: completed, bit 1: an output
+///   follows), the number of call results (`u32`), each as function id, argument
+///   digest (`u64`), outcome tag (0: value, 1: error) and the value's JSON text or the
+///   error message; then the output's JSON text if flagged.
+///
+/// A fence record ([`fence_record`]) is key: format byte, kind byte 1; value: format
+/// byte, epoch. Format 1, still read, had neither kind nor epoch: key and value start
+/// with byte 1 and go on with the state's fields as above.
 ///
 /// Values ([`super::Datum`]) are JSON text, so a value decodes to what serde_json
 /// makes of it, as before. Fails only for a field longer than `u32::MAX` bytes.
 pub fn encode_record(
     key: &StateKey,
     state: &ActionState,
+    epoch: Epoch,
     key_buf: &mut Vec<u8>,
     value_buf: &mut Vec<u8>,
 ) -> Result<(), String> {
-    encode_parts(&key.key, key.seq, &key.action, state, key_buf, value_buf)
+    encode_parts(
+        &key.key,
+        key.seq,
+        &key.action,
+        state,
+        epoch,
+        key_buf,
+        value_buf,
+    )
 }
 
 /// [`encode_record`] for the state key's parts, borrowed: the store's puts need not
@@ -43,17 +89,19 @@ pub(crate) fn encode_parts(
     seq: u64,
     action: &str,
     state: &ActionState,
+    epoch: Epoch,
     key_buf: &mut Vec<u8>,
     value_buf: &mut Vec<u8>,
 ) -> Result<(), String> {
     key_buf.clear();
-    key_buf.push(RECORD_FORMAT);
+    key_buf.extend_from_slice(&[RECORD_FORMAT, KIND_STATE]);
     put_bytes(key_buf, key.as_bytes())?;
     key_buf.extend_from_slice(&seq.to_le_bytes());
     put_bytes(key_buf, action.as_bytes())?;
 
     value_buf.clear();
     value_buf.push(RECORD_FORMAT);
+    value_buf.extend_from_slice(&epoch.to_le_bytes());
     value_buf.push(u8::from(state.completed) | u8::from(state.output.is_some()) << 1);
     put_len(value_buf, state.call_results.len())?;
     for r in &state.call_results {
@@ -74,6 +122,19 @@ pub(crate) fn encode_parts(
         put_datum(value_buf, output)?;
     }
     Ok(())
+}
+
+/// The fence record incarnation `epoch` appends to `partition` before its restore reads
+/// the log (format in [`encode_record`]).
+pub fn fence_record(partition: Partition, epoch: Epoch) -> PutRecord {
+    let mut value = Vec::with_capacity(9);
+    value.push(RECORD_FORMAT);
+    value.extend_from_slice(&epoch.to_le_bytes());
+    PutRecord {
+        partition,
+        key: vec![RECORD_FORMAT, KIND_FENCE],
+        value,
+    }
 }
 
 fn put_len(buf: &mut Vec<u8>, len: usize) -> Result<(), String> {
@@ -152,9 +213,9 @@ impl<'a> Reader<'a> {
         serde_json::from_slice(self.bytes(what)?).map_err(|e| format!("{what}: {e}"))
     }
 
-    fn format(&mut self) -> Result<(), String> {
+    fn format(&mut self) -> Result<u8, String> {
         match self.byte("format")? {
-            RECORD_FORMAT => Ok(()),
+            format @ (FORMAT_1 | RECORD_FORMAT) => Ok(format),
             other => Err(format!("unknown record format {other}")),
         }
     }
@@ -167,19 +228,57 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn decode_key(bytes: &[u8]) -> Result<StateKey, String> {
+/// What a record's key says: its format, and the state key (`None` for a fence).
+fn decode_key(bytes: &[u8]) -> Result<(u8, Option<StateKey>), String> {
     let mut r = Reader { rest: bytes };
-    r.format()?;
+    let format = r.format()?;
+    let kind = match format {
+        FORMAT_1 => KIND_STATE,
+        _ => r.byte("kind")?,
+    };
+    let key = match kind {
+        KIND_STATE => Some(state_key(&mut r)?),
+        KIND_FENCE => None,
+        other => return Err(format!("unknown record kind {other}")),
+    };
+    r.end()?;
+    Ok((format, key))
+}
+
+fn state_key(r: &mut Reader<'_>) -> Result<StateKey, String> {
     let key = r.string("input key")?;
     let seq = r.u64("sequence number")?;
     let action = r.string("action name")?;
-    r.end()?;
     Ok(StateKey { key, seq, action })
 }
 
-fn decode_state(bytes: &[u8]) -> Result<ActionState, String> {
+/// A record's value behind a key of `format`: its epoch, and the state unless the key
+/// is a fence's.
+fn decode_value(
+    bytes: &[u8],
+    format: u8,
+    fence: bool,
+) -> Result<(Epoch, Option<ActionState>), String> {
     let mut r = Reader { rest: bytes };
-    r.format()?;
+    let found = r.format()?;
+    if found != format {
+        return Err(format!(
+            "record format {found} behind a key of format {format}"
+        ));
+    }
+    let epoch = match format {
+        FORMAT_1 => 0,
+        _ => r.u64("epoch")?,
+    };
+    let state = match fence {
+        true => None,
+        false => Some(state_body(&mut r)?),
+    };
+    r.end()?;
+    Ok((epoch, state))
+}
+
+fn state_body(r: &mut Reader<'_>) -> Result<ActionState, String> {
     let flags = r.byte("flags")?;
     if flags > 0b11 {
         return Err(format!("unknown flags {flags:#04b}"));
@@ -205,7 +304,6 @@ fn decode_state(bytes: &[u8]) -> Result<ActionState, String> {
         0 => None,
         _ => Some(r.datum("output")?),
     };
-    r.end()?;
     Ok(ActionState {
         call_results,
         completed: flags & 1 == 1,
@@ -213,16 +311,29 @@ fn decode_state(bytes: &[u8]) -> Result<ActionState, String> {
     })
 }
 
-/// Decode one action state record (key: the state key, value: the whole state; the
-/// format of [`encode_record`]). A damaged record gives [`StoreError::Decode`] naming
-/// the part and what is wrong.
-pub fn decode_record(record: &LogRecord) -> Result<(StateKey, ActionState), StoreError> {
+/// Decode one record of the log: an action state with its epoch, or a fence (the
+/// format of [`encode_record`]; a record of format 1 is a state of epoch 0). A damaged
+/// record gives [`StoreError::Decode`] naming the part and what is wrong.
+pub fn decode_entry(record: &LogRecord) -> Result<Entry, StoreError> {
     let decode = |part: &str, reason: String| StoreError::Decode {
         partition: record.partition,
         offset: record.offset,
         reason: format!("{part}: {reason}"),
     };
-    let sk = decode_key(&record.key).map_err(|e| decode("key", e))?;
-    let state = decode_state(&record.value).map_err(|e| decode("value", e))?;
-    Ok((sk, state))
+    let (format, key) = decode_key(&record.key).map_err(|e| decode("key", e))?;
+    let (epoch, state) =
+        decode_value(&record.value, format, key.is_none()).map_err(|e| decode("value", e))?;
+    Ok(match (key, state) {
+        (Some(key), Some(state)) => Entry::State { key, state, epoch },
+        _ => Entry::Fence { epoch },
+    })
+}
+
+/// The action state a record holds, for readers of the log that look for states:
+/// `None` for a fence record. Errors as [`decode_entry`].
+pub fn decode_record(record: &LogRecord) -> Result<Option<(StateKey, ActionState)>, StoreError> {
+    Ok(match decode_entry(record)? {
+        Entry::State { key, state, .. } => Some((key, state)),
+        Entry::Fence { .. } => None,
+    })
 }

@@ -4,7 +4,8 @@
 //!
 //! The operations are the few an append-only log needs, each with the durability a
 //! Linux file system gives it: appended bytes are durable once the file is synced;
-//! a new or renamed file's directory entry once its directory is synced.
+//! a new or renamed file's directory entry once its directory is synced. One more keeps
+//! a second writer out: an exclusive lock on a file ([`Storage::lock_exclusive`]).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -27,7 +28,21 @@ pub trait Storage: Send + Sync {
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Open `path` for reading and appending, creating it if missing.
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn StorageFile>>;
+
+    /// Lock `path` (created if missing) for the returned guard alone, without waiting,
+    /// and write this process's id into it. Another holder, in this process or another,
+    /// makes it fail at once with [`io::ErrorKind::WouldBlock`]. The lock is released
+    /// when the guard is dropped, or the process ends.
+    ///
+    /// The default takes no lock: a simulated disk has no other process to keep out.
+    fn lock_exclusive(&self, path: &Path) -> io::Result<LockGuard> {
+        let _ = path;
+        Ok(Box::new(()))
+    }
 }
+
+/// Holds a lock taken by [`Storage::lock_exclusive`] until dropped.
+pub type LockGuard = Box<dyn Send + Sync>;
 
 /// An open file of a [`Storage`].
 pub trait StorageFile: Send {
@@ -83,6 +98,24 @@ impl Storage for StdStorage {
             .create(true)
             .open(path)?;
         Ok(Box::new(StdFile(file)))
+    }
+
+    /// `flock(LOCK_EX | LOCK_NB)`: held by this open file, so a second open of the same
+    /// path in this process is refused too, and released by the kernel when the file is
+    /// closed, also when the process dies. The file is opened close-on-exec, so a child
+    /// process does not inherit the lock.
+    fn lock_exclusive(&self, path: &Path) -> io::Result<LockGuard> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+        // The holder's id, for the error of whoever is refused next.
+        file.set_len(0)?;
+        writeln!(file, "{}", std::process::id())?;
+        Ok(Box::new(file))
     }
 }
 

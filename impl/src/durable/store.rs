@@ -15,6 +15,17 @@
 //! - A rebuild ([`Rebuild`]) takes the records of each partition from the marker to the
 //!   log's end, in offset order: last writer wins per state key, states of finished
 //!   inputs are skipped, and a gap or a record past the end is refused.
+//! - Epoch fencing: the store writes its incarnation's epoch into every put. A restore
+//!   appends a fence of its new epoch to every partition before it reads; the rebuild
+//!   keeps each partition's fence level (the highest fence epoch read so far, starting
+//!   from the level the marker carries) and skips a state of a lower epoch: a zombie's
+//!   send that landed after a newer incarnation fenced the partition. Last writer wins
+//!   among the records that are not stale. A record of an epoch above the restoring
+//!   one is refused ([`StoreError::FutureEpoch`]).
+//! - The marker carries the fence level at each of its offsets, since a replay does not
+//!   read the fences before it. The store keeps, per partition, the marker it was
+//!   restored from with its level, and the fences its rebuild read: enough to give the
+//!   level at any later marker (a marker never moves below the one restored from).
 //! - Several operator subtasks may share the log. Each checkpoint holds one marker per
 //!   subtask, covering the keys that subtask owned; a restore replays from their
 //!   minimum per partition ([`merge_recovery_markers`], Flink Agents' union list state)
@@ -38,10 +49,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::log::{LogError, LogRecord, Offset, Partition};
-use super::{partition_for, ActionState, StateKey};
+use super::record::{encode_parts, Entry};
+use super::{partition_for, ActionState, Epoch, StateKey};
 
-use super::record::encode_parts;
-pub use super::record::{decode_record, encode_record, RECORD_FORMAT};
+pub use super::record::{decode_entry, decode_record, encode_record, fence_record, RECORD_FORMAT};
 
 /// Errors of the store.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -74,6 +85,22 @@ pub enum StoreError {
     /// have, or past the end it was told of.
     #[error("rebuild: {0}")]
     Replay(String),
+    /// A record written by an incarnation later than the one restoring: another
+    /// incarnation took over since, or the epochs were mixed up. Never skipped.
+    #[error(
+        "record at partition {partition} offset {offset} has epoch {epoch}, above the \
+         restoring incarnation's epoch {restoring}"
+    )]
+    FutureEpoch {
+        /// Partition of the record.
+        partition: Partition,
+        /// Offset of the record.
+        offset: Offset,
+        /// Epoch the record carries.
+        epoch: Epoch,
+        /// Epoch of the restoring incarnation.
+        restoring: Epoch,
+    },
 }
 
 /// The record a put appends: where, and its bytes ([`super::record`]).
@@ -87,11 +114,32 @@ pub struct PutRecord {
     pub value: Vec<u8>,
 }
 
-/// Per-partition offsets from which a restore replays the log.
+/// Per-partition offsets from which a restore replays the log, with the fence level in
+/// force at each.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecoveryMarker {
     /// Replay start offset, indexed by partition.
     pub offsets: Vec<Offset>,
+    /// Fence level at each offset, indexed by partition: the highest epoch of the fences
+    /// before it (a replay starting there does not read them). Empty in a checkpoint
+    /// taken before markers had levels: every level is then 0.
+    #[serde(default)]
+    pub levels: Vec<Epoch>,
+}
+
+impl RecoveryMarker {
+    /// A marker at `offsets` with no fence before any of them (every level 0).
+    pub fn unfenced(offsets: Vec<Offset>) -> RecoveryMarker {
+        RecoveryMarker {
+            levels: vec![0; offsets.len()],
+            offsets,
+        }
+    }
+
+    /// The fence level at partition `p`'s offset (0 if the marker names none).
+    pub fn level(&self, p: usize) -> Epoch {
+        self.levels.get(p).copied().unwrap_or(0)
+    }
 }
 
 /// Why the parts of a checkpoint taken by several subtasks do not make one.
@@ -128,27 +176,37 @@ pub enum MergeError {
 
 /// The marker every subtask restores from when several shared the log: per partition,
 /// the minimum of the subtasks' markers (Flink Agents' recovery marker is union list
-/// state, and each subtask merges the union it is handed). Each subtask's marker covers
-/// only the keys it owned; after a restore a subtask may own keys another one wrote, so
-/// replaying from its own marker alone could skip their unfinished states. Markers that
-/// disagree in partition count, or none at all, are refused.
+/// state, and each subtask merges the union it is handed), with the fence level of the
+/// part that has that minimum (the highest, if several have it: all were read from one
+/// log). Each subtask's marker covers only the keys it owned; after a restore a subtask
+/// may own keys another one wrote, so replaying from its own marker alone could skip
+/// their unfinished states. Markers that disagree in partition count, or none at all,
+/// are refused.
 pub fn merge_recovery_markers(markers: &[&RecoveryMarker]) -> Result<RecoveryMarker, MergeError> {
     let mut markers = markers.iter();
     let first = markers.next().ok_or(MergeError::Empty)?;
-    let mut offsets = first.offsets.clone();
+    let mut merged = RecoveryMarker {
+        offsets: first.offsets.clone(),
+        levels: (0..first.offsets.len()).map(|p| first.level(p)).collect(),
+    };
     for (i, m) in markers.enumerate() {
-        if m.offsets.len() != offsets.len() {
+        if m.offsets.len() != merged.offsets.len() {
             return Err(MergeError::PartitionCount {
                 index: i + 1,
-                expected: offsets.len(),
+                expected: merged.offsets.len(),
                 found: m.offsets.len(),
             });
         }
-        for (merged, &o) in offsets.iter_mut().zip(&m.offsets) {
-            *merged = (*merged).min(o);
+        for (p, &offset) in m.offsets.iter().enumerate() {
+            let level = m.level(p);
+            match offset.cmp(&merged.offsets[p]) {
+                Ordering::Less => (merged.offsets[p], merged.levels[p]) = (offset, level),
+                Ordering::Equal => merged.levels[p] = merged.levels[p].max(level),
+                Ordering::Greater => {}
+            }
         }
     }
-    Ok(RecoveryMarker { offsets })
+    Ok(merged)
 }
 
 /// The keys a restored operator subtask owns (Flink's key-group range, as the keys it
@@ -183,6 +241,10 @@ pub struct RebuildReport {
     pub foreign_skipped: u64,
     /// Distinct states loaded into the cache.
     pub states_loaded: u64,
+    /// Records skipped because a fence of a newer incarnation came before them: sends
+    /// of a crashed incarnation that landed after the restore that replaced it.
+    #[serde(default)]
+    pub fenced_skipped: u64,
 }
 
 /// What a prune removed.
@@ -216,11 +278,47 @@ fn search(states: &[Tracked], seq: u64, action: &str) -> Result<usize, usize> {
     }
 }
 
-/// The action state store. Two stores are equal when they hold the same states at the
-/// same offsets; a copy not changed since compares by its shared map's address.
+/// The fences one partition's replay went past, to give every later marker its level.
+///
+/// Bounded: it grows only during a rebuild, by the fences between the marker and the
+/// log's end (one per restore since the marker's checkpoint).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Fences {
+    /// The offset the store's replay started from and the fence level there ((0, 0) for
+    /// a fresh store).
+    base: (Offset, Epoch),
+    /// (offset, epoch) of every fence the rebuild read, in offset order.
+    read: Vec<(Offset, Epoch)>,
+}
+
+impl Fences {
+    /// The fence level at `offset`: the highest epoch of the base and of the fences
+    /// before it. Only asked at or after the base: a marker never moves below the one
+    /// the store was restored from (the states it tracks were read or put at or after
+    /// it, and the log's end only grows), so the fences before it are in the base.
+    fn level_at(&self, offset: Offset) -> Epoch {
+        debug_assert!(
+            offset >= self.base.0,
+            "a marker at {offset} is below the replay's start {}",
+            self.base.0
+        );
+        self.read
+            .iter()
+            .take_while(|&&(at, _)| at < offset)
+            .fold(self.base.1, |level, &(_, epoch)| level.max(epoch))
+    }
+}
+
+/// The action state store. Two stores are equal when they belong to the same epoch,
+/// know the same fences and hold the same states at the same offsets; a copy not changed
+/// since compares by its shared maps' addresses.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ActionStateStore {
     partitions: u32,
+    /// Epoch of the incarnation whose puts the store encodes.
+    epoch: Epoch,
+    /// Per partition, the fences behind the levels of the markers it computes.
+    fences: Arc<Vec<Fences>>,
     /// Per input key with live state, its cached states sorted by (seq, action).
     /// Looked up at every event: aHash, keyed at random per map like the standard
     /// hasher (input keys come from outside), at a fraction of SipHash's cost.
@@ -245,7 +343,8 @@ impl Hash for ActionStateStore {
             }
             sum = sum.wrapping_add(h.finish());
         }
-        (self.partitions, self.states.len(), sum).hash(state);
+        (self.partitions, self.epoch, &*self.fences).hash(state);
+        (self.states.len(), sum).hash(state);
     }
 }
 
@@ -253,6 +352,8 @@ impl std::fmt::Debug for ActionStateStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ActionStateStore")
             .field("partitions", &self.partitions)
+            .field("epoch", &self.epoch)
+            .field("fences", &self.fences)
             .field("cached_states", &self.cached_len())
             .field("tracked_keys", &self.states.len())
             .finish()
@@ -266,16 +367,57 @@ impl ActionStateStore {
     pub fn unshared(&self) -> ActionStateStore {
         ActionStateStore {
             partitions: self.partitions,
+            epoch: self.epoch,
+            fences: Arc::new((*self.fences).clone()),
             states: Arc::new((*self.states).clone()),
         }
     }
 
-    /// An empty store for a log of `partitions` partitions (at least one).
+    /// An empty store of the first incarnation (epoch 1) for a log of `partitions`
+    /// partitions (at least one).
     pub fn new(partitions: u32) -> Self {
+        ActionStateStore::new_at(partitions, 1)
+    }
+
+    /// An empty store of incarnation `epoch` that has seen no fence, for a log of
+    /// `partitions` partitions (at least one).
+    pub fn new_at(partitions: u32, epoch: Epoch) -> Self {
+        let partitions = partitions.max(1);
         ActionStateStore {
-            partitions: partitions.max(1),
+            partitions,
+            epoch,
+            fences: Arc::new(vec![Fences::default(); partitions as usize]),
             states: Arc::default(),
         }
+    }
+
+    /// An empty store of incarnation `epoch` whose replay starts at `marker`.
+    fn replaying(marker: &RecoveryMarker, epoch: Epoch) -> Self {
+        let fences = (marker.offsets.iter().enumerate())
+            .map(|(p, &offset)| Fences {
+                base: (offset, marker.level(p)),
+                read: Vec::new(),
+            })
+            .collect();
+        ActionStateStore {
+            partitions: marker.offsets.len() as u32,
+            epoch,
+            fences: Arc::new(fences),
+            states: Arc::default(),
+        }
+    }
+
+    /// Epoch of the incarnation the store belongs to: every put it encodes carries it.
+    pub fn epoch(&self) -> Epoch {
+        self.epoch
+    }
+
+    /// The fence level at `offset` of `partition`: the highest epoch of the fences
+    /// before it, as far as the store knows (see [`RecoveryMarker::levels`]).
+    pub fn fence_level_at(&self, partition: Partition, offset: Offset) -> Epoch {
+        self.fences
+            .get(partition as usize)
+            .map_or(0, |f| f.level_at(offset))
     }
 
     /// Number of partitions of the log the store's records go to.
@@ -308,7 +450,7 @@ impl ActionStateStore {
     ) -> Result<PutRecord, StoreError> {
         let (key_buf, value_buf) = scratch;
         // Fails only for a field longer than `u32::MAX` bytes.
-        if let Err(reason) = encode_parts(key, seq, action, state, key_buf, value_buf) {
+        if let Err(reason) = encode_parts(key, seq, action, state, self.epoch, key_buf, value_buf) {
             let key = StateKey::of(key, seq, action);
             return Err(StoreError::Encode { key, reason });
         }
@@ -518,47 +660,76 @@ impl ActionStateStore {
                 }
             }
         }
+        let levels = self.levels_at(&offsets);
         tracing::debug!(
             component = "durable.store",
             event = "recovery_marker",
             marker = ?offsets,
+            levels = ?levels,
         );
-        Ok(RecoveryMarker { offsets })
+        Ok(RecoveryMarker { offsets, levels })
+    }
+
+    /// The fence level at each of `offsets`, indexed by partition.
+    pub(crate) fn levels_at(&self, offsets: &[Offset]) -> Vec<Epoch> {
+        (offsets.iter().zip(self.fences.iter()))
+            .map(|(&offset, fences)| fences.level_at(offset))
+            .collect()
     }
 }
 
-/// A rebuild in progress ([`Rebuild::new`]): it takes the records the log's owner reads from the marker to the end, partition by partition, in offset order.
+/// A rebuild in progress ([`Rebuild::new`]): it takes the records the log's owner reads
+/// from the marker to the end, partition by partition, in offset order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rebuild {
     store: ActionStateStore,
     marker: Vec<Offset>,
     /// Per partition, the offset of the next record expected.
     next: Vec<Offset>,
+    /// Per partition, the fence level at the next record: a state below it is stale.
+    levels: Vec<Epoch>,
     last_completed: BTreeMap<String, u64>,
     owned: Ownership,
     report: RebuildReport,
 }
 
 impl Rebuild {
-    /// A rebuild of the cache from the log, replayed from `marker` (one offset per
-    /// partition), skipping states of inputs finished according to `last_completed`, for
-    /// a subtask that owns `owned` (records of other keys are skipped and counted:
-    /// another subtask restores them): hand it the records of every partition from the
-    /// marker on ([`Rebuild::feed`]), then the log's end offsets ([`Rebuild::finish`]),
-    /// which refuses a marker that does not fit them.
+    /// A rebuild of the cache from the log by incarnation `epoch`, replayed from `marker`
+    /// (one offset per partition, with its fence level), skipping states of inputs
+    /// finished according to `last_completed`, for a subtask that owns `owned` (records
+    /// of other keys are skipped and counted: another subtask restores them): hand it the
+    /// records of every partition from the marker on ([`Rebuild::feed`]), then the log's
+    /// end offsets ([`Rebuild::finish`]), which refuses a marker that does not fit them.
+    /// A marker whose levels do not match its partitions, or lie above `epoch`, is
+    /// refused.
     pub fn new(
         marker: &RecoveryMarker,
         last_completed: BTreeMap<String, u64>,
         owned: Ownership,
-    ) -> Rebuild {
-        Rebuild {
-            store: ActionStateStore::new(marker.offsets.len() as u32),
+        epoch: Epoch,
+    ) -> Result<Rebuild, StoreError> {
+        let partitions = marker.offsets.len();
+        if !marker.levels.is_empty() && marker.levels.len() != partitions {
+            return Err(StoreError::InvalidMarker(format!(
+                "{} fence levels for {partitions} partitions",
+                marker.levels.len()
+            )));
+        }
+        let levels: Vec<Epoch> = (0..partitions).map(|p| marker.level(p)).collect();
+        if let Some((p, level)) = levels.iter().enumerate().find(|(_, &l)| l > epoch) {
+            return Err(StoreError::InvalidMarker(format!(
+                "partition {p}: fence level {level} is above the restoring epoch {epoch}"
+            )));
+        }
+        Ok(Rebuild {
+            store: ActionStateStore::replaying(marker, epoch),
             next: marker.offsets.clone(),
             marker: marker.offsets.clone(),
+            levels,
             last_completed,
             owned,
             report: RebuildReport::default(),
-        }
+        })
     }
 
     /// The offsets the replay starts from, indexed by partition.
@@ -567,7 +738,9 @@ impl Rebuild {
     }
 
     /// Take the next record of its partition. A record out of order (a gap, a repeat, or
-    /// one before the marker) or undecodable is refused with an error naming it.
+    /// one before the marker), undecodable, or of an epoch above the restoring one is
+    /// refused with an error naming it; a state below its partition's fence level is
+    /// skipped.
     pub fn feed(&mut self, record: &LogRecord) -> Result<(), StoreError> {
         let p = record.partition;
         let Some(&next) = self.next.get(p as usize) else {
@@ -584,7 +757,16 @@ impl Rebuild {
         }
         // Every check comes before the rebuild moves on: a refused record leaves it as
         // it was.
-        let (sk, state) = decode_record(record)?;
+        let (sk, state, epoch) = match decode_entry(record)? {
+            Entry::State { key, state, epoch } => (key, state, epoch),
+            Entry::Fence { epoch } => return self.take_fence(record, epoch),
+        };
+        self.check_epoch(record, epoch)?;
+        let level = self.levels[p as usize];
+        if epoch < level {
+            self.skip_fenced(record, epoch, level);
+            return Ok(());
+        }
         let owned = self.owned.owns(&sk.key);
         let unfinished = input_unfinished(&sk.key, sk.seq, &self.last_completed);
         let home = self.store.partition_of(&sk.key);
@@ -594,8 +776,7 @@ impl Rebuild {
                 record.offset, sk.key
             )));
         }
-        self.next[p as usize] += 1;
-        self.report.records_scanned += 1;
+        self.advance(p);
         if !owned {
             self.report.foreign_skipped += 1;
             return Ok(());
@@ -615,6 +796,52 @@ impl Rebuild {
             "replayed",
         );
         Ok(())
+    }
+
+    /// A record written by a later incarnation than the restoring one is refused.
+    fn check_epoch(&self, record: &LogRecord, epoch: Epoch) -> Result<(), StoreError> {
+        match epoch > self.store.epoch {
+            true => Err(StoreError::FutureEpoch {
+                partition: record.partition,
+                offset: record.offset,
+                epoch,
+                restoring: self.store.epoch,
+            }),
+            false => Ok(()),
+        }
+    }
+
+    /// A fence raises its partition's level, and the store remembers it for the levels
+    /// of later markers.
+    fn take_fence(&mut self, record: &LogRecord, epoch: Epoch) -> Result<(), StoreError> {
+        self.check_epoch(record, epoch)?;
+        let p = record.partition as usize;
+        self.levels[p] = self.levels[p].max(epoch);
+        Arc::make_mut(&mut self.store.fences)[p]
+            .read
+            .push((record.offset, epoch));
+        self.advance(record.partition);
+        Ok(())
+    }
+
+    /// A zombie's state, landed after a newer incarnation's fence: never cached.
+    fn skip_fenced(&mut self, record: &LogRecord, epoch: Epoch, fence: Epoch) {
+        tracing::warn!(
+            component = "durable.store",
+            event = "fenced_record",
+            partition = record.partition,
+            offset = record.offset,
+            epoch,
+            fence,
+        );
+        self.advance(record.partition);
+        self.report.fenced_skipped += 1;
+    }
+
+    /// The record at partition `p`'s next offset was taken.
+    fn advance(&mut self, p: Partition) {
+        self.next[p as usize] += 1;
+        self.report.records_scanned += 1;
     }
 
     /// The rebuilt store, once every partition was read up to `log_ends` (its end
@@ -655,9 +882,11 @@ impl Rebuild {
             component = "durable.store",
             event = "rebuild",
             marker = ?self.marker,
+            epoch = self.store.epoch,
             records_scanned = report.records_scanned,
             finished_skipped = report.finished_skipped,
             foreign_skipped = report.foreign_skipped,
+            fenced_skipped = report.fenced_skipped,
             states_loaded = report.states_loaded,
         );
         Ok((self.store, report))
@@ -733,8 +962,8 @@ mod tests {
     }
 
     fn rebuilt(owned: Ownership) -> (ActionStateStore, RebuildReport) {
-        let marker = RecoveryMarker { offsets: vec![0] };
-        let mut rebuild = Rebuild::new(&marker, BTreeMap::new(), owned);
+        let marker = RecoveryMarker::unfenced(vec![0]);
+        let mut rebuild = Rebuild::new(&marker, BTreeMap::new(), owned, 2).unwrap();
         for r in records() {
             rebuild.feed(&r).unwrap();
         }
@@ -763,9 +992,7 @@ mod tests {
     }
 
     fn marker(offsets: &[Offset]) -> RecoveryMarker {
-        RecoveryMarker {
-            offsets: offsets.to_vec(),
-        }
+        RecoveryMarker::unfenced(offsets.to_vec())
     }
 
     #[test]
@@ -780,6 +1007,55 @@ mod tests {
         assert_eq!(
             merge_recovery_markers(&[&marker(&[4])]).unwrap(),
             marker(&[4])
+        );
+    }
+
+    fn leveled(offsets: &[Offset], levels: &[Epoch]) -> RecoveryMarker {
+        RecoveryMarker {
+            offsets: offsets.to_vec(),
+            levels: levels.to_vec(),
+        }
+    }
+
+    #[test]
+    fn merged_markers_take_the_level_of_the_minimum_offset() {
+        let merged =
+            merge_recovery_markers(&[&leveled(&[3, 5], &[1, 2]), &leveled(&[4, 2], &[2, 1])])
+                .unwrap();
+        assert_eq!(merged, leveled(&[3, 2], &[1, 1]));
+        // Equal offsets: the highest level (both were read from one log).
+        let merged = merge_recovery_markers(&[&leveled(&[4], &[1]), &leveled(&[4], &[2])]).unwrap();
+        assert_eq!(merged, leveled(&[4], &[2]));
+        // A part of a checkpoint taken before markers had levels counts as level 0.
+        let old = marker(&[2, 9]).offsets;
+        let old = RecoveryMarker {
+            offsets: old,
+            levels: Vec::new(),
+        };
+        let merged = merge_recovery_markers(&[&leveled(&[3, 5], &[2, 2]), &old]).unwrap();
+        assert_eq!(merged, leveled(&[2, 5], &[0, 2]));
+    }
+
+    #[test]
+    fn stores_of_other_epochs_or_fences_differ() {
+        use std::hash::BuildHasher;
+        let fixed = std::hash::RandomState::new();
+        let (one, two) = (ActionStateStore::new(1), ActionStateStore::new_at(1, 2));
+        assert!(one != two);
+        assert_ne!(fixed.hash_one(&one), fixed.hash_one(&two));
+        let fenced = |level| {
+            let marker = leveled(&[0], &[level]);
+            let rebuild = Rebuild::new(&marker, BTreeMap::new(), Ownership::All, 2).unwrap();
+            rebuild.finish(&[0]).unwrap().0
+        };
+        assert!(fenced(1) != fenced(2));
+        assert_ne!(fixed.hash_one(fenced(1)), fixed.hash_one(fenced(2)));
+        assert!(fenced(1) == fenced(1).unshared());
+        assert_eq!(fenced(1).epoch(), 2);
+        let text = format!("{:?}", fenced(1));
+        assert!(
+            text.contains("epoch: 2") && text.contains("base: (0, 1)"),
+            "{text}"
         );
     }
 
