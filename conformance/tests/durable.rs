@@ -538,8 +538,8 @@ fn end_offset_marker_diverges_at_the_first_checkpoint_after_a_save() {
     );
     assert!(
         d.runtime.ends_with(
-            "store: ActionStateStore { partitions: 1, cached_states: 1, tracked_keys: 1 }, \
-             failed: None }"
+            "store: ActionStateStore { partitions: 1, cached_states: 1, tracked_keys: 1, \
+             epoch: 1, fences: [[(0, 0)]] }, failed: None }"
         ),
         "{}",
         d.runtime

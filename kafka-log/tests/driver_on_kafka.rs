@@ -95,7 +95,8 @@ fn queued_action_reuses_its_saved_result_from_the_broker() {
     assert_eq!(d.completed_checkpoint().unwrap().marker.offsets, vec![0]);
 
     let report = d.restore().unwrap().expect("restored from a checkpoint");
-    assert_eq!(report.records_scanned, 1);
+    // The saved lookup, and the restore's fence after it.
+    assert_eq!(report.records_scanned, 2);
     assert_eq!(report.states_loaded, 1);
     assert_eq!(d.requested_calls().len(), 1);
     assert_eq!(d.requested_calls()[0].call, call("user-7", 0, 1));
@@ -105,13 +106,13 @@ fn queued_action_reuses_its_saved_result_from_the_broker() {
     assert_eq!(outputs, vec![json!(70)]);
     assert_eq!(d.supplier_calls().get(&call("user-7", 0, 0)), Some(&1));
     assert_eq!(d.supplier_calls().get(&call("user-7", 0, 1)), Some(&1));
-    // lookup, publish, completion: three records on the broker.
+    // lookup, the restore's fence, publish, completion: four records on the broker.
     assert_eq!(d.log().unwrap().partition_count(), 1);
     let ends = KafkaLog::open(broker.options("actions"))
         .unwrap()
         .end_offsets()
         .unwrap();
-    assert_eq!(ends, vec![3]);
+    assert_eq!(ends, vec![4]);
 }
 
 /// Sixteen keys over three partitions, their puts group-committed (one flush per round
