@@ -41,7 +41,13 @@
 //!   past its bound forgets the oldest; it is the restore point, and its outputs are
 //!   committed at the restore; `AbortCheckpoint(id)`: [`Operator::checkpoint_aborted`];
 //! - `LandZombie`: the log appends the record of the put a crash left in flight
-//!   (`zombie-sends`); no operator sees it land;
+//!   (`zombie-sends`), at the epoch of the operator that sent it; no operator sees it
+//!   land, and once a fence of a newer epoch precedes it, the view skips it as every
+//!   rebuild does;
+//! - `FencePartition(p)`: the log appends `fence_record(p, crashes + 1)`, the restoring
+//!   incarnation's fence (`epoch-fencing`); the restore that follows is
+//!   [`Operator::restore`] at that epoch, and its report's stale records must be those a
+//!   reading of the whole log finds behind a newer fence;
 //! - `Crash { landed }`: the log takes the in-flight record if `landed`; the coordinator
 //!   aborts every pending checkpoint; the operator, held calls, the pending checkpoints
 //!   and uncommitted outputs are dropped; `Restore`: [`Operator::restore`] from the
@@ -75,11 +81,13 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::json;
 use stateright::Model;
-use steadfast::durable::store::{decode_record, encode_record, RebuildReport, StoreError};
+use steadfast::durable::store::{
+    decode_entry, decode_record, encode_record, fence_record, RebuildReport, StoreError,
+};
 use steadfast::durable::{
     partition_for, ActionDef, ActionStateStore, CallChain, CallOutcome, CallRef, Checkpoint, Datum,
-    Effect, Epoch, Event, KeyActivity, KeyState, Limits, LogError, LogRecord, Offset, Operator,
-    OperatorError, Ownership, PendingInput, PruneReport, PutId, PutRecord, QueuedAction,
+    Effect, Entry, Epoch, Event, KeyActivity, KeyState, Limits, LogError, LogRecord, Offset,
+    Operator, OperatorError, Ownership, PendingInput, PruneReport, PutId, PutRecord, QueuedAction,
     Scheduling, StateKey as ImplKey,
 };
 use steadfast_model::durable::{self as model, Action, ActionState, Durable, Phase, StateKey};
@@ -170,6 +178,7 @@ pub fn counterpart(kind: &str) -> &'static str {
         }
         "AbortCheckpoint" => "Operator::checkpoint_aborted",
         "LandZombie" => "the log appends the record a crashed operator's Effect::Append sent",
+        "FencePartition" => "the log appends the restoring incarnation's fence_record",
         "Crash" => "Operator::checkpoint_aborted per pending checkpoint, then the operator dropped",
         "Restore" => {
             "Operator::restore_owned per subtask from Checkpoint::merge of the parts (the union \
@@ -497,18 +506,23 @@ impl<V: Variant> Conformant<V> {
                 let from = part.end;
                 part.end = end;
                 for record in rt.log[p].iter().skip(from as usize) {
-                    let decoded =
-                        decode_record(record)
-                            .map_err(|e| e.to_string())
-                            .and_then(|entry| {
-                                entry
-                                    .map(|(sk, st)| Ok((names.view_of(&sk)?, st)))
-                                    .transpose()
-                            });
+                    let decoded = decode_entry(record).map_err(|e| e.to_string());
                     let (sk, st) = match decoded {
-                        // A fence holds no state of the model's log.
-                        Ok(None) => continue,
-                        Ok(Some(d)) => d,
+                        // A fence holds no state of the model's log; it makes the older
+                        // states after it stale, which no rebuild reads.
+                        Ok(Entry::Fence { epoch }) => {
+                            part.level = part.level.max(epoch);
+                            continue;
+                        }
+                        Ok(Entry::State { epoch, .. }) if epoch < part.level => continue,
+                        Ok(Entry::State { key, state, .. }) => match names.view_of(&key) {
+                            Ok(sk) => (sk, state),
+                            Err(e) => {
+                                part.problems
+                                    .push(format!("partition {p} offset {}: {e}", record.offset));
+                                continue;
+                            }
+                        },
                         Err(e) => {
                             part.problems
                                 .push(format!("partition {p} offset {}: {e}", record.offset));
@@ -844,8 +858,10 @@ impl<V: Variant> Conformant<V> {
                 Ok(())
             }
             Action::LandZombie => rt.land_zombie().map(|_| ()).map_err(Rejection::from),
-            Action::FencePartition(_) => {
-                Err(Rejection::from("fence steps are not bound yet".to_string()))
+            Action::FencePartition(p) => {
+                // The restoring incarnation's epoch: one more than the crashes so far.
+                rt.fence(p, Epoch::from(s.crashes) + 1);
+                Ok(())
             }
             Action::Restore | Action::RestoreScaledIn => {
                 if m.bounds.fenced_producer {
@@ -873,12 +889,18 @@ impl<V: Variant> Conformant<V> {
                         .sum::<u64>();
                     // It skips the records of keys it does not own, and those of its keys
                     // whose input the checkpoint counts finished.
+                    // And the stale ones, behind a newer fence.
                     let want = rt.skipped_in_replay(&c, &r.marker, &r.owned)?;
-                    let got = (r.report.foreign_skipped, r.report.finished_skipped);
+                    let want = (want.foreign, want.finished, want.fenced);
+                    let got = (
+                        r.report.foreign_skipped,
+                        r.report.finished_skipped,
+                        r.report.fenced_skipped,
+                    );
                     if got != want {
                         rt.reports.push(format!(
-                            "subtask {t}'s rebuild reports {got:?} records of other subtasks' keys \
-                             and of finished inputs skipped, its replay range holds {want:?}"
+                            "subtask {t}'s rebuild reports {got:?} records of other subtasks' keys, \
+                             of finished inputs and stale skipped, its replay range holds {want:?}"
                         ));
                     }
                 }

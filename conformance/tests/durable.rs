@@ -329,6 +329,30 @@ fn every_transition_with_zombie_sends() {
     }
 }
 
+/// Epoch fencing (`epoch-fencing`), one crash and two: each restore's fence steps append
+/// the fence records of its epoch, the zombie lands before a fence (an ordinary record
+/// the restore reads back) or after it (stale: the view and every later rebuild skip it,
+/// and the rebuild reports it skipped), at real offsets, every transition.
+#[test]
+fn every_transition_with_zombie_sends_and_epoch_fencing() {
+    let mut kinds = SYNCHRONOUS_KINDS.to_vec();
+    kinds.extend(["FencePartition", "LandZombie"]);
+    kinds.sort();
+    for (crashes, pinned) in [("1", (182_214, 469_856)), ("2", (1_183_019, 3_373_256))] {
+        let m = model(
+            "fixed",
+            &[
+                ("zombie-sends", "true"),
+                ("epoch-fencing", "true"),
+                ("crashes", crashes),
+            ],
+        );
+        let name = format!("fixed, zombie sends, epoch fencing, {crashes} crash(es)");
+        let c = full_coverage(&name, &m, &kinds);
+        assert_eq!((c.unique_states, c.transitions), pinned, "{name}");
+    }
+}
+
 /// A lost completion with room for one pending checkpoint: the next snapshot forgets
 /// it (a refusal would stop checkpointing for good), and its output is committed at the
 /// restore that starts from it.

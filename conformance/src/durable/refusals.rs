@@ -40,6 +40,17 @@ fn damages_of(record: &LogRecord) -> Vec<Damage> {
         "key: 1 bytes after the end".into(),
         &|r| r.key.push(0),
     );
+    // A fence is its format, kind and epoch: nothing else to damage but the epoch.
+    if matches!(decode_entry(record), Ok(Entry::Fence { .. })) {
+        with(
+            "a fence's epoch cut short",
+            "value: truncated".into(),
+            &|r| {
+                r.value.pop();
+            },
+        );
+        return out;
+    }
     // The input key's first byte follows the format and kind bytes and the key's length.
     with(
         "an input key not UTF-8",
@@ -136,7 +147,7 @@ impl<V: Variant> Runtime<V> {
             for record in partition.iter().skip(marker[p] as usize) {
                 if !probed {
                     probed = true;
-                    let problems = Self::refusals_at(&mut restoring, cp, record, &marker);
+                    let problems = Self::refusals_at(&mut restoring, cp, record, &marker, epoch);
                     self.reports.extend(problems);
                 }
                 if let Err(e) = restoring.feed(record) {
@@ -208,6 +219,7 @@ impl<V: Variant> Runtime<V> {
         cp: &Checkpoint,
         record: &LogRecord,
         marker: &[Offset],
+        epoch: Epoch,
     ) -> Vec<String> {
         let mut problems = Vec::new();
         let before = restoring.clone();
@@ -228,6 +240,14 @@ impl<V: Variant> Runtime<V> {
                     if *partition == p && *o == offset && reason.contains(named))
             });
         }
+        // A record of a later incarnation than the restoring one: its epoch follows the
+        // value's format byte, in fences and states alike.
+        let mut future = record.clone();
+        future.value[1..9].copy_from_slice(&(epoch + 1).to_le_bytes());
+        refused("a record of a later epoch", &future, &|e| {
+            matches!(e, StoreError::FutureEpoch { partition, offset: o, epoch: got, restoring }
+                if *partition == p && *o == offset && *got == epoch + 1 && *restoring == epoch)
+        });
         let replay = |words: String| move |e: &StoreError| matches!(e, StoreError::Replay(m) if m.contains(&words));
         let mut later = record.clone();
         later.offset += 1;

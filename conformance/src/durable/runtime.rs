@@ -242,6 +242,9 @@ pub(super) struct PartitionMirror {
     pub(super) end: u64,
     pub(super) latest: BTreeMap<StateKeyView, LatestView>,
     pub(super) landed: BTreeMap<StateKeyView, Vec<StateView>>,
+    /// The highest fence epoch read so far: a state of a lower epoch after it is a
+    /// zombie's, stale, and no rebuild reads it.
+    pub(super) level: Epoch,
     /// Records that could not be decoded, reported with every view.
     pub(super) problems: Vec<String>,
 }
@@ -638,31 +641,46 @@ impl<V: Variant> Runtime<V> {
         }
     }
 
-    /// Of the records from `marker` to the log's end, those of keys `owned` does not
-    /// hold, and those of its keys whose input the model's checkpoint `c` counts
-    /// finished: what a replay from there skips.
+    /// Of the records from `marker` to the log's end, what a replay from there skips:
+    /// those of keys `owned` does not hold, those of its keys whose input the model's
+    /// checkpoint `c` counts finished, and the stale ones (a state of an epoch below the
+    /// highest fence before it, found from the whole log, not from the marker's levels).
     pub(super) fn skipped_in_replay(
         &self,
         c: &model::Checkpoint,
         marker: &[Offset],
         owned: &Ownership,
-    ) -> Result<(u64, u64), String> {
-        let (mut foreign, mut finished) = (0, 0);
+    ) -> Result<Skipped, String> {
+        let mut skipped = Skipped::default();
         for (&from, partition) in marker.iter().zip(&self.log) {
-            for record in partition.iter().skip(from as usize) {
-                // A fence is neither.
-                let Some((sk, _)) = decode_record(record).map_err(|e| e.to_string())? else {
-                    continue;
+            let mut level = 0;
+            for (at, record) in partition.iter().enumerate() {
+                let (sk, epoch) = match decode_entry(record).map_err(|e| e.to_string())? {
+                    Entry::Fence { epoch } => {
+                        level = level.max(epoch);
+                        continue;
+                    }
+                    Entry::State { key, epoch, .. } => (key, epoch),
                 };
+                if (at as Offset) < from {
+                    continue;
+                }
                 let v = self.names.view_of(&sk)?;
-                if !owned.owns(&sk.key) {
-                    foreign += 1;
+                if epoch < level {
+                    skipped.fenced += 1;
+                } else if !owned.owns(&sk.key) {
+                    skipped.foreign += 1;
                 } else if v.seq < u64::from(c.finished[v.key as usize]) {
-                    finished += 1;
+                    skipped.finished += 1;
                 }
             }
         }
-        Ok((foreign, finished))
+        Ok(skipped)
+    }
+
+    /// The restoring incarnation's fence lands at the end of partition `p`.
+    pub(super) fn fence(&mut self, p: u8, epoch: Epoch) -> Offset {
+        append(&mut self.log, &fence_record(u32::from(p), epoch))
     }
 
     /// The task fails: the coordinator aborts every pending checkpoint, each of which the
@@ -838,6 +856,17 @@ impl<V: Variant> Runtime<V> {
         #[cfg(not(feature = "defects"))]
         false
     }
+}
+
+/// What a replay skips, by reason ([`Runtime::skipped_in_replay`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Skipped {
+    /// States of keys another subtask owns.
+    pub(super) foreign: u64,
+    /// States of inputs the checkpoint counts finished.
+    pub(super) finished: u64,
+    /// Stale states: of an epoch below a fence before them.
+    pub(super) fenced: u64,
 }
 
 /// What one subtask's restore from a checkpoint did.
