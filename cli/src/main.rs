@@ -57,7 +57,7 @@ usage:
   steadfast simulate MODEL --out DIR [--runs N] [--seed S] [--bug NAME]
                                     concurrent, seeded, faulty runs of the machines
                                     (leadership or durable), one NDJSON log each
-  steadfast validate LOG...         check each production log against the model
+  steadfast validate LOG|DIR...     check each production log against the model
   steadfast bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]
                                     checking speed per design; symmetry reduction
                                     factor; growth per bound (a run longer than the
@@ -210,6 +210,8 @@ usage: steadfast simulate leadership --out DIR [--runs N] [--seed S] [--jobs J] 
             "\
 usage: steadfast validate LOG... [--design D] [--late-signal true|false] [--json]
        steadfast validate --cluster LOG... [--design D] [--late-signal true|false] [--json]
+  a directory stands for every *.ndjson in it, in name order (as `simulate --out DIR`
+  wrote them)
   checks each log against the model its run header names, leadership or durable
   (design fixed unless --design names another; every interleaving; a durable log
   under the bounds its header names):

@@ -37,9 +37,7 @@ pub fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
         }
     }
     let (runs, seed) = runs_and_seed(&mut args)?;
-    let out = args
-        .take("out")
-        .ok_or_else(|| UsageError("`simulate` needs `--out DIR` for the logs".into()))?;
+    let out = out_dir(&mut args)?;
     let defaults = Config::default();
     let jobs = args.take_number("jobs", defaults.jobs as usize, 1, sim::MAX_JOBS as usize)?;
     let grants = args.take_number(
@@ -140,6 +138,20 @@ pub fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--out DIR`, which must name a directory: an empty one would write into the current
+/// directory unasked (as `traces` refuses it).
+fn out_dir(args: &mut Args) -> Result<String, UsageError> {
+    let out = args
+        .take("out")
+        .ok_or_else(|| UsageError("`simulate` needs `--out DIR` for the logs".into()))?;
+    if out.is_empty() {
+        return Err(UsageError(
+            "`--out` is empty; name a directory (`--out .` for this one)".into(),
+        ));
+    }
+    Ok(out)
+}
+
 /// `--runs N` and `--seed S`: run *i* has seed S+i.
 fn runs_and_seed(args: &mut Args) -> Result<(usize, u64), UsageError> {
     let runs = args.take_number("runs", 1, 1, MAX_RUNS)?;
@@ -192,9 +204,7 @@ fn run_durable(
 fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
     use steadfast_sim::durable as sim;
     let (runs, seed) = runs_and_seed(&mut args)?;
-    let out = args
-        .take("out")
-        .ok_or_else(|| UsageError("`simulate` needs `--out DIR` for the logs".into()))?;
+    let out = out_dir(&mut args)?;
     let d = sim::Config::default();
     let mut small = |name: &str, default: u8, low: usize, high: u8| {
         args.take_number(name, usize::from(default), low, usize::from(high))
@@ -350,14 +360,15 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
         late_signal,
         design,
     };
+    let files = log_files(&args.positional)?;
     if cluster {
-        return Ok(validate_cluster(&args.positional, options, json));
+        return Ok(validate_cluster(&files, options, json));
     }
     let mut worst = 0u8;
     let started = Instant::now();
     let mut events = 0u64;
     let (mut valid, mut invalid, mut unreadable) = (0usize, 0usize, 0usize);
-    for file in &args.positional {
+    for file in &files {
         let result = std::fs::File::open(file)
             .map_err(|e| validate::LogError {
                 line: 0,
@@ -385,19 +396,11 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
             Err(e) => {
                 unreadable += 1;
                 worst = 2;
-                let line = format!("{file}: unreadable: {e}");
-                if json {
-                    println!(
-                        "{}",
-                        serde_json::json!({ "log": file, "unreadable": e.to_string() })
-                    );
-                } else {
-                    println!("{}", one_line(&line));
-                }
+                refuse_log(file, &e);
             }
         }
     }
-    if !json && args.positional.len() > 1 {
+    if !json && files.len() > 1 {
         let secs = started.elapsed().as_secs_f64();
         println!(
             "{valid} valid, {invalid} invalid, {unreadable} unreadable; {events} events in {secs:.2} s ({:.0} events/s)",
@@ -405,6 +408,41 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
         );
     }
     Ok(ExitCode::from(worst))
+}
+
+/// A log that cannot be read, refused on stderr as every refusal is (with `--json` too:
+/// standard output carries only the verdicts).
+fn refuse_log(file: &str, e: &validate::LogError) {
+    eprintln!(
+        "steadfast: {}",
+        one_line(&format!("{file}: unreadable: {e}"))
+    );
+}
+
+/// The logs named: a file as itself, a directory as every `*.ndjson` in it in name
+/// order (what `simulate --out DIR` wrote); a directory without one is refused.
+fn log_files(named: &[String]) -> Result<Vec<String>, UsageError> {
+    let mut files = Vec::new();
+    for name in named {
+        if !Path::new(name).is_dir() {
+            files.push(name.clone());
+            continue;
+        }
+        let cannot = |e: std::io::Error| UsageError(format!("cannot list `{name}`: {e}"));
+        let mut logs = Vec::new();
+        for entry in std::fs::read_dir(name).map_err(cannot)? {
+            let path = entry.map_err(cannot)?.path();
+            if path.extension().is_some_and(|x| x == "ndjson") && !path.is_dir() {
+                logs.push(path.display().to_string());
+            }
+        }
+        if logs.is_empty() {
+            return Err(UsageError(format!("`{name}` holds no *.ndjson logs")));
+        }
+        logs.sort();
+        files.extend(logs);
+    }
+    Ok(files)
 }
 
 /// `validate --cluster`: the logs as one cluster's JobManager processes, in the order
@@ -432,14 +470,7 @@ fn validate_cluster(files: &[String], options: Options, json: bool) -> ExitCode 
             ExitCode::from(u8::from(!v.is_valid() || !v.violations.is_empty()))
         }
         Err(e) => {
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({ "log": name, "unreadable": e.to_string() })
-                );
-            } else {
-                println!("{}", one_line(&format!("{name}: unreadable: {e}")));
-            }
+            refuse_log(&name, &e);
             ExitCode::from(2)
         }
     }

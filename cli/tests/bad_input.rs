@@ -2,23 +2,85 @@
 //! and exits 2, never a panic; `--help` works on every command.
 
 use std::ffi::OsStr;
-use std::process::{Command, Output};
+use std::io::{Read, Write};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The longest any run here may take: a hang fails the test instead of stalling it.
+const LIMIT: Duration = Duration::from_secs(120);
 
 fn steadfast<S: AsRef<OsStr>>(args: &[S]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_steadfast"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
+    bounded(args, None, LIMIT)
 }
 
-/// Exit 2 and exactly one stderr line, starting with `steadfast: ` and containing `want`.
+/// Runs the binary with `args`, `stdin` written to it (none: an empty input), killed
+/// after `limit`; a run that had to be killed fails the test.
+fn bounded<S: AsRef<OsStr>>(args: &[S], stdin: Option<Vec<u8>>, limit: Duration) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut input = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        // The reader may stop early (a refusal): a broken pipe is its answer.
+        let _ = input.write_all(&stdin.unwrap_or_default());
+    });
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = r.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    writer.join().ok();
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// Exit 2, nothing on stdout, and exactly one stderr line, starting with `steadfast: `
+/// and containing `want`.
 fn refused<S: AsRef<OsStr>>(args: &[S], want: &str) {
-    let out = steadfast(args);
+    refused_output(&steadfast(args), want);
+}
+
+fn refused_output(out: &Output, want: &str) {
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "one line: {err:?}");
     assert!(err.starts_with("steadfast: "), "{err}");
     assert!(err.contains(want), "{want} in {err}");
+    assert!(out.stdout.is_empty(), "stdout: {:?}", text(&out.stdout));
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).to_string()
+}
+
+/// Exit 0, and nothing on stderr.
+fn accepted(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    text(&out.stdout)
 }
 
 #[cfg(unix)]
@@ -268,4 +330,66 @@ fn explore_on_port_0_announces_the_port_it_serves() {
     child.kill().ok();
     child.wait().ok();
     assert!(served, "nothing listens on the announced port {port}");
+}
+
+#[test]
+fn simulate_refuses_an_empty_out_as_traces_does() {
+    for model in ["leadership", "durable"] {
+        refused(&["simulate", model, "--out", ""], "`--out` is empty");
+    }
+}
+
+/// An unreadable log is a refusal: on stderr, in the one format, with `--json` too.
+#[test]
+fn an_unreadable_log_is_refused_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.ndjson");
+    let missing = missing.to_str().unwrap();
+    refused(
+        &["validate", missing],
+        "missing.ndjson: unreadable: cannot open",
+    );
+    refused(
+        &["validate", "--json", missing],
+        "missing.ndjson: unreadable: cannot open",
+    );
+    refused(
+        &["validate", "--cluster", missing],
+        "missing.ndjson: cannot open",
+    );
+}
+
+/// `validate DIR` validates every `*.ndjson` of DIR, in name order; a directory without
+/// one is refused.
+#[test]
+fn validate_takes_a_directory_as_its_logs_in_name_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    accepted(&steadfast(&[
+        "simulate",
+        "leadership",
+        "--out",
+        d,
+        "--runs",
+        "3",
+    ]));
+    std::fs::write(dir.path().join("notes.txt"), "not a log").unwrap();
+    let report = accepted(&steadfast(&["validate", d]));
+    let lines: Vec<&str> = report.lines().collect();
+    assert_eq!(lines.len(), 4, "{report}");
+    for (line, seed) in lines.iter().zip(0..3) {
+        assert!(
+            line.contains(&format!("leadership-{seed}.ndjson: valid")),
+            "{report}"
+        );
+    }
+    assert!(
+        lines[3].starts_with("3 valid, 0 invalid, 0 unreadable"),
+        "{report}"
+    );
+    let empty = tempfile::tempdir().unwrap();
+    refused(
+        &["validate", empty.path().to_str().unwrap()],
+        "holds no *.ndjson logs",
+    );
 }
