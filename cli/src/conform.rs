@@ -68,7 +68,7 @@ fn conform_one<B: Binding>(
     let walk_len = args.take_number("walk-length", 200, 1, 1_000_000)?;
     let seed = args.take_number("seed", 1, 0, usize::MAX)? as u64;
     let threads = args.take_number("threads", 1, 1, 64)?;
-    crate::budget::watch(args, "conform")?;
+    crate::budget::watch_with(args, "conform", crate::budget::replay_progress)?;
     let model: B::Model = build(args)?;
     B::supports(&model).map_err(UsageError)?;
     let mut report = serde_json::json!({
@@ -80,6 +80,7 @@ fn conform_one<B: Binding>(
     let mut next_line = 2.0;
     let label = format!("{} {}", <B::Model as Spec>::NAME, model.design_name());
     let mut progress = |p: &cover::Progress| {
+        crate::budget::note(p.unique_states, p.transitions, p.level);
         if p.seconds >= next_line {
             next_line = p.seconds + 1.0;
             eprintln!(

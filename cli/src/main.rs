@@ -274,14 +274,23 @@ fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
 /// Writes `bytes` to `file` under a temporary name in the same directory, then renames
 /// it: an interrupted run or a full disk leaves no truncated file under the real name.
 pub(crate) fn write_atomically(file: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let partial = file.with_file_name(format!(".{name}.partial"));
+    let partial = partial_name(file);
     let written = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, file));
     if written.is_err() {
         let _ = std::fs::remove_file(&partial);
     }
     written
+}
+
+/// A temporary name beside `file` that no other write uses: two runs writing into one
+/// directory (or two writes of one run) never share one, so neither renames or removes
+/// the other's half-written file.
+fn partial_name(file: &std::path::Path) -> std::path::PathBuf {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    file.with_file_name(format!(".{name}.{}-{n}.partial", std::process::id()))
 }

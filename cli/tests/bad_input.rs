@@ -393,3 +393,61 @@ fn validate_takes_a_directory_as_its_logs_in_name_order() {
         "holds no *.ndjson logs",
     );
 }
+
+/// `conform` past its memory budget says how far the replay got, not "0 states".
+#[test]
+fn conform_past_its_memory_budget_names_the_states_reached() {
+    let out = steadfast(&[
+        "conform",
+        "durable",
+        "--keys",
+        "3",
+        "--inputs",
+        "3",
+        "--walks",
+        "0",
+        "--max-memory",
+        "100",
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.starts_with("steadfast: conform stopped: memory budget of 100 MiB exceeded"),
+        "{err}"
+    );
+    let states: u64 = last
+        .split(" after ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of states: {last}"));
+    assert!(states > 0, "{last}");
+    assert!(last.contains("unique states"), "{last}");
+}
+
+/// Runs of `traces` writing into one directory at once all succeed: no two writes share
+/// a temporary name.
+#[test]
+fn concurrent_traces_runs_into_one_directory_all_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap().to_string();
+    let runs: Vec<_> = (0..3)
+        .map(|_| {
+            let d = d.clone();
+            std::thread::spawn(move || {
+                steadfast(&["traces", "leadership", "--out", &d, "--limit", "3000"])
+            })
+        })
+        .collect();
+    for run in runs {
+        let out = run.join().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let names: Vec<String> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(names.len(), 3000);
+    assert!(names.iter().all(|n| !n.contains("partial")));
+}
