@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use steadfast_model::check::{self, BadPath, CheckOptions, CheckReport, SENTINEL};
+use steadfast_model::quote::quote;
 use steadfast_model::{Spec, Verdict};
 
 /// A line to stderr; a closed stderr (the user's pipe went away) does not stop the
@@ -155,12 +156,13 @@ fn path_problem<M: Spec>(model: &M, report: &CheckReport, path: &str) -> Option<
     let problem = check::decode_explorer_path(model, path).err()?;
     Some(match problem {
         BadPath::NotANumber(part) => format!(
-            "`{}` is not a path: `{}` is not an action number",
-            path.escape_debug(),
-            part.escape_debug()
+            "{} is not a path: {} is not an action number",
+            quote(&path.escape_debug().to_string()),
+            quote(&part.escape_debug().to_string())
         ),
         BadPath::NoInitialState { index, count } => format!(
-            "path `{path}` starts at initial state {index}, but {} has {count}",
+            "path {} starts at initial state {index}, but {} has {count}",
+            quote(path),
             whose()
         ),
         BadPath::NoAction {
@@ -168,8 +170,9 @@ fn path_problem<M: Spec>(model: &M, report: &CheckReport, path: &str) -> Option<
             index,
             offered,
         } => format!(
-            "path `{path}` is not a path of {}: step {step} offers {offered} action(s), not a \
+            "path {} is not a path of {}: step {step} offers {offered} action(s), not a \
              number {index}; was it printed for another design or other settings?",
+            quote(path),
             whose()
         ),
     })

@@ -25,7 +25,7 @@ mod swarm;
 
 use std::process::ExitCode;
 
-use args::{one_line, UsageError};
+use args::{one_line, quote, UsageError};
 
 /// Conformance replay allocates at every step (runtime forks, projections holding
 /// strings): with mimalloc it ran a sixth fewer instructions and about a fifth faster
@@ -111,9 +111,9 @@ fn utf8_arguments(
         .map(|(i, arg)| {
             arg.into_string().map_err(|arg| {
                 UsageError(format!(
-                    "argument {} is not valid UTF-8: `{}`",
+                    "argument {} is not valid UTF-8: {}",
                     i + 1,
-                    arg.to_string_lossy()
+                    quote(&arg.to_string_lossy())
                 ))
             })
         })
@@ -266,7 +266,8 @@ fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
             Ok(ExitCode::SUCCESS)
         }
         other => Err(UsageError(format!(
-            "unknown command `{other}` (commands: check, verdicts, explore, models, conform, traces, replay, departs, bench, help)"
+            "unknown command {} (commands: check, verdicts, explore, models, conform, traces, replay, departs, bench, help)",
+            quote(other)
         ))),
     }
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use steadfast_conformance::validate::{self, Options, Validation, Verdict};
 use steadfast_sim::leadership::{self as sim, Config, DEFECTS, MAX_FAILOVERS, MAX_GRANTS_PER_JOB};
 
-use crate::args::{one_line, Args, UsageError};
+use crate::args::{one_line, quote, Args, UsageError};
 
 /// Most runs one command writes.
 const MAX_RUNS: usize = 100_000;
@@ -32,7 +32,8 @@ pub fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
         "durable" => return simulate_durable(args),
         other => {
             return Err(UsageError(format!(
-                "unknown model `{other}` for simulate (known: leadership, durable)"
+                "unknown model {} for simulate (known: leadership, durable)",
+                quote(other)
             )))
         }
     }
@@ -63,7 +64,8 @@ pub fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
         let defect = sim::defect_named(&name).ok_or_else(|| {
             let known: Vec<&str> = DEFECTS.iter().map(|d| sim::defect_name(*d)).collect();
             UsageError(format!(
-                "unknown bug `{name}` for leadership (known: {})",
+                "unknown bug {} for leadership (known: {})",
+                quote(&name),
                 known.join(", ")
             ))
         })?;
@@ -160,13 +162,15 @@ fn runs_and_seed(args: &mut Args) -> Result<(usize, u64), UsageError> {
         Some(text) if text.bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() => {
             text.parse::<u64>().map_err(|_| {
                 UsageError(format!(
-                    "`--seed` must be a number below 2^64, got `{text}`"
+                    "`--seed` must be a number below 2^64, got {}",
+                    quote(&text)
                 ))
             })?
         }
         Some(text) => {
             return Err(UsageError(format!(
-                "`--seed` must be a number below 2^64, got `{text}`"
+                "`--seed` must be a number below 2^64, got {}",
+                quote(&text)
             )))
         }
     };
@@ -229,7 +233,8 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
         let defect = sim::defect_named(&name).ok_or_else(|| {
             let known: Vec<&str> = sim::DEFECTS.iter().map(|d| sim::defect_name(*d)).collect();
             UsageError(format!(
-                "unknown bug `{name}` for durable (known: {})",
+                "unknown bug {} for durable (known: {})",
+                quote(&name),
                 known.join(", ")
             ))
         })?;
@@ -323,7 +328,8 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
         Some("false") => Some(false),
         Some(other) => {
             return Err(UsageError(format!(
-                "`--late-signal` must be true or false, got `{other}`"
+                "`--late-signal` must be true or false, got {}",
+                quote(other)
             )))
         }
     };
@@ -341,7 +347,8 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
                     .find(|d| **d == name)
                     .ok_or_else(|| {
                         UsageError(format!(
-                            "unknown design `{name}` (leadership: {}; durable: {})",
+                            "unknown design {} (leadership: {}; durable: {})",
+                            quote(&name),
                             leadership.join(", "),
                             durable.join(", ")
                         ))

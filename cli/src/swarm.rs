@@ -40,9 +40,10 @@ use stateright::{Checker, Chooser, Expectation as Kind, Model, Path, Property, U
 use steadfast_model::check::{explorer_path, trace_of, SENTINEL};
 use steadfast_model::Spec;
 
-use crate::args::{one_line, Args, UsageError};
+use crate::args::{one_line, quote, Args, UsageError};
 use crate::budget::RUN_FAILURE;
 use crate::render;
+use steadfast_model::quote::shorten;
 
 /// The `format` field of a shard file.
 pub const FORMAT: &str = "steadfast-swarm-shard/1";
@@ -73,7 +74,8 @@ pub fn parse_time(text: &str) -> Result<u64, UsageError> {
     let bad = || {
         UsageError(format!(
             "`--time` must be a whole number of seconds, minutes or hours such as 30s, 2m \
-             or 1h, got `{text}`"
+             or 1h, got {}",
+            quote(text)
         ))
     };
     let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
@@ -87,11 +89,13 @@ pub fn parse_time(text: &str) -> Result<u64, UsageError> {
     let n: u64 = digits.parse().map_err(|_| bad())?;
     match n.checked_mul(scale) {
         Some(0) => Err(UsageError(format!(
-            "`--time` must be at least 1s, got `{text}`"
+            "`--time` must be at least 1s, got {}",
+            quote(text)
         ))),
         Some(s) if s <= MAX_SECONDS => Ok(s),
         _ => Err(UsageError(format!(
-            "`--time` must be at most a week (168h), got `{text}`"
+            "`--time` must be at most a week (168h), got {}",
+            quote(text)
         ))),
     }
 }
@@ -108,7 +112,8 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), UsageError> {
         .and_then(|(i, n)| Some((number(i)?, number(n)?)))
     else {
         return Err(UsageError(format!(
-            "`--shard` must be i/n such as 1/4 (shard i of n, 1 <= i <= n), got `{text}`"
+            "`--shard` must be i/n such as 1/4 (shard i of n, 1 <= i <= n), got {}",
+            quote(text)
         )));
     };
     if n == 0 || n > MAX_SHARDS {
@@ -725,12 +730,16 @@ fn read_shard(file: &FsPath) -> Result<ShardFile, UsageError> {
             MAX_SHARD_FILE_BYTES >> 20
         )));
     }
-    let shard: ShardFile = serde_json::from_slice(&bytes)
-        .map_err(|e| fail(format!("not a shard result file: {e}")))?;
+    let shard: ShardFile = serde_json::from_slice(&bytes).map_err(|e| {
+        fail(format!(
+            "not a shard result file: {}",
+            shorten(&e.to_string())
+        ))
+    })?;
     if shard.format != FORMAT {
         return Err(fail(format!(
-            "format `{}`, expected `{FORMAT}`",
-            shard.format
+            "format {}, expected `{FORMAT}`",
+            quote(&shard.format)
         )));
     }
     if shard.shard == 0 || shard.shard > shard.shards {
@@ -749,8 +758,8 @@ fn read_shard(file: &FsPath) -> Result<ShardFile, UsageError> {
         };
         if !consistent {
             return Err(fail(format!(
-                "property `{}`: its verdict and its path disagree",
-                p.name
+                "property {}: its verdict and its path disagree",
+                quote(&p.name)
             )));
         }
     }

@@ -451,3 +451,51 @@ fn concurrent_traces_runs_into_one_directory_all_succeed() {
     assert_eq!(names.len(), 3000);
     assert!(names.iter().all(|n| !n.contains("partial")));
 }
+
+/// The first trace of `traces leadership`, in `format` (json or itf), as JSON.
+fn a_trace(dir: &std::path::Path, format: &str) -> serde_json::Value {
+    let out = dir.join(format!("set-{format}"));
+    let o = steadfast(&[
+        "traces",
+        "leadership",
+        "--out",
+        out.to_str().unwrap(),
+        "--limit",
+        "1",
+        "--format",
+        format,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let file = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap();
+    serde_json::from_slice(&std::fs::read(file.path()).unwrap()).unwrap()
+}
+
+/// `replay` of the trace file `name` in `dir` holding `bytes`.
+fn replay_bytes(dir: &std::path::Path, name: &str, bytes: &[u8]) -> Output {
+    let file = dir.join(name);
+    std::fs::write(&file, bytes).unwrap();
+    steadfast(&["replay", file.to_str().unwrap()])
+}
+
+fn replayed(out: &Output) {
+    let report = accepted(out);
+    assert!(
+        report.contains("the runtime agrees with the model"),
+        "{report}"
+    );
+}
+
+/// A refusal quotes at most 200 characters of a value, with its length.
+#[test]
+fn a_huge_value_is_quoted_capped_with_its_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut trace = a_trace(dir.path(), "json");
+    trace["steps"][1]["action"] = serde_json::Value::String("A".repeat(15 << 20));
+    let out = replay_bytes(dir.path(), "huge.json", trace.to_string().as_bytes());
+    refused_output(&out, &format!("`{}…` (15728640 bytes)", "A".repeat(200)));
+    assert!(out.stderr.len() < 2000, "{} bytes", out.stderr.len());
+    let name = "x".repeat(100_000);
+    let out = steadfast(&["check", &name]);
+    refused_output(&out, "(100000 bytes)");
+    assert!(out.stderr.len() < 1000, "{} bytes", out.stderr.len());
+}
