@@ -5,12 +5,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use stateright::Model;
-use steadfast_conformance::trace::{self, Replay, TraceError};
+use steadfast_conformance::trace::stream::Sink;
+use steadfast_conformance::trace::{self, Header, Replay, Replayer, TraceError, TraceStep};
 use steadfast_conformance::{cover, walk, Binding};
 use steadfast_model::check;
 use steadfast_model::Spec;
 
-use crate::args::{Args, UsageError};
+use crate::args::{quote, Args, UsageError};
 use crate::commands::{build, model_name};
 use crate::models::{with_binding, BOUND};
 
@@ -200,7 +201,8 @@ fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
     let format = args.take("format").unwrap_or_else(|| "json".into());
     if format != "json" && format != "itf" {
         return Err(UsageError(format!(
-            "`--format` must be json or itf, got `{format}`"
+            "`--format` must be json or itf, got {}",
+            quote(&format)
         )));
     }
     let limit = args.take_number("limit", usize::MAX, 1, usize::MAX)?;
@@ -323,19 +325,27 @@ pub fn replay(rest: &[String]) -> Result<ExitCode, UsageError> {
         .positional
         .first()
         .ok_or_else(|| UsageError("`replay` needs a trace file".into()))?;
-    let trace_error = |e: TraceError| UsageError(e.to_string());
-    // Read as a stream: memory bounded by the largest step, not the file. A trace error
-    // names the file already.
+    // Read once, as a stream: memory bounded by the largest step, not the file, and a
+    // pipe reads as a file does. A trace error names the file already.
     let path = std::path::Path::new(file);
-    let model = trace::stream::model_of(path).map_err(trace_error)?;
-    let replayed = with_binding!(model.as_str(), B => {
-        trace::stream::replay_file::<B>(path).map_err(trace_error)
-    })?;
+    let replayed = trace::stream::replay_path(path, trace::stream::MAX_STEP_BYTES, &mut start)
+        .map_err(|e| UsageError(e.to_string()))?;
     Ok(if print_replay(&replayed) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The replay of the model a trace's header names, at its first step.
+fn start(header: &Header, first: &TraceStep) -> Result<Box<dyn Sink>, TraceError> {
+    let started: Result<Result<Box<dyn Sink>, TraceError>, UsageError> = with_binding!(header.model.as_str(), B => {
+        Ok(Replayer::<B>::start(header, first).map(|r| Box::new(r) as Box<dyn Sink>))
+    });
+    started.map_err(|UsageError(problem)| TraceError::Settings {
+        file: header.file.clone(),
+        problem,
+    })?
 }
 
 /// `departs MODEL [--design D] [--property P] [--SETTING V]...`: the shortest
@@ -369,14 +379,16 @@ fn departs_of<B: Binding>(args: &mut Args) -> Result<ExitCode, UsageError> {
                 .collect();
             let chosen = *safety.iter().find(|q| **q == p).ok_or_else(|| {
                 UsageError(format!(
-                    "`{p}` is not a safety property of {} (safety properties: {})",
+                    "{} is not a safety property of {} (safety properties: {})",
+                    quote(&p),
                     <B::Model as Spec>::NAME,
                     safety.join(", ")
                 ))
             })?;
             let path = check::shortest(&model, chosen).ok_or_else(|| {
                 UsageError(format!(
-                    "`{p}` has no counterexample in {} unpatched at these settings",
+                    "{} has no counterexample in {} unpatched at these settings",
+                    quote(&p),
                     <B::Model as Spec>::NAME
                 ))
             })?;

@@ -499,3 +499,125 @@ fn a_huge_value_is_quoted_capped_with_its_length() {
     refused_output(&out, "(100000 bytes)");
     assert!(out.stderr.len() < 1000, "{} bytes", out.stderr.len());
 }
+
+/// Whitespace after a trace is not a step, however much of it there is.
+#[test]
+fn whitespace_after_a_trace_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = a_trace(dir.path(), "json").to_string().into_bytes();
+    bytes.extend(std::iter::repeat_n(b' ', 20 << 20));
+    bytes.extend(b"\n\t\r\n");
+    let started = Instant::now();
+    replayed(&replay_bytes(dir.path(), "spaced.json", &bytes));
+    assert!(started.elapsed() < Duration::from_secs(30));
+    bytes.extend(b"x");
+    refused_output(
+        &replay_bytes(dir.path(), "trailing.json", &bytes),
+        "not a trace file: trailing characters",
+    );
+}
+
+/// A key given twice is refused, at the top and within a step, rather than read in a
+/// way other JSON readers would not.
+#[test]
+fn a_duplicated_key_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = a_trace(dir.path(), "json");
+    let text = trace.to_string();
+    let steps = trace["steps"].to_string();
+    let twice = format!("{},\"steps\":{steps}}}", &text[..text.len() - 1]);
+    refused_output(
+        &replay_bytes(dir.path(), "twice.json", twice.as_bytes()),
+        "duplicate key `steps`",
+    );
+    let inner = text.replacen("\"action\":null", "\"action\":null,\"action\":null", 1);
+    assert_ne!(inner, text);
+    refused_output(
+        &replay_bytes(dir.path(), "inner.json", inner.as_bytes()),
+        "duplicate key `action`",
+    );
+}
+
+/// `replay` reads its file once, so a pipe or a FIFO does as a file does.
+#[cfg(unix)]
+#[test]
+fn replay_reads_a_pipe_and_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = a_trace(dir.path(), "json").to_string().into_bytes();
+    let limit = Duration::from_secs(30);
+    replayed(&bounded(
+        &["replay", "/dev/stdin"],
+        Some(bytes.clone()),
+        limit,
+    ));
+    let fifo = dir.path().join("trace.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let path = fifo.clone();
+    // Written once: a second open would wait for a writer forever.
+    let writer = std::thread::spawn(move || std::fs::write(&path, &bytes));
+    replayed(&bounded(&["replay", fifo.to_str().unwrap()], None, limit));
+    writer.join().unwrap().unwrap();
+}
+
+/// An ITF file is held to the format's structure, as the reference reader holds it.
+#[test]
+fn itf_structure_is_checked_as_the_reference_reader_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = a_trace(dir.path(), "itf");
+    replayed(&replay_bytes(
+        dir.path(),
+        "ok.itf.json",
+        trace.to_string().as_bytes(),
+    ));
+    let broken = |name: &str, change: &dyn Fn(&mut serde_json::Value), want: &str| {
+        let mut t = trace.clone();
+        change(&mut t);
+        let out = replay_bytes(dir.path(), name, t.to_string().as_bytes());
+        refused_output(&out, want);
+    };
+    broken(
+        "vars.itf.json",
+        &|t| t["vars"] = serde_json::json!([1, 2]),
+        "`vars` is not a list of text",
+    );
+    broken(
+        "novars.itf.json",
+        &|t| {
+            t.as_object_mut().unwrap().remove("vars");
+        },
+        "ITF trace without `vars`",
+    );
+    // `vars` first, as Quint writes it: a state without one is refused as it comes.
+    let mut t = trace.clone();
+    let var = t["vars"][0].as_str().unwrap().to_string();
+    t["states"][1].as_object_mut().unwrap().remove(&var);
+    let quint = format!(
+        "{{\"#meta\":{},\"vars\":{},\"states\":{}}}",
+        t["#meta"], t["vars"], t["states"]
+    );
+    refused_output(
+        &replay_bytes(dir.path(), "missing.itf.json", quint.as_bytes()),
+        &format!("state 1 has no variable `{var}`"),
+    );
+    broken(
+        "extra.itf.json",
+        &|t| t["vars"].as_array_mut().unwrap().push("ghost".into()),
+        "state 0 has no variable `ghost`",
+    );
+    broken(
+        "record.itf.json",
+        &|t| t["states"][0] = serde_json::json!(7),
+        "state 0 is not a record",
+    );
+    broken(
+        "meta.itf.json",
+        &|t| t["#meta"] = serde_json::json!("leadership"),
+        "`#meta` is not an object",
+    );
+    broken(
+        "statemeta.itf.json",
+        &|t| t["states"][0]["#meta"] = serde_json::json!(0),
+        "state 0: `#meta` is not an object",
+    );
+}
