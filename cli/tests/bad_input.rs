@@ -621,3 +621,104 @@ fn itf_structure_is_checked_as_the_reference_reader_does() {
         "state 0: `#meta` is not an object",
     );
 }
+
+/// A shard of `check leadership --design unpatched --simulate`, written into `dir`; its
+/// JSON.
+fn a_shard(dir: &std::path::Path) -> serde_json::Value {
+    let o = steadfast(&[
+        "check",
+        "leadership",
+        "--design",
+        "unpatched",
+        "--simulate",
+        "--time",
+        "1s",
+        "--seed",
+        "5",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let file = dir.join("shard-1-of-1.json");
+    serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap()
+}
+
+/// `check --merge` of a directory holding only `shard`.
+fn merge_one(shard: &serde_json::Value) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shard-1-of-1.json");
+    std::fs::write(file, shard.to_string()).unwrap();
+    steadfast(&["check", "--merge", dir.path().to_str().unwrap()])
+}
+
+/// `--merge` replays every path a shard reports on the model before counting it, and
+/// refuses a shard without verdicts.
+#[test]
+fn merge_refuses_made_up_paths_and_shards_without_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = a_shard(dir.path());
+    let properties = shard["properties"].as_array().unwrap();
+    let found = properties
+        .iter()
+        .position(|p| p["found"] == "counterexample")
+        .expect("a counterexample in 1 s of walks");
+    let nothing = properties.iter().position(|p| p["found"] == "none-found");
+
+    // The path cut short: a path of the model that does not violate the property.
+    let mut cut = shard.clone();
+    let path = &mut cut["properties"][found]["path"];
+    for list in ["steps", "actions"] {
+        path[list].as_array_mut().unwrap().truncate(1);
+    }
+    path["length"] = 1.into();
+    path["explorer_path"] = serde_json::Value::Null;
+    refused_output(
+        &merge_one(&cut),
+        "its path is not one of the model's ending in counterexample",
+    );
+
+    // A path claimed for a property the walks never violated.
+    if let Some(nothing) = nothing {
+        let mut claimed = shard.clone();
+        let real = claimed["properties"][found]["path"].clone();
+        claimed["properties"][nothing]["found"] = "counterexample".into();
+        claimed["properties"][nothing]["path"] = real;
+        refused_output(&merge_one(&claimed), "its path is not one of the model's");
+    }
+
+    let mut empty = shard.clone();
+    empty["properties"] = serde_json::json!([]);
+    refused_output(&merge_one(&empty), "no properties, so no verdicts");
+
+    let mut renamed = shard.clone();
+    renamed["properties"][0]["name"] = "made up".into();
+    refused_output(&merge_one(&renamed), "its properties are not those of");
+
+    // The shard as written merges, to the same counterexample.
+    let out = merge_one(&shard);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("counterexample to"));
+}
+
+/// Names read from shard files reach the terminal escaped.
+#[cfg(unix)]
+#[test]
+fn merge_escapes_names_from_shard_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut shard = a_shard(dir.path());
+    shard["model"] = "lead\u{1b}[2Jership".into();
+    refused_output(&merge_one(&shard), "lead\\u{1b}[2Jership");
+
+    // A file name with an escape, printed beside the counterexample it found.
+    let named = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        dir.path().join("shard-1-of-1.json"),
+        named.path().join("shard-1-of-1\u{1b}[2J.json"),
+    )
+    .unwrap();
+    let out = steadfast(&["check", "--merge", named.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(!report.contains('\u{1b}'), "{report:?}");
+    assert!(report.contains("shard-1-of-1\\u{1b}[2J.json"), "{report}");
+}
