@@ -208,6 +208,7 @@ fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
     let limit = args.take_number("limit", usize::MAX, 1, usize::MAX)?;
     let max_mib = args.take_number("max-bytes-mib", DEFAULT_MAX_TRACES_MIB, 1, 1 << 30)?;
     let max_bytes = (max_mib as u64) << 20;
+    crate::budget::watch_with(args, "traces", traces_progress)?;
     let model: M = build(args)?;
     std::fs::create_dir_all(&out)
         .map_err(|e| UsageError(format!("cannot create `{}`: {e}", out.display())))?;
@@ -268,6 +269,12 @@ fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
         out.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// How far the enumeration of a trace set got, once it has visited a state.
+fn traces_progress() -> Option<String> {
+    let visited = trace::states_visited();
+    (visited > 0).then(|| format!("{visited} states visited for the trace set"))
 }
 
 /// The default disk budget of `traces`, MiB.
@@ -366,6 +373,7 @@ fn departs_of<B: Binding>(args: &mut Args) -> Result<ExitCode, UsageError> {
         ));
     }
     let property = args.take("property");
+    crate::budget::watch(args, "departs")?;
     let model: B::Model = build(args)?;
     B::supports(&model).map_err(UsageError)?;
     let (chosen, path) = match property {
@@ -399,6 +407,8 @@ fn departs_of<B: Binding>(args: &mut Args) -> Result<ExitCode, UsageError> {
                 &model,
                 &check::CheckOptions {
                     traces: check::Traces::None,
+                    // Progress also keeps the counts the memory budget reports.
+                    progress_after: Some(std::time::Duration::from_secs(2)),
                     ..check::CheckOptions::default()
                 },
             );

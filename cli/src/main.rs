@@ -177,7 +177,7 @@ usage: steadfast conform [MODEL] [--design D] [--SETTING VALUE]... [--threads N]
         "traces" => {
             "\
 usage: steadfast traces MODEL --out DIR [--format json|itf] [--limit N] [--design D]
-                        [--SETTING VALUE]... [--max-bytes-mib MIB]
+                        [--SETTING VALUE]... [--max-bytes-mib MIB] [--max-memory MIB]
   write the transition-covering trace set"
         }
         "replay" => {
@@ -187,7 +187,7 @@ usage: steadfast replay FILE
         }
         "departs" => {
             "\
-usage: steadfast departs MODEL [--property P] [--SETTING VALUE]...
+usage: steadfast departs MODEL [--property P] [--SETTING VALUE]... [--max-memory MIB]
   where the runtime leaves the unpatched design's shortest counterexample"
         }
         "simulate" => {

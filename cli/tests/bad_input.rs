@@ -722,3 +722,27 @@ fn merge_escapes_names_from_shard_files() {
     assert!(!report.contains('\u{1b}'), "{report:?}");
     assert!(report.contains("shard-1-of-1\\u{1b}[2J.json"), "{report}");
 }
+
+/// `traces` and `departs` run under a memory budget, as `check` and `conform` do.
+#[test]
+fn traces_and_departs_stop_at_their_memory_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("set");
+    for (what, args) in [
+        (
+            "traces",
+            vec!["traces", "durable", "--out", out.to_str().unwrap()],
+        ),
+        ("departs", vec!["departs", "durable"]),
+    ] {
+        let mut args = args;
+        args.extend(["--keys", "3", "--inputs", "3", "--max-memory", "100"]);
+        let o = steadfast(&args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{what}: {err}");
+        let last = err.lines().last().unwrap();
+        let want = format!("steadfast: {what} stopped: memory budget of 100 MiB exceeded");
+        assert!(last.starts_with(&want), "{err}");
+        assert!(o.stdout.is_empty(), "{what}: {}", text(&o.stdout));
+    }
+}

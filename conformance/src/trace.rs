@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path as FsPath;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -196,8 +197,18 @@ struct Extend<M: Spec> {
 /// Traces as (initial state index, actions).
 type Traces<M> = Vec<(usize, Vec<<M as Model>::Action>)>;
 
+/// States [`trace_set`] has visited in this process, for a watcher on another thread
+/// (a memory budget that stops the process says how far the enumeration got).
+static VISITED: AtomicUsize = AtomicUsize::new(0);
+
+/// How many states [`trace_set`] has visited in this process.
+pub fn states_visited() -> usize {
+    VISITED.load(Relaxed)
+}
+
 impl<M: Spec> CheckerVisitor<M> for Extend<M> {
     fn visit(&self, model: &M, path: Path<M::State, M::Action>) {
+        VISITED.fetch_add(1, Relaxed);
         let pairs = path.into_vec();
         let init = self
             .inits
