@@ -746,3 +746,82 @@ fn traces_and_departs_stop_at_their_memory_budget() {
         assert!(o.stdout.is_empty(), "{what}: {}", text(&o.stdout));
     }
 }
+
+/// `explore` on a free port; the port it announced.
+fn explore_on_a_free_port() -> (std::process::Child, u16) {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_steadfast"))
+        .args(["explore", "leadership", "--addr", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let port = line
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no address announced: {line}"));
+    (child, port)
+}
+
+/// The status of `GET path`, if answered within `limit`.
+fn get(port: u16, path: &str, limit: Duration) -> Option<u16> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(limit)).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    text(&raw).split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Clients that send half a request and stall neither stop `explore` answering others
+/// nor hold their connection past the time allowed for a request head.
+#[test]
+fn explore_answers_others_while_clients_stall() {
+    let (mut child, port) = explore_on_a_free_port();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while get(port, "/.status", Duration::from_secs(5)) != Some(200) {
+        assert!(Instant::now() < deadline, "the Explorer never answered");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let stalled: Vec<std::net::TcpStream> = (0..8)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.write_all(b"GET /.status HTTP/1.1\r\nHost: loc").unwrap();
+            s
+        })
+        .collect();
+    let started = Instant::now();
+    let answered = get(port, "/.status", Duration::from_secs(5));
+    let took = started.elapsed();
+    // The stalled clients are dropped once their time for a head (10 s) is up.
+    let mut dropped = 0;
+    for mut s in stalled {
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut byte = [0u8; 1];
+        let closed = match s.read(&mut byte) {
+            Ok(n) => n == 0,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        };
+        dropped += usize::from(closed);
+    }
+    let held = started.elapsed();
+    child.kill().ok();
+    child.wait().ok();
+    assert_eq!(answered, Some(200), "after {took:?}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert_eq!(dropped, 8);
+    assert!(held < Duration::from_secs(20), "{held:?}");
+}
