@@ -2,6 +2,7 @@
 //! (`--grants 3`), which a static argument parser cannot know in advance.
 
 use std::fmt;
+pub use steadfast_model::quote::quote;
 
 /// A usage error: printed on one line, exit status 2.
 #[derive(Debug, PartialEq, Eq)]
@@ -49,7 +50,10 @@ impl Args {
             if let Some(name) = word.strip_prefix("--") {
                 if let Some((n, v)) = name.split_once('=') {
                     if switches.contains(&n) {
-                        return Err(UsageError(format!("`--{n}` takes no value, got `{v}`")));
+                        return Err(UsageError(format!(
+                            "`--{n}` takes no value, got {}",
+                            quote(v)
+                        )));
                     }
                     args.options.push((n.to_string(), v.to_string()));
                 } else if switches.contains(&name) {
@@ -127,7 +131,8 @@ impl Args {
                     Ok(n)
                 }
                 _ => Err(UsageError(format!(
-                    "`--{name}` must be a number within {min}..={max}, got `{text}`"
+                    "`--{name}` must be a number within {min}..={max}, got {}",
+                    quote(&text)
                 ))),
             },
         }
@@ -137,7 +142,8 @@ impl Args {
     pub fn no_options(&self, command: &str) -> Result<(), UsageError> {
         match (self.options.first(), self.switches.first()) {
             (Some((name, _)), _) | (None, Some(name)) => Err(UsageError(format!(
-                "unknown option `--{name}` for {command}"
+                "unknown option {} for {command}",
+                quote(&format!("--{name}"))
             ))),
             (None, None) => Ok(()),
         }
@@ -146,7 +152,7 @@ impl Args {
     /// Fails if positionals beyond `allowed` remain.
     pub fn no_more_positionals(&self, allowed: usize) -> Result<(), UsageError> {
         match self.positional.get(allowed) {
-            Some(extra) => Err(UsageError(format!("unexpected argument `{extra}`"))),
+            Some(extra) => Err(UsageError(format!("unexpected argument {}", quote(extra)))),
             None => Ok(()),
         }
     }

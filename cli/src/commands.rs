@@ -8,7 +8,7 @@ use serde::Serialize;
 use steadfast_model::check::{self, CheckOptions, Strategy};
 use steadfast_model::{ParamKind, Settings, Spec, Verdict};
 
-use crate::args::{Args, UsageError};
+use crate::args::{quote, Args, UsageError};
 use crate::models::{with_spec, NAMES};
 use crate::render;
 
@@ -59,7 +59,8 @@ where
     let design = args.take("design").unwrap_or_else(|| "fixed".to_string());
     if !M::designs().contains(&design.as_str()) {
         return Err(UsageError(format!(
-            "unknown design `{design}` for model {} (designs: {})",
+            "unknown design {} for model {} (designs: {})",
+            quote(&design),
             M::NAME,
             M::designs().join(", ")
         )));
@@ -396,7 +397,8 @@ where
     let model: M = build(args)?;
     let parsed: std::net::SocketAddr = addr.parse().map_err(|_| {
         UsageError(format!(
-            "`--addr` must be an IP address and port such as 127.0.0.1:3000, got `{addr}`"
+            "`--addr` must be an IP address and port such as 127.0.0.1:3000, got {}",
+            quote(&addr)
         ))
     })?;
     if !parsed.ip().is_loopback() && !public {

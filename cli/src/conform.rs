@@ -5,12 +5,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use stateright::Model;
-use steadfast_conformance::trace::{self, Replay, TraceError};
+use steadfast_conformance::trace::stream::Sink;
+use steadfast_conformance::trace::{self, Header, Replay, Replayer, TraceError, TraceStep};
 use steadfast_conformance::{cover, walk, Binding};
 use steadfast_model::check;
 use steadfast_model::Spec;
 
-use crate::args::{Args, UsageError};
+use crate::args::{quote, Args, UsageError};
 use crate::commands::{build, model_name};
 use crate::models::{with_binding, BOUND};
 
@@ -68,7 +69,7 @@ fn conform_one<B: Binding>(
     let walk_len = args.take_number("walk-length", 200, 1, 1_000_000)?;
     let seed = args.take_number("seed", 1, 0, usize::MAX)? as u64;
     let threads = args.take_number("threads", 1, 1, 64)?;
-    crate::budget::watch(args, "conform")?;
+    crate::budget::watch_with(args, "conform", crate::budget::replay_progress)?;
     let model: B::Model = build(args)?;
     B::supports(&model).map_err(UsageError)?;
     let mut report = serde_json::json!({
@@ -80,6 +81,7 @@ fn conform_one<B: Binding>(
     let mut next_line = 2.0;
     let label = format!("{} {}", <B::Model as Spec>::NAME, model.design_name());
     let mut progress = |p: &cover::Progress| {
+        crate::budget::note(p.unique_states, p.transitions, p.level);
         if p.seconds >= next_line {
             next_line = p.seconds + 1.0;
             eprintln!(
@@ -199,12 +201,14 @@ fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
     let format = args.take("format").unwrap_or_else(|| "json".into());
     if format != "json" && format != "itf" {
         return Err(UsageError(format!(
-            "`--format` must be json or itf, got `{format}`"
+            "`--format` must be json or itf, got {}",
+            quote(&format)
         )));
     }
     let limit = args.take_number("limit", usize::MAX, 1, usize::MAX)?;
     let max_mib = args.take_number("max-bytes-mib", DEFAULT_MAX_TRACES_MIB, 1, 1 << 30)?;
     let max_bytes = (max_mib as u64) << 20;
+    crate::budget::watch_with(args, "traces", traces_progress)?;
     let model: M = build(args)?;
     std::fs::create_dir_all(&out)
         .map_err(|e| UsageError(format!("cannot create `{}`: {e}", out.display())))?;
@@ -267,6 +271,12 @@ fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How far the enumeration of a trace set got, once it has visited a state.
+fn traces_progress() -> Option<String> {
+    let visited = trace::states_visited();
+    (visited > 0).then(|| format!("{visited} states visited for the trace set"))
+}
+
 /// The default disk budget of `traces`, MiB.
 const DEFAULT_MAX_TRACES_MIB: usize = 2048;
 
@@ -322,19 +332,27 @@ pub fn replay(rest: &[String]) -> Result<ExitCode, UsageError> {
         .positional
         .first()
         .ok_or_else(|| UsageError("`replay` needs a trace file".into()))?;
-    let trace_error = |e: TraceError| UsageError(e.to_string());
-    // Read as a stream: memory bounded by the largest step, not the file. A trace error
-    // names the file already.
+    // Read once, as a stream: memory bounded by the largest step, not the file, and a
+    // pipe reads as a file does. A trace error names the file already.
     let path = std::path::Path::new(file);
-    let model = trace::stream::model_of(path).map_err(trace_error)?;
-    let replayed = with_binding!(model.as_str(), B => {
-        trace::stream::replay_file::<B>(path).map_err(trace_error)
-    })?;
+    let replayed = trace::stream::replay_path(path, trace::stream::MAX_STEP_BYTES, &mut start)
+        .map_err(|e| UsageError(e.to_string()))?;
     Ok(if print_replay(&replayed) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The replay of the model a trace's header names, at its first step.
+fn start(header: &Header, first: &TraceStep) -> Result<Box<dyn Sink>, TraceError> {
+    let started: Result<Result<Box<dyn Sink>, TraceError>, UsageError> = with_binding!(header.model.as_str(), B => {
+        Ok(Replayer::<B>::start(header, first).map(|r| Box::new(r) as Box<dyn Sink>))
+    });
+    started.map_err(|UsageError(problem)| TraceError::Settings {
+        file: header.file.clone(),
+        problem,
+    })?
 }
 
 /// `departs MODEL [--design D] [--property P] [--SETTING V]...`: the shortest
@@ -355,6 +373,7 @@ fn departs_of<B: Binding>(args: &mut Args) -> Result<ExitCode, UsageError> {
         ));
     }
     let property = args.take("property");
+    crate::budget::watch(args, "departs")?;
     let model: B::Model = build(args)?;
     B::supports(&model).map_err(UsageError)?;
     let (chosen, path) = match property {
@@ -368,14 +387,16 @@ fn departs_of<B: Binding>(args: &mut Args) -> Result<ExitCode, UsageError> {
                 .collect();
             let chosen = *safety.iter().find(|q| **q == p).ok_or_else(|| {
                 UsageError(format!(
-                    "`{p}` is not a safety property of {} (safety properties: {})",
+                    "{} is not a safety property of {} (safety properties: {})",
+                    quote(&p),
                     <B::Model as Spec>::NAME,
                     safety.join(", ")
                 ))
             })?;
             let path = check::shortest(&model, chosen).ok_or_else(|| {
                 UsageError(format!(
-                    "`{p}` has no counterexample in {} unpatched at these settings",
+                    "{} has no counterexample in {} unpatched at these settings",
+                    quote(&p),
                     <B::Model as Spec>::NAME
                 ))
             })?;
@@ -386,6 +407,8 @@ fn departs_of<B: Binding>(args: &mut Args) -> Result<ExitCode, UsageError> {
                 &model,
                 &check::CheckOptions {
                     traces: check::Traces::None,
+                    // Progress also keeps the counts the memory budget reports.
+                    progress_after: Some(std::time::Duration::from_secs(2)),
                     ..check::CheckOptions::default()
                 },
             );

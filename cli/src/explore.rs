@@ -17,10 +17,13 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use steadfast_model::check::{self, BadPath, CheckOptions, CheckReport, SENTINEL};
+use steadfast_model::quote::quote;
 use steadfast_model::{Spec, Verdict};
 
 /// A line to stderr; a closed stderr (the user's pipe went away) does not stop the
@@ -77,33 +80,134 @@ where
     });
     wait_for(inner)?;
 
-    let server =
-        tiny_http::Server::http(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let listener = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     say!("serving on {base}; the page links the same paths; press ctrl-c to stop");
-    // Request bodies are never read: the Explorer's one POST carries none.
-    for request in server.incoming_requests() {
-        let url = request.url().to_string();
-        let method = request.method().clone();
-        let (status, kind, data) = answer(&model, &report, inner, &method, &url);
-        let header =
-            tiny_http::Header::from_bytes("Content-Type", kind).expect("a fixed header is valid");
-        let response = tiny_http::Response::from_data(data)
-            .with_status_code(status)
-            .with_header(header);
-        let _ = request.respond(response);
+    let shared = Arc::new((model, report));
+    let live = Arc::new(AtomicUsize::new(0));
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        // Past the limit a connection is closed at once: the machine's threads are
+        // not spent on clients that hold connections open.
+        if live.fetch_add(1, Relaxed) >= MAX_CONNECTIONS {
+            live.fetch_sub(1, Relaxed);
+            continue;
+        }
+        let (shared, done) = (Arc::clone(&shared), Arc::clone(&live));
+        let spawned = std::thread::Builder::new()
+            .name("explore-client".into())
+            .spawn(move || {
+                serve_one(&shared.0, &shared.1, inner, stream);
+                done.fetch_sub(1, Relaxed);
+            });
+        if spawned.is_err() {
+            live.fetch_sub(1, Relaxed);
+        }
     }
     Ok(())
+}
+
+/// The longest a client may take to send a request head, or to take the answer.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The largest request head read; the Explorer's are a few hundred bytes.
+const MAX_HEAD_BYTES: usize = 16 << 10;
+
+/// Connections served at once, each on its own thread.
+const MAX_CONNECTIONS: usize = 64;
+
+/// Answers one connection's request (one per connection: the answer closes it). A
+/// client that sends its request head slowly, or not at all, is dropped after
+/// [`CLIENT_TIMEOUT`] and holds up no one else.
+fn serve_one<M: Spec>(model: &M, report: &CheckReport, inner: SocketAddr, mut stream: TcpStream) {
+    let reply = match read_head(&mut stream) {
+        Head::Request(method, url) => answer(model, report, inner, &method, &url),
+        Head::Bad => (
+            400,
+            "text/plain; charset=utf-8",
+            b"not an HTTP request".to_vec(),
+        ),
+        Head::Gone => return,
+    };
+    let _ = stream.set_write_timeout(Some(CLIENT_TIMEOUT));
+    let _ = write_reply(&mut stream, &reply);
+}
+
+/// What a connection sent.
+enum Head {
+    /// Method and URL of a request.
+    Request(String, String),
+    /// A head that is no HTTP request, or too large.
+    Bad,
+    /// Nothing within the time allowed, or the client went.
+    Gone,
+}
+
+/// Reads a request head within [`CLIENT_TIMEOUT`], whatever pace the client sends at.
+fn read_head(stream: &mut TcpStream) -> Head {
+    let deadline = Instant::now() + CLIENT_TIMEOUT;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 2048];
+    while !ends_head(&head) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return Head::Gone;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return Head::Gone,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+        if head.len() > MAX_HEAD_BYTES {
+            return Head::Bad;
+        }
+    }
+    request_line(&head).map_or(Head::Bad, |(m, u)| Head::Request(m, u))
+}
+
+fn ends_head(head: &[u8]) -> bool {
+    head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n")
+}
+
+/// Method and URL of a request line, when they are what a browser sends: a method in
+/// capitals and a path, neither with control characters (they are passed on).
+fn request_line(head: &[u8]) -> Option<(String, String)> {
+    let line = std::str::from_utf8(head).ok()?.lines().next()?;
+    let mut words = line.split(' ');
+    let (method, url) = (words.next()?, words.next()?);
+    let fits = !method.is_empty()
+        && method.bytes().all(|b| b.is_ascii_uppercase())
+        && url.starts_with('/')
+        && !url.chars().any(char::is_control);
+    fits.then(|| (method.to_string(), url.to_string()))
+}
+
+fn write_reply(stream: &mut TcpStream, (status, kind, body): &Reply) -> std::io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        502 => "Bad Gateway",
+        _ => "Status",
+    };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    stream.flush()
 }
 
 fn answer<M: Spec>(
     model: &M,
     report: &CheckReport,
     inner: SocketAddr,
-    method: &tiny_http::Method,
+    method: &str,
     url: &str,
 ) -> Reply {
-    if *method != tiny_http::Method::Get {
-        return forward(inner, method.as_str(), url);
+    // Request bodies are never read: the Explorer's one POST carries none.
+    if method != "GET" {
+        return forward(inner, method, url);
     }
     if let Some(path) = url.strip_prefix("/.steadfast/check") {
         let problem = path_problem(model, report, path);
@@ -155,12 +259,13 @@ fn path_problem<M: Spec>(model: &M, report: &CheckReport, path: &str) -> Option<
     let problem = check::decode_explorer_path(model, path).err()?;
     Some(match problem {
         BadPath::NotANumber(part) => format!(
-            "`{}` is not a path: `{}` is not an action number",
-            path.escape_debug(),
-            part.escape_debug()
+            "{} is not a path: {} is not an action number",
+            quote(&path.escape_debug().to_string()),
+            quote(&part.escape_debug().to_string())
         ),
         BadPath::NoInitialState { index, count } => format!(
-            "path `{path}` starts at initial state {index}, but {} has {count}",
+            "path {} starts at initial state {index}, but {} has {count}",
+            quote(path),
             whose()
         ),
         BadPath::NoAction {
@@ -168,8 +273,9 @@ fn path_problem<M: Spec>(model: &M, report: &CheckReport, path: &str) -> Option<
             index,
             offered,
         } => format!(
-            "path `{path}` is not a path of {}: step {step} offers {offered} action(s), not a \
+            "path {} is not a path of {}: step {step} offers {offered} action(s), not a \
              number {index}; was it printed for another design or other settings?",
+            quote(path),
             whose()
         ),
     })

@@ -25,7 +25,7 @@ mod swarm;
 
 use std::process::ExitCode;
 
-use args::{one_line, UsageError};
+use args::{one_line, quote, UsageError};
 
 /// Conformance replay allocates at every step (runtime forks, projections holding
 /// strings): with mimalloc it ran a sixth fewer instructions and about a fifth faster
@@ -57,7 +57,7 @@ usage:
   steadfast simulate MODEL --out DIR [--runs N] [--seed S] [--bug NAME]
                                     concurrent, seeded, faulty runs of the machines
                                     (leadership or durable), one NDJSON log each
-  steadfast validate LOG...         check each production log against the model
+  steadfast validate LOG|DIR...     check each production log against the model
   steadfast bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]
                                     checking speed per design; symmetry reduction
                                     factor; growth per bound (a run longer than the
@@ -111,9 +111,9 @@ fn utf8_arguments(
         .map(|(i, arg)| {
             arg.into_string().map_err(|arg| {
                 UsageError(format!(
-                    "argument {} is not valid UTF-8: `{}`",
+                    "argument {} is not valid UTF-8: {}",
                     i + 1,
-                    arg.to_string_lossy()
+                    quote(&arg.to_string_lossy())
                 ))
             })
         })
@@ -177,7 +177,7 @@ usage: steadfast conform [MODEL] [--design D] [--SETTING VALUE]... [--threads N]
         "traces" => {
             "\
 usage: steadfast traces MODEL --out DIR [--format json|itf] [--limit N] [--design D]
-                        [--SETTING VALUE]... [--max-bytes-mib MIB]
+                        [--SETTING VALUE]... [--max-bytes-mib MIB] [--max-memory MIB]
   write the transition-covering trace set"
         }
         "replay" => {
@@ -187,7 +187,7 @@ usage: steadfast replay FILE
         }
         "departs" => {
             "\
-usage: steadfast departs MODEL [--property P] [--SETTING VALUE]...
+usage: steadfast departs MODEL [--property P] [--SETTING VALUE]... [--max-memory MIB]
   where the runtime leaves the unpatched design's shortest counterexample"
         }
         "simulate" => {
@@ -210,6 +210,8 @@ usage: steadfast simulate leadership --out DIR [--runs N] [--seed S] [--jobs J] 
             "\
 usage: steadfast validate LOG... [--design D] [--late-signal true|false] [--json]
        steadfast validate --cluster LOG... [--design D] [--late-signal true|false] [--json]
+  a directory stands for every *.ndjson in it, in name order (as `simulate --out DIR`
+  wrote them)
   checks each log against the model its run header names, leadership or durable
   (design fixed unless --design names another; every interleaving; a durable log
   under the bounds its header names):
@@ -264,7 +266,8 @@ fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
             Ok(ExitCode::SUCCESS)
         }
         other => Err(UsageError(format!(
-            "unknown command `{other}` (commands: check, verdicts, explore, models, conform, traces, replay, departs, bench, help)"
+            "unknown command {} (commands: check, verdicts, explore, models, conform, traces, replay, departs, bench, help)",
+            quote(other)
         ))),
     }
 }
@@ -272,14 +275,23 @@ fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
 /// Writes `bytes` to `file` under a temporary name in the same directory, then renames
 /// it: an interrupted run or a full disk leaves no truncated file under the real name.
 pub(crate) fn write_atomically(file: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let partial = file.with_file_name(format!(".{name}.partial"));
+    let partial = partial_name(file);
     let written = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, file));
     if written.is_err() {
         let _ = std::fs::remove_file(&partial);
     }
     written
+}
+
+/// A temporary name beside `file` that no other write uses: two runs writing into one
+/// directory (or two writes of one run) never share one, so neither renames or removes
+/// the other's half-written file.
+fn partial_name(file: &std::path::Path) -> std::path::PathBuf {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    file.with_file_name(format!(".{name}.{}-{n}.partial", std::process::id()))
 }

@@ -48,7 +48,8 @@ macro_rules! with_spec {
                 $body
             }
             other => Err($crate::args::UsageError(format!(
-                "unknown model `{other}` (models: {})",
+                "unknown model {} (models: {})",
+                steadfast_model::quote::quote(other),
                 $crate::models::NAMES.join(", ")
             ))),
         }
@@ -93,7 +94,8 @@ macro_rules! with_binding {
                 $body
             }
             other => Err($crate::args::UsageError(format!(
-                "model `{other}` is not bound to a runtime (bound: {})",
+                "model {} is not bound to a runtime (bound: {})",
+                steadfast_model::quote::quote(other),
                 $crate::models::BOUND.join(", ")
             ))),
         }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use steadfast_conformance::validate::{self, Options, Validation, Verdict};
 use steadfast_sim::leadership::{self as sim, Config, DEFECTS, MAX_FAILOVERS, MAX_GRANTS_PER_JOB};
 
-use crate::args::{one_line, Args, UsageError};
+use crate::args::{one_line, quote, Args, UsageError};
 
 /// Most runs one command writes.
 const MAX_RUNS: usize = 100_000;
@@ -32,14 +32,13 @@ pub fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
         "durable" => return simulate_durable(args),
         other => {
             return Err(UsageError(format!(
-                "unknown model `{other}` for simulate (known: leadership, durable)"
+                "unknown model {} for simulate (known: leadership, durable)",
+                quote(other)
             )))
         }
     }
     let (runs, seed) = runs_and_seed(&mut args)?;
-    let out = args
-        .take("out")
-        .ok_or_else(|| UsageError("`simulate` needs `--out DIR` for the logs".into()))?;
+    let out = out_dir(&mut args)?;
     let defaults = Config::default();
     let jobs = args.take_number("jobs", defaults.jobs as usize, 1, sim::MAX_JOBS as usize)?;
     let grants = args.take_number(
@@ -65,7 +64,8 @@ pub fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
         let defect = sim::defect_named(&name).ok_or_else(|| {
             let known: Vec<&str> = DEFECTS.iter().map(|d| sim::defect_name(*d)).collect();
             UsageError(format!(
-                "unknown bug `{name}` for leadership (known: {})",
+                "unknown bug {} for leadership (known: {})",
+                quote(&name),
                 known.join(", ")
             ))
         })?;
@@ -140,6 +140,20 @@ pub fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--out DIR`, which must name a directory: an empty one would write into the current
+/// directory unasked (as `traces` refuses it).
+fn out_dir(args: &mut Args) -> Result<String, UsageError> {
+    let out = args
+        .take("out")
+        .ok_or_else(|| UsageError("`simulate` needs `--out DIR` for the logs".into()))?;
+    if out.is_empty() {
+        return Err(UsageError(
+            "`--out` is empty; name a directory (`--out .` for this one)".into(),
+        ));
+    }
+    Ok(out)
+}
+
 /// `--runs N` and `--seed S`: run *i* has seed S+i.
 fn runs_and_seed(args: &mut Args) -> Result<(usize, u64), UsageError> {
     let runs = args.take_number("runs", 1, 1, MAX_RUNS)?;
@@ -148,13 +162,15 @@ fn runs_and_seed(args: &mut Args) -> Result<(usize, u64), UsageError> {
         Some(text) if text.bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() => {
             text.parse::<u64>().map_err(|_| {
                 UsageError(format!(
-                    "`--seed` must be a number below 2^64, got `{text}`"
+                    "`--seed` must be a number below 2^64, got {}",
+                    quote(&text)
                 ))
             })?
         }
         Some(text) => {
             return Err(UsageError(format!(
-                "`--seed` must be a number below 2^64, got `{text}`"
+                "`--seed` must be a number below 2^64, got {}",
+                quote(&text)
             )))
         }
     };
@@ -192,9 +208,7 @@ fn run_durable(
 fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
     use steadfast_sim::durable as sim;
     let (runs, seed) = runs_and_seed(&mut args)?;
-    let out = args
-        .take("out")
-        .ok_or_else(|| UsageError("`simulate` needs `--out DIR` for the logs".into()))?;
+    let out = out_dir(&mut args)?;
     let d = sim::Config::default();
     let mut small = |name: &str, default: u8, low: usize, high: u8| {
         args.take_number(name, usize::from(default), low, usize::from(high))
@@ -219,7 +233,8 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
         let defect = sim::defect_named(&name).ok_or_else(|| {
             let known: Vec<&str> = sim::DEFECTS.iter().map(|d| sim::defect_name(*d)).collect();
             UsageError(format!(
-                "unknown bug `{name}` for durable (known: {})",
+                "unknown bug {} for durable (known: {})",
+                quote(&name),
                 known.join(", ")
             ))
         })?;
@@ -313,7 +328,8 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
         Some("false") => Some(false),
         Some(other) => {
             return Err(UsageError(format!(
-                "`--late-signal` must be true or false, got `{other}`"
+                "`--late-signal` must be true or false, got {}",
+                quote(other)
             )))
         }
     };
@@ -331,7 +347,8 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
                     .find(|d| **d == name)
                     .ok_or_else(|| {
                         UsageError(format!(
-                            "unknown design `{name}` (leadership: {}; durable: {})",
+                            "unknown design {} (leadership: {}; durable: {})",
+                            quote(&name),
                             leadership.join(", "),
                             durable.join(", ")
                         ))
@@ -350,14 +367,15 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
         late_signal,
         design,
     };
+    let files = log_files(&args.positional)?;
     if cluster {
-        return Ok(validate_cluster(&args.positional, options, json));
+        return Ok(validate_cluster(&files, options, json));
     }
     let mut worst = 0u8;
     let started = Instant::now();
     let mut events = 0u64;
     let (mut valid, mut invalid, mut unreadable) = (0usize, 0usize, 0usize);
-    for file in &args.positional {
+    for file in &files {
         let result = std::fs::File::open(file)
             .map_err(|e| validate::LogError {
                 line: 0,
@@ -385,19 +403,11 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
             Err(e) => {
                 unreadable += 1;
                 worst = 2;
-                let line = format!("{file}: unreadable: {e}");
-                if json {
-                    println!(
-                        "{}",
-                        serde_json::json!({ "log": file, "unreadable": e.to_string() })
-                    );
-                } else {
-                    println!("{}", one_line(&line));
-                }
+                refuse_log(file, &e);
             }
         }
     }
-    if !json && args.positional.len() > 1 {
+    if !json && files.len() > 1 {
         let secs = started.elapsed().as_secs_f64();
         println!(
             "{valid} valid, {invalid} invalid, {unreadable} unreadable; {events} events in {secs:.2} s ({:.0} events/s)",
@@ -405,6 +415,41 @@ pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
         );
     }
     Ok(ExitCode::from(worst))
+}
+
+/// A log that cannot be read, refused on stderr as every refusal is (with `--json` too:
+/// standard output carries only the verdicts).
+fn refuse_log(file: &str, e: &validate::LogError) {
+    eprintln!(
+        "steadfast: {}",
+        one_line(&format!("{file}: unreadable: {e}"))
+    );
+}
+
+/// The logs named: a file as itself, a directory as every `*.ndjson` in it in name
+/// order (what `simulate --out DIR` wrote); a directory without one is refused.
+fn log_files(named: &[String]) -> Result<Vec<String>, UsageError> {
+    let mut files = Vec::new();
+    for name in named {
+        if !Path::new(name).is_dir() {
+            files.push(name.clone());
+            continue;
+        }
+        let cannot = |e: std::io::Error| UsageError(format!("cannot list `{name}`: {e}"));
+        let mut logs = Vec::new();
+        for entry in std::fs::read_dir(name).map_err(cannot)? {
+            let path = entry.map_err(cannot)?.path();
+            if path.extension().is_some_and(|x| x == "ndjson") && !path.is_dir() {
+                logs.push(path.display().to_string());
+            }
+        }
+        if logs.is_empty() {
+            return Err(UsageError(format!("`{name}` holds no *.ndjson logs")));
+        }
+        logs.sort();
+        files.extend(logs);
+    }
+    Ok(files)
 }
 
 /// `validate --cluster`: the logs as one cluster's JobManager processes, in the order
@@ -432,14 +477,7 @@ fn validate_cluster(files: &[String], options: Options, json: bool) -> ExitCode 
             ExitCode::from(u8::from(!v.is_valid() || !v.violations.is_empty()))
         }
         Err(e) => {
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({ "log": name, "unreadable": e.to_string() })
-                );
-            } else {
-                println!("{}", one_line(&format!("{name}: unreadable: {e}")));
-            }
+            refuse_log(&name, &e);
             ExitCode::from(2)
         }
     }

@@ -38,10 +38,12 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use stateright::{Checker, Chooser, Expectation as Kind, Model, Path, Property, UniformChooser};
 use steadfast_model::check::{explorer_path, trace_of, SENTINEL};
+use steadfast_model::quote::shorten;
 use steadfast_model::Spec;
 
-use crate::args::{one_line, Args, UsageError};
+use crate::args::{one_line, quote, Args, UsageError};
 use crate::budget::RUN_FAILURE;
+use crate::models::with_spec;
 use crate::render;
 
 /// The `format` field of a shard file.
@@ -73,7 +75,8 @@ pub fn parse_time(text: &str) -> Result<u64, UsageError> {
     let bad = || {
         UsageError(format!(
             "`--time` must be a whole number of seconds, minutes or hours such as 30s, 2m \
-             or 1h, got `{text}`"
+             or 1h, got {}",
+            quote(text)
         ))
     };
     let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
@@ -87,11 +90,13 @@ pub fn parse_time(text: &str) -> Result<u64, UsageError> {
     let n: u64 = digits.parse().map_err(|_| bad())?;
     match n.checked_mul(scale) {
         Some(0) => Err(UsageError(format!(
-            "`--time` must be at least 1s, got `{text}`"
+            "`--time` must be at least 1s, got {}",
+            quote(text)
         ))),
         Some(s) if s <= MAX_SECONDS => Ok(s),
         _ => Err(UsageError(format!(
-            "`--time` must be at most a week (168h), got `{text}`"
+            "`--time` must be at most a week (168h), got {}",
+            quote(text)
         ))),
     }
 }
@@ -108,7 +113,8 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), UsageError> {
         .and_then(|(i, n)| Some((number(i)?, number(n)?)))
     else {
         return Err(UsageError(format!(
-            "`--shard` must be i/n such as 1/4 (shard i of n, 1 <= i <= n), got `{text}`"
+            "`--shard` must be i/n such as 1/4 (shard i of n, 1 <= i <= n), got {}",
+            quote(text)
         )));
     };
     if n == 0 || n > MAX_SHARDS {
@@ -517,18 +523,34 @@ fn describe<M: Spec>(model: &M, p: &Property<M>, best: &Best) -> Result<FoundPat
         )
     };
     let (init, actions) = replay(model, &best.choices).ok_or_else(broken)?;
-    let path = Path::from_actions(model, init, &actions).ok_or_else(broken)?;
+    found_path(model, p, init, &actions, (best.walk, best.walk_seed)).ok_or_else(broken)
+}
+
+/// The path from `init` along `actions` in the model's words, with the walk that found
+/// it; `None` unless it is a path of the model, within its boundary, ending where `p`
+/// fires (a violation of an `always` property, a witness of a `sometimes` one).
+fn found_path<M: Spec>(
+    model: &M,
+    p: &Property<M>,
+    init: M::State,
+    actions: &[M::Action],
+    (walk, walk_seed): (u64, u64),
+) -> Option<FoundPath> {
+    let path = Path::from_actions(model, init, actions)?;
     let pairs = path.clone().into_vec();
-    let last = &pairs.last().ok_or_else(broken)?.0;
+    if !pairs.iter().all(|(s, _)| model.within_boundary(s)) {
+        return None;
+    }
+    let last = &pairs.last()?.0;
     if (p.condition)(model, last) != (p.expectation == Kind::Sometimes) {
-        return Err(broken());
+        return None;
     }
     let explorer = explorer_path(model, &pairs);
     let trace = trace_of(model, path);
-    Ok(FoundPath {
+    Some(FoundPath {
         length: actions.len(),
-        walk: best.walk,
-        walk_seed: best.walk_seed,
+        walk,
+        walk_seed,
         steps: trace
             .steps
             .into_iter()
@@ -711,7 +733,7 @@ pub fn render_shard(f: &ShardFile) -> String {
 
 /// Reads one shard file, refusing anything that is not one.
 fn read_shard(file: &FsPath) -> Result<ShardFile, UsageError> {
-    let name = file.display();
+    let name = shown(file);
     let fail = |problem: String| UsageError(format!("`{name}`: {problem}"));
     let opened = std::fs::File::open(file).map_err(|e| fail(format!("cannot read it: {e}")))?;
     let mut bytes = Vec::new();
@@ -725,12 +747,16 @@ fn read_shard(file: &FsPath) -> Result<ShardFile, UsageError> {
             MAX_SHARD_FILE_BYTES >> 20
         )));
     }
-    let shard: ShardFile = serde_json::from_slice(&bytes)
-        .map_err(|e| fail(format!("not a shard result file: {e}")))?;
+    let shard: ShardFile = serde_json::from_slice(&bytes).map_err(|e| {
+        fail(format!(
+            "not a shard result file: {}",
+            shorten(&e.to_string())
+        ))
+    })?;
     if shard.format != FORMAT {
         return Err(fail(format!(
-            "format `{}`, expected `{FORMAT}`",
-            shard.format
+            "format {}, expected `{FORMAT}`",
+            quote(&shard.format)
         )));
     }
     if shard.shard == 0 || shard.shard > shard.shards {
@@ -749,8 +775,8 @@ fn read_shard(file: &FsPath) -> Result<ShardFile, UsageError> {
         };
         if !consistent {
             return Err(fail(format!(
-                "property `{}`: its verdict and its path disagree",
-                p.name
+                "property {}: its verdict and its path disagree",
+                quote(&p.name)
             )));
         }
     }
@@ -780,6 +806,125 @@ fn shard_files(dir: &FsPath) -> Result<Vec<PathBuf>, UsageError> {
     Ok(files)
 }
 
+/// `check --merge DIR`. Shard files are input like any other: each is checked against
+/// the model it names (its properties are the model's, and each path it reports is
+/// replayed through the model and must end where its property fires) before it is
+/// counted, and what is printed comes from the model, not the file.
+pub fn merge(args: &Args, dir: &str) -> Result<ExitCode, UsageError> {
+    args.no_more_positionals(0)?;
+    args.no_options("check --merge")?;
+    let files = shard_files(FsPath::new(dir))?;
+    let first = read_shard(&files[0])?;
+    // The registry entry of the shard's model: `leadership` with several jobs is its own.
+    let settings = Args {
+        options: first.settings.clone().into_iter().collect(),
+        ..Args::default()
+    };
+    let entry = crate::models::entry(&first.model, &settings);
+    with_spec!(entry.as_str(), M => merge_of::<M>(&files, first))
+}
+
+/// The model `shard` (read from `file`) was walked on.
+fn model_of<M: Spec>(file: &FsPath, shard: &ShardFile) -> Result<M, UsageError> {
+    let pairs: Vec<(&str, &str)> = shard
+        .settings
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let fail = |e: steadfast_model::SettingsError| UsageError(format!("`{}`: {e}", shown(file)));
+    let settings = steadfast_model::Settings::parse(M::params(), &pairs).map_err(fail)?;
+    M::build(&shard.design, &settings).map_err(fail)
+}
+
+/// A file name as printed: escaped, so that a name cannot drive the terminal.
+fn shown(file: &FsPath) -> String {
+    one_line(&file.display().to_string())
+}
+
+/// Checks `shard` against `model`: its properties are the model's, each found path is
+/// one of the model's ending where its property fires. Returns the shard with every
+/// path rebuilt from the model.
+fn verified<M: Spec>(
+    model: &M,
+    file: &FsPath,
+    mut shard: ShardFile,
+) -> Result<ShardFile, UsageError> {
+    let fail = |problem: String| UsageError(format!("`{}`: {problem}", shown(file)));
+    if shard.properties.is_empty() {
+        return Err(fail("no properties, so no verdicts".into()));
+    }
+    let properties: Vec<Property<M>> = model
+        .properties()
+        .into_iter()
+        .filter(|p| p.name != SENTINEL)
+        .collect();
+    let kinds: Vec<(String, String)> = properties
+        .iter()
+        .map(|p| (p.name.to_string(), kind_word(&p.expectation).to_string()))
+        .collect();
+    let claimed: Vec<(String, String)> = shard
+        .properties
+        .iter()
+        .map(|p| (p.name.clone(), p.kind.clone()))
+        .collect();
+    if claimed != kinds {
+        return Err(fail(format!(
+            "its properties are not those of {} (design {})",
+            M::NAME,
+            model.design_name()
+        )));
+    }
+    for (result, p) in shard.properties.iter_mut().zip(&properties) {
+        let Some(path) = &result.path else { continue };
+        let found = match p.expectation {
+            Kind::Always => Found::Counterexample,
+            _ => Found::Example,
+        };
+        let rebuilt = (result.found == found)
+            .then(|| replayed(model, p, path))
+            .flatten()
+            .ok_or_else(|| {
+                fail(format!(
+                    "property {}: its path is not one of the model's ending in {}",
+                    quote(p.name),
+                    found.words()
+                ))
+            })?;
+        result.path = Some(rebuilt);
+    }
+    Ok(shard)
+}
+
+fn kind_word(kind: &Kind) -> &'static str {
+    if *kind == Kind::Always {
+        "always"
+    } else {
+        "sometimes"
+    }
+}
+
+/// `path` replayed through `model` from the initial state its Explorer path names (or
+/// the first from which its actions are a path), rebuilt in the model's words.
+fn replayed<M: Spec>(model: &M, p: &Property<M>, path: &FoundPath) -> Option<FoundPath> {
+    let actions: Vec<M::Action> = path
+        .actions
+        .iter()
+        .map(|a| serde_json::from_value(a.clone()).ok())
+        .collect::<Option<_>>()?;
+    let walk = (path.walk, path.walk_seed);
+    let inits = match &path.explorer_path {
+        Some(explorer) => {
+            let (init, named) =
+                steadfast_model::check::decode_explorer_path(model, explorer).ok()?;
+            (named == actions).then_some(vec![init])?
+        }
+        None => model.init_states(),
+    };
+    inits
+        .into_iter()
+        .find_map(|init| found_path(model, p, init, &actions, walk))
+}
+
 /// The best a swarm found for one property.
 struct MergedProperty {
     result: PropertyResult,
@@ -787,101 +932,123 @@ struct MergedProperty {
     by: Option<(u64, u64, PathBuf)>,
 }
 
-/// `check --merge DIR`
-pub fn merge(args: &Args, dir: &str) -> Result<ExitCode, UsageError> {
-    args.no_more_positionals(0)?;
-    args.no_options("check --merge")?;
-    let files = shard_files(FsPath::new(dir))?;
-    let mut first: Option<(ShardFile, PathBuf)> = None;
-    let mut merged: Vec<MergedProperty> = Vec::new();
+/// The totals of a swarm's shards.
+#[derive(Default)]
+struct Totals {
+    walks: u64,
+    states: u64,
+    seconds: f64,
+    longest: f64,
+}
+
+/// The merge of `files`, whose first, `first`, names the model `M`.
+fn merge_of<M: Spec>(files: &[PathBuf], first: ShardFile) -> Result<ExitCode, UsageError> {
+    let model: M = model_of(&files[0], &first)?;
+    let first = verified(&model, &files[0], first)?;
+    let mut merged: Vec<MergedProperty> = first
+        .properties
+        .iter()
+        .map(|p| MergedProperty {
+            result: PropertyResult {
+                found: Found::Nothing,
+                path: None,
+                ..p.clone()
+            },
+            by: None,
+        })
+        .collect();
     let mut seeds: BTreeMap<u64, PathBuf> = BTreeMap::new();
-    let (mut walks, mut states, mut seconds, mut longest) = (0u64, 0u64, 0f64, 0f64);
-    for file in &files {
-        let shard = read_shard(file)?;
-        let differs = |what: &str| {
-            UsageError(format!(
-                "`{}`: {what} from that of `{}`",
-                file.display(),
-                first
-                    .as_ref()
-                    .map(|(_, f)| f.display().to_string())
-                    .unwrap_or_default()
-            ))
+    let mut totals = Totals::default();
+    for (i, file) in files.iter().enumerate() {
+        let shard = if i == 0 {
+            first.clone()
+        } else {
+            let shard = read_shard(file)?;
+            same_swarm(&first, &files[0], &shard, file)?;
+            verified(&model, file, shard)?
         };
-        match &first {
-            None => {
-                merged = shard
-                    .properties
-                    .iter()
-                    .map(|p| MergedProperty {
-                        result: PropertyResult {
-                            found: Found::Nothing,
-                            path: None,
-                            ..p.clone()
-                        },
-                        by: None,
-                    })
-                    .collect();
-            }
-            Some((f, _)) => {
-                if shard.model != f.model {
-                    return Err(differs("its model differs"));
-                }
-                if shard.design != f.design {
-                    return Err(differs("its design differs"));
-                }
-                if shard.settings != f.settings {
-                    return Err(differs("its settings differ"));
-                }
-                let names = |s: &ShardFile| -> Vec<(String, String)> {
-                    s.properties
-                        .iter()
-                        .map(|p| (p.name.clone(), p.kind.clone()))
-                        .collect()
-                };
-                if names(&shard) != names(f) {
-                    return Err(differs("its list of properties differs"));
-                }
-            }
-        }
         if let Some(other) = seeds.insert(shard.shard_seed, file.clone()) {
             return Err(UsageError(format!(
                 "`{}`: same shard seed as `{}`; it repeats the same walks",
-                file.display(),
-                other.display()
+                shown(file),
+                shown(&other)
             )));
         }
-        for (m, p) in merged.iter_mut().zip(&shard.properties) {
-            let Some(path) = &p.path else { continue };
-            let shorter = m
-                .result
-                .path
-                .as_ref()
-                .is_none_or(|best| path.length < best.length);
-            if shorter {
-                m.result.found = p.found;
-                m.result.path = Some(path.clone());
-                m.by = Some((shard.shard, shard.shards, file.clone()));
-            }
-        }
-        walks = walks.saturating_add(shard.walks);
-        states = states.saturating_add(shard.states);
-        seconds += shard.seconds;
-        longest = longest.max(shard.seconds);
-        if first.is_none() {
-            first = Some((shard, file.clone()));
+        keep_shortest(&mut merged, &shard, file);
+        totals.walks = totals.walks.saturating_add(shard.walks);
+        totals.states = totals.states.saturating_add(shard.states);
+        totals.seconds += shard.seconds;
+        totals.longest = totals.longest.max(shard.seconds);
+    }
+    print!("{}", render_merge(&model, files.len(), &totals, &merged));
+    Ok(exit_status(merged.iter().map(|m| m.result.found)))
+}
+
+/// Refuses `shard` unless it walked the model, design and settings of `first`.
+fn same_swarm(
+    first: &ShardFile,
+    first_file: &FsPath,
+    shard: &ShardFile,
+    file: &FsPath,
+) -> Result<(), UsageError> {
+    let differs = |what: &str| {
+        Err(UsageError(format!(
+            "`{}`: {what} from that of `{}`",
+            shown(file),
+            shown(first_file)
+        )))
+    };
+    if shard.model != first.model {
+        return differs("its model differs");
+    }
+    if shard.design != first.design {
+        return differs("its design differs");
+    }
+    if shard.settings != first.settings {
+        return differs("its settings differ");
+    }
+    Ok(())
+}
+
+/// Keeps, per property, the shortest path of `merged` and `shard`.
+fn keep_shortest(merged: &mut [MergedProperty], shard: &ShardFile, file: &FsPath) {
+    for (m, p) in merged.iter_mut().zip(&shard.properties) {
+        let Some(path) = &p.path else { continue };
+        let shorter = m
+            .result
+            .path
+            .as_ref()
+            .is_none_or(|best| path.length < best.length);
+        if shorter {
+            m.result.found = p.found;
+            m.result.path = Some(path.clone());
+            m.by = Some((shard.shard, shard.shards, file.to_path_buf()));
         }
     }
-    let Some((f, _)) = first else {
-        unreachable!("shard_files returns at least one file")
-    };
+}
+
+/// The merged table and the shortest counterexamples, every name from the model.
+fn render_merge<M: Spec>(
+    model: &M,
+    shards: usize,
+    t: &Totals,
+    merged: &[MergedProperty],
+) -> String {
+    let settings = model
+        .settings()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ");
     let mut out = format!(
-        "model {}, design {} ({})\nswarm of {} shards: {walks} walks, {states} states, \
-         {seconds:.2} s of walking (longest shard {longest:.2} s)\n{CANNOT_HOLD}\n",
-        f.model,
-        f.design,
-        settings_words(&f.settings),
-        files.len(),
+        "model {}, design {} ({settings})\nswarm of {shards} shards: {} walks, {} states, \
+         {:.2} s of walking (longest shard {:.2} s)\n{CANNOT_HOLD}\n",
+        M::NAME,
+        model.design_name(),
+        t.walks,
+        t.states,
+        t.seconds,
+        t.longest,
     );
     let mut rows = vec![vec![
         "property".to_string(),
@@ -890,7 +1057,7 @@ pub fn merge(args: &Args, dir: &str) -> Result<ExitCode, UsageError> {
         "shortest".to_string(),
         "by shard".to_string(),
     ]];
-    for m in &merged {
+    for m in merged {
         let (len, by) = match (&m.result.path, &m.by) {
             (Some(path), Some((i, n, _))) => (format!("{} steps", path.length), format!("{i}/{n}")),
             _ => (String::new(), String::new()),
@@ -904,17 +1071,16 @@ pub fn merge(args: &Args, dir: &str) -> Result<ExitCode, UsageError> {
         ]);
     }
     out.push_str(&render::table(&rows));
-    for m in &merged {
+    for m in merged {
         if let (Found::Counterexample, Some(path), Some((i, n, file))) =
             (m.result.found, &m.result.path, &m.by)
         {
-            let by = format!("shard {i}/{n}, walk {} ({})", path.walk, file.display());
+            let by = format!("shard {i}/{n}, walk {} ({})", path.walk, shown(file));
             out.push_str(&path_heading(&m.result, path, &by));
             out.push_str(&steps(path));
         }
     }
-    print!("{out}");
-    Ok(exit_status(merged.iter().map(|m| m.result.found)))
+    out
 }
 
 #[cfg(test)]

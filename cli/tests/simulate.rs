@@ -158,7 +158,8 @@ fn bad_input_exits_with_one_line_naming_the_problem() {
         );
         assert_eq!(text(&o.stderr), *want, "{args:?}");
     }
-    // A missing file and a file that is not a log: each named on one line, status 2.
+    // A missing file and a file that is not a log: each refused on one stderr line,
+    // status 2; standard output has only the summary.
     let garbage = dir.path().join("garbage.ndjson");
     std::fs::write(&garbage, b"\xff\xfe not a log\n").unwrap();
     let missing = dir.path().join("missing.ndjson");
@@ -168,21 +169,21 @@ fn bad_input_exits_with_one_line_naming_the_problem() {
         missing.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2));
-    let out = text(&o.stdout);
-    let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 3, "{out}");
+    let err = text(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(lines.iter().all(|l| l.starts_with("steadfast: ")), "{err}");
     assert!(
         lines[0].ends_with("garbage.ndjson: unreadable: line 1: not UTF-8 (byte 0)"),
-        "{out}"
+        "{err}"
     );
     assert!(
         lines[1].contains("missing.ndjson: unreadable: cannot open:"),
-        "{out}"
+        "{err}"
     );
-    assert!(
-        lines[2].starts_with("0 valid, 0 invalid, 2 unreadable"),
-        "{out}"
-    );
+    let out = text(&o.stdout);
+    assert!(out.starts_with("0 valid, 0 invalid, 2 unreadable"), "{out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
 }
 
 #[test]
@@ -273,10 +274,11 @@ fn durable_logs_validate_and_the_marker_bug_is_rejected() {
     let v = steadfast(&["validate", "--design", "revoke-clears-leader", &log]);
     assert_eq!(v.status.code(), Some(2));
     assert!(
-        text(&v.stdout).ends_with(
+        text(&v.stderr).ends_with(
             "unreadable: unknown design `revoke-clears-leader` for durable (known: unpatched, old-put-order, unpruned-tracking, fixed, commit-on-snapshot)"
         ),
         "{}",
-        text(&v.stdout)
+        text(&v.stderr)
     );
+    assert!(v.stdout.is_empty());
 }

@@ -18,11 +18,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path as FsPath;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stateright::{Checker, CheckerVisitor, Model, Path};
+use steadfast_model::quote::{quote, shorten};
 use steadfast_model::{Settings, Spec};
 
 use crate::cover::FastMap;
@@ -124,7 +126,8 @@ impl fmt::Display for TraceError {
                 expected,
             } => write!(
                 f,
-                "{file}: a trace of model `{found}`, not of model `{expected}`"
+                "{file}: a trace of model {}, not of model `{expected}`",
+                quote(found)
             ),
             TraceError::Settings { file, problem } => write!(f, "{file}: {problem}"),
             TraceError::Step {
@@ -194,8 +197,18 @@ struct Extend<M: Spec> {
 /// Traces as (initial state index, actions).
 type Traces<M> = Vec<(usize, Vec<<M as Model>::Action>)>;
 
+/// States [`trace_set`] has visited in this process, for a watcher on another thread
+/// (a memory budget that stops the process says how far the enumeration got).
+static VISITED: AtomicUsize = AtomicUsize::new(0);
+
+/// How many states [`trace_set`] has visited in this process.
+pub fn states_visited() -> usize {
+    VISITED.load(Relaxed)
+}
+
 impl<M: Spec> CheckerVisitor<M> for Extend<M> {
     fn visit(&self, model: &M, path: Path<M::State, M::Action>) {
+        VISITED.fetch_add(1, Relaxed);
         let pairs = path.into_vec();
         let init = self
             .inits
@@ -358,16 +371,17 @@ pub(crate) fn malformed(file: &str, problem: impl Into<String>) -> TraceError {
 
 /// Reads a trace from text in either format; `file` names it in errors.
 pub fn parse(file: &str, text: &str) -> Result<Loaded, TraceError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| malformed(file, e.to_string()))?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| malformed(file, shorten(&e.to_string())))?;
     if value.get("vars").is_some() && value.get("states").is_some() {
         return parse_itf(file, &value);
     }
     let trace: TraceFile =
-        serde_json::from_value(value).map_err(|e| malformed(file, e.to_string()))?;
+        serde_json::from_value(value).map_err(|e| malformed(file, shorten(&e.to_string())))?;
     if trace.format != FORMAT {
         return Err(malformed(
             file,
-            format!("format `{}`, expected `{FORMAT}`", trace.format),
+            format!("format {}, expected `{FORMAT}`", quote(&trace.format)),
         ));
     }
     if trace.steps.is_empty() || trace.steps[0].action.is_some() {
@@ -428,13 +442,16 @@ pub(crate) fn itf_header(file: &str, meta: &Value) -> Result<Header, TraceError>
                 pair.split_once('=')
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .ok_or_else(|| {
-                        malformed(file, format!("#meta settings: `{pair}` is not name=value"))
+                        malformed(
+                            file,
+                            format!("#meta settings: {} is not name=value", quote(pair)),
+                        )
                     })
             })
             .collect::<Result<_, _>>()?,
         // The earlier shape: a record of text values.
         Some(s) => serde_json::from_value(s.clone())
-            .map_err(|e| malformed(file, format!("#meta settings: {e}")))?,
+            .map_err(|e| malformed(file, format!("#meta settings: {}", shorten(&e.to_string()))))?,
     };
     Ok(Header {
         file: file.to_string(),
@@ -454,10 +471,11 @@ pub(crate) fn itf_step(file: &str, i: usize, s: &Value) -> Result<TraceStep, Tra
     fields.remove("#meta");
     let taken = fields.remove(ACTION_VAR);
     let picks = fields.remove(PICKS_VAR);
+    // Problems may quote the file's values: capped.
     let step_error = |problem: String| TraceError::Step {
         file: file.to_string(),
         step: i,
-        problem,
+        problem: shorten(&problem),
     };
     let action = match (i, taken) {
         (0, _) => None,
@@ -474,7 +492,8 @@ pub(crate) fn itf_step(file: &str, i: usize, s: &Value) -> Result<TraceStep, Tra
                 }
                 _ => {
                     return Err(step_error(format!(
-                        "`{PICKS_VAR}` has no `args` option for action `{name}`"
+                        "`{PICKS_VAR}` has no `args` option for action {}",
+                        quote(&name)
                     )))
                 }
             };
@@ -716,8 +735,16 @@ impl<B: Binding> Replayer<B> {
             .action
             .as_ref()
             .ok_or_else(|| step_error("no action".into()))?;
-        let action: B::Action = serde_json::from_value(value.clone())
-            .map_err(|e| step_error(format!("unknown action {value}: {e}")))?;
+        let action: B::Action = serde_json::from_value(value.clone()).map_err(|e| {
+            let quoted = match value {
+                Value::String(name) => quote(name),
+                other => shorten(&other.to_string()),
+            };
+            step_error(format!(
+                "unknown action {quoted}: {}",
+                shorten(&e.to_string())
+            ))
+        })?;
         let mut enabled = Vec::new();
         self.model.actions(&self.state, &mut enabled);
         if !enabled.contains(&action) {
@@ -735,7 +762,7 @@ impl<B: Binding> Replayer<B> {
                     crate::diff::fields(want, &serde_json::to_value(&next).unwrap_or_default());
                 return Err(step_error(format!(
                     "the recorded state is not the model's: {}",
-                    lines.join("; ")
+                    shorten(&lines.join("; "))
                 )));
             }
         }

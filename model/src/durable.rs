@@ -137,7 +137,8 @@ impl Design {
             .find(|d| d.name() == name)
             .ok_or_else(|| {
                 SettingsError(format!(
-                    "unknown design `{name}` for durable (known: {})",
+                    "unknown design {} for durable (known: {})",
+                    crate::quote::quote(name),
                     DESIGN_NAMES.join(", ")
                 ))
             })

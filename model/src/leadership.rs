@@ -1255,7 +1255,8 @@ impl Leadership {
             .find(|d| d.name() == design)
             .ok_or_else(|| {
                 SettingsError(format!(
-                    "unknown design `{design}` for leadership (known: {})",
+                    "unknown design {} for leadership (known: {})",
+                    crate::quote::quote(design),
                     DESIGN_NAMES.join(", ")
                 ))
             })?;

@@ -22,6 +22,7 @@ pub mod check;
 pub mod durable;
 pub mod leadership;
 pub mod picture;
+pub mod quote;
 pub mod settings;
 
 pub use settings::{Param, ParamKind, Settings, SettingsError};
@@ -131,7 +132,8 @@ pub trait Spec:
             .map(|(_, preset)| *preset)
             .ok_or_else(|| {
                 SettingsError(format!(
-                    "unknown scenario `{name}` for model {} (scenarios: {})",
+                    "unknown scenario {} for model {} (scenarios: {})",
+                    quote::quote(name),
                     Self::NAME,
                     Self::scenario_names().join(", ")
                 ))

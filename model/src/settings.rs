@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::quote::quote;
+
 /// The type and limits of one parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamKind {
@@ -124,7 +126,8 @@ impl Settings {
         let param = params.iter().find(|p| p.name == name).ok_or_else(|| {
             let known: Vec<_> = params.iter().map(|p| p.name).collect();
             SettingsError(format!(
-                "unknown setting `{name}` (known: {})",
+                "unknown setting {} (known: {})",
+                quote(name),
                 known.join(", ")
             ))
         })?;
@@ -133,7 +136,10 @@ impl Settings {
                 // Digits only: `str::parse` would also take a leading `+`.
                 let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
                 let n: u64 = text.parse().ok().filter(|_| digits).ok_or_else(|| {
-                    SettingsError(format!("`{name}` needs a whole number, got `{text}`"))
+                    SettingsError(format!(
+                        "`{name}` needs a whole number, got {}",
+                        quote(text)
+                    ))
                 })?;
                 if n < min || n > max {
                     return Err(SettingsError(format!(
@@ -147,15 +153,17 @@ impl Settings {
                 "false" | "no" | "off" => Value::Bool(false),
                 _ => {
                     return Err(SettingsError(format!(
-                        "`{name}` needs true or false, got `{text}`"
+                        "`{name}` needs true or false, got {}",
+                        quote(text)
                     )))
                 }
             },
             ParamKind::Choice { options, .. } => {
                 let word = options.iter().find(|o| **o == text).ok_or_else(|| {
                     SettingsError(format!(
-                        "`{name}` must be one of {}, got `{text}`",
-                        options.join(", ")
+                        "`{name}` must be one of {}, got {}",
+                        options.join(", "),
+                        quote(text)
                     ))
                 })?;
                 Value::Choice(word)

@@ -38,6 +38,7 @@
 
 use std::borrow::Cow;
 use std::io::Read;
+use steadfast_model::quote::{quote, shorten};
 
 use serde::Deserialize;
 use stateright::Model;
@@ -596,7 +597,8 @@ fn event_of(f: &Fields<'_>, names: &Names, line: u64) -> Result<Option<DurableEv
         ) => DurableEvent::Unknown,
         (other, _) => {
             return Err(err(format!(
-                "an event of an unknown component `{other}` in a durable log"
+                "an event of an unknown component {} in a durable log",
+                quote(other)
             )))
         }
     };
@@ -681,7 +683,7 @@ pub(super) fn validate_lines<R: Read>(
         line_no = line_no_now;
         let parsed: Line<'_> = serde_json::from_str(text).map_err(|e| LogError {
             line: line_no,
-            why: format!("not a log event: {e}"),
+            why: format!("not a log event: {}", shorten(&e.to_string())),
         })?;
         let f = parsed.fields;
         if f.component.as_deref() == Some("run") {
@@ -696,7 +698,7 @@ pub(super) fn validate_lines<R: Read>(
                 Some(other) => {
                     return Err(LogError {
                         line: line_no,
-                        why: format!("a log of the {other} model, not of durable"),
+                        why: format!("a log of the {} model, not of durable", quote(other)),
                     })
                 }
                 None => {

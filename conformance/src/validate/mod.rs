@@ -31,6 +31,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{BufRead, Read};
+use steadfast_model::quote::{quote, shorten};
 
 use serde::Deserialize;
 use stateright::Model;
@@ -278,7 +279,12 @@ fn route(
         "runner" | "process" | "election" | "dispatcher" => {}
         // The end of a JobManager process in a cluster log (`validate_cluster`).
         "jobmanager" if cluster => {}
-        other => return Err(err(format!("an event of an unknown component `{other}`"))),
+        other => {
+            return Err(err(format!(
+                "an event of an unknown component {}",
+                quote(other)
+            )))
+        }
     }
     let job = fields.job.or(span.and_then(|s| s.job));
     // A JobManager's end concerns every job, and the model names its job in it.
@@ -504,7 +510,7 @@ fn leadership_lines<R: Read>(
         line_no = line_no_now;
         let parsed: Line<'_> = serde_json::from_str(text).map_err(|e| LogError {
             line: line_no,
-            why: format!("not a log event: {e}"),
+            why: format!("not a log event: {}", shorten(&e.to_string())),
         })?;
         // The run header of a simulated run says which faults it injected.
         if parsed.fields.component.as_deref() == Some("run") {
@@ -512,7 +518,7 @@ fn leadership_lines<R: Read>(
                 if model != "leadership" {
                     return Err(LogError {
                         line: line_no,
-                        why: format!("a log of the {model} model, not of leadership"),
+                        why: format!("a log of the {} model, not of leadership", quote(model)),
                     });
                 }
             }
