@@ -204,7 +204,7 @@ fn run_durable(
 
 /// `simulate durable --runs N --seed S --out DIR [--bug NAME] [--keys K] [--inputs I]
 /// [--actions A] [--calls C] [--partitions P] [--crashes X] [--checkpoints C]
-/// [--send-failures F] [--max-delay-ms D] [--json]`.
+/// [--send-failures F] [--max-delay-ms D] [--zombie-sends true|false] [--json]`.
 fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
     use steadfast_sim::durable as sim;
     let (runs, seed) = runs_and_seed(&mut args)?;
@@ -228,14 +228,28 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
         1,
         sim::MAX_DELAY_MS as usize,
     )? as u64;
+    let zombie_sends = match args.take("zombie-sends").as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(UsageError(format!(
+                "`--zombie-sends` must be true or false, got {}",
+                quote(other)
+            )))
+        }
+    };
     let mut defects = Vec::new();
+    let mut fencing = true;
     for name in args.take_all("bug") {
+        if name == sim::UNFENCED {
+            fencing = false;
+            continue;
+        }
         let defect = sim::defect_named(&name).ok_or_else(|| {
-            let known: Vec<&str> = sim::DEFECTS.iter().map(|d| sim::defect_name(*d)).collect();
             UsageError(format!(
                 "unknown bug {} for durable (known: {})",
                 quote(&name),
-                known.join(", ")
+                sim::bug_names().join(", ")
             ))
         })?;
         defects.push(defect);
@@ -248,19 +262,26 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
     let started = Instant::now();
     let mut totals = sim::Outcome::default();
     let mut repeated = 0usize;
+    let base = sim::Config {
+        keys,
+        inputs,
+        actions,
+        calls,
+        partitions,
+        seed,
+        crashes,
+        checkpoints,
+        send_failures,
+        max_delay_ms,
+        defects: defects.clone(),
+        zombie_sends,
+        fencing,
+    };
+    base.check().map_err(UsageError)?;
     for i in 0..runs as u64 {
         let config = sim::Config {
-            keys,
-            inputs,
-            actions,
-            calls,
-            partitions,
             seed: seed + i,
-            crashes,
-            checkpoints,
-            send_failures,
-            max_delay_ms,
-            defects: defects.clone(),
+            ..base.clone()
         };
         match run_durable(dir, &config) {
             Ok((path, o)) => {
@@ -272,6 +293,8 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
                 totals.supplier_calls += o.supplier_calls;
                 totals.flushes += o.flushes;
                 totals.records_sent += o.records_sent;
+                totals.zombies_landed += o.zombies_landed;
+                totals.zombies_stale += o.zombies_stale;
                 repeated += o.repeated_calls().len();
                 if json {
                     let line = serde_json::json!({
@@ -311,9 +334,18 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
             secs,
             totals.events as f64 / secs.max(1e-9)
         );
+        if zombie_sends {
+            println!(
+                "zombie sends landed: {} ({} behind a newer fence)",
+                totals.zombies_landed, totals.zombies_stale
+            );
+        }
         if !defects.is_empty() {
             let names: Vec<&str> = defects.iter().map(|d| sim::defect_name(*d)).collect();
             println!("the operator carried the seed bug {}", names.join(" and "));
+        }
+        if !fencing {
+            println!("the restores carried the seed bug {}", sim::UNFENCED);
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -103,7 +103,7 @@ fn bad_input_exits_with_one_line_naming_the_problem() {
         (
             &["simulate", "durable", "--out", d, "--bug", "eager-not-finished"],
             2,
-            "steadfast: unknown bug `eager-not-finished` for durable (known: end-offset-marker, cache-before-ack)",
+            "steadfast: unknown bug `eager-not-finished` for durable (known: end-offset-marker, cache-before-ack, unfenced)",
         ),
         (
             &["simulate", "durable", "--out", d, "--keys", "4"],
@@ -114,6 +114,16 @@ fn bad_input_exits_with_one_line_naming_the_problem() {
             &["simulate", "durable", "--out", d, "--send-failures", "-1"],
             2,
             "steadfast: `--send-failures` must be a number within 0..=2, got `-1`",
+        ),
+        (
+            &["simulate", "durable", "--out", d, "--zombie-sends", "yes"],
+            2,
+            "steadfast: `--zombie-sends` must be true or false, got `yes`",
+        ),
+        (
+            &["simulate", "durable", "--out", d, "--zombie-sends", "true"],
+            2,
+            "steadfast: zombie_sends needs keys 1 (one put in flight at a time), not 2",
         ),
         (
             &["simulate", "durable", "--out", d, "--jobs", "4"],
@@ -257,7 +267,7 @@ fn durable_logs_validate_and_the_marker_bug_is_rejected() {
     let report = text(&v.stdout);
     assert!(
         report.contains(
-            "invalid at line 73: durable.supplier call key=key1.0 action=action0 seq=1 index=0"
+            "invalid at line 74: durable.supplier call key=key1.0 action=action0 seq=1 index=0"
         ),
         "{report}"
     );
@@ -268,7 +278,7 @@ fn durable_logs_validate_and_the_marker_bug_is_rejected() {
     let v = steadfast(&["validate", "--json", &log]);
     let json: serde_json::Value = serde_json::from_str(&text(&v.stdout)).unwrap();
     assert_eq!(json["model"], "durable");
-    assert_eq!(json["verdict"]["unexplained"]["line"], 73);
+    assert_eq!(json["verdict"]["unexplained"]["line"], 74);
 
     // A design of the other model is named as the log's problem.
     let v = steadfast(&["validate", "--design", "revoke-clears-leader", &log]);
@@ -281,4 +291,51 @@ fn durable_logs_validate_and_the_marker_bug_is_rejected() {
         text(&v.stderr)
     );
     assert!(v.stdout.is_empty());
+}
+
+#[test]
+fn a_zombie_send_without_fences_repeats_a_call_the_validator_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let sim = steadfast(&[
+        "simulate",
+        "durable",
+        "--runs",
+        "1",
+        "--seed",
+        "37",
+        "--out",
+        out,
+        "--keys",
+        "1",
+        "--crashes",
+        "3",
+        "--checkpoints",
+        "1",
+        "--zombie-sends",
+        "true",
+        "--bug",
+        "unfenced",
+    ]);
+    assert_eq!(sim.status.code(), Some(0), "{}", text(&sim.stderr));
+    let said = text(&sim.stdout);
+    assert!(said.contains(", repeated calls: 1,"), "{said}");
+    assert!(
+        said.contains("zombie sends landed: 1 (0 behind a newer fence)"),
+        "{said}"
+    );
+    assert!(
+        said.ends_with("the restores carried the seed bug unfenced"),
+        "{said}"
+    );
+    let log = format!("{out}/durable-37.ndjson");
+    let v = steadfast(&["validate", &log]);
+    assert_eq!(v.status.code(), Some(1), "{}", text(&v.stdout));
+    assert!(
+        text(&v.stdout).contains(
+            "the model's \"call at most once\" fails on every path explaining it, in the step at line 66: durable.supplier call key=key0.0 action=action0 seq=1 index=1"
+        ),
+        "{}",
+        text(&v.stdout)
+    );
 }

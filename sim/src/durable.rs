@@ -23,15 +23,21 @@
 //!   put is in flight (the operator refuses a snapshot otherwise, and the coordinator
 //!   tries again later), and completes it after a delay.
 //! - A crash aborts every task of the incarnation (nothing of it logs or delivers after
-//!   the crash line), drops the operator and the log handle, reopens the log from disk and
-//!   restores from the latest completed checkpoint, replaying the log from its marker.
-//!   Queued records that were never sent are lost; sent ones landed.
+//!   the crash line), drops the operator and the log handle, reopens the log from disk,
+//!   fences every partition with the new incarnation's epoch as the blocking driver does
+//!   (`durable.driver fence`), and restores from the latest completed checkpoint,
+//!   replaying the log from its marker. Queued records that were never sent are lost;
+//!   sent ones landed.
+//! - With [`Config::zombie_sends`], a record still queued at a crash may instead stay
+//!   with the crashed incarnation's producer (a zombie, one at a time) and land later,
+//!   before the restore's fences or at a drawn time in a later incarnation, through the
+//!   new incarnation's log handle (`Sim::land_zombie` says why).
 //!
 //! **Faults.** A put may fail before its record lands (it is never sent) or after (sent
 //! and flushed, then answered with a failure), at most [`Config::send_failures`] times.
 //! The fixed operator fails on a failed put, as the task would, and the driver crashes and
 //! restores it; with [`Defect::CacheBeforeAck`] the operator ignores the failure and goes
-//! on.
+//! on. The driver's own seed bug, [`UNFENCED`], restores without fences.
 //!
 //! **Environment assumptions the driver keeps**, because the model's verdicts rest on
 //! them (`specs/durable-actions.md`, "Assumptions"): a crash comes only once a checkpoint
@@ -57,9 +63,10 @@ use serde::Serialize;
 use serde_json::json;
 use steadfast::durable::storage::{LockGuard, StdStorage, Storage, StorageFile};
 use steadfast::durable::{
-    partition_for, restore_from_log, AckPoll, ActionDef, CallChain, CallOutcome, CallRef,
-    Checkpoint, Defect, Effect, Event, FileLog, FileLogOptions, Limits, Log, LogError, Operator,
-    OperatorError, PendingAck, PutId, PutRecord, StateKey, StoreError,
+    append_fences, partition_for, restart_without_checkpoint, restore_from_log, AckPoll, ActionDef,
+    CallChain, CallOutcome, CallRef, Cancellation, Checkpoint, Defect, Effect, Event, FileLog,
+    FileLogOptions, Limits, Log, LogError, Operator, OperatorError, PendingAck, PutId, PutRecord,
+    StateKey, StoreError,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -104,6 +111,15 @@ const RETRY_DIVISOR: u64 = 5;
 const FAILURE_PERCENT: u64 = 15;
 /// The file log's directory as the log names it ([`Rooted`] resolves it).
 const LOG_DIR: &str = "durable-log";
+/// Chance, in percent, that a record queued at a crash stays with the old producer
+/// (`zombie_sends`).
+const ZOMBIE_PERCENT: u64 = 60;
+/// Chance, in percent, that a zombie lands before the restore's fences rather than in
+/// the new incarnation.
+const EARLY_ZOMBIE_PERCENT: u64 = 30;
+/// How much longer than a message's delay a zombie's wait in the new incarnation may be:
+/// long enough to land after the records the new incarnation writes for its state.
+const ZOMBIE_DELAYS: u64 = 4;
 
 /// One run's settings (the model's parameters of the same names, where it has them).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -131,6 +147,12 @@ pub struct Config {
     /// Seed bugs put back into the operator.
     #[serde(serialize_with = "defect_names")]
     pub defects: Vec<Defect>,
+    /// A crash may leave a queued put with the old producer, to land later (the model's
+    /// `zombie-sends`); needs one key, as the model's zombie needs sequential puts.
+    pub zombie_sends: bool,
+    /// A restore fences every partition before it reads the log (the model's
+    /// `epoch-fencing`); off is the seed bug [`UNFENCED`].
+    pub fencing: bool,
 }
 
 fn defect_names<S: serde::Serializer>(defects: &[Defect], s: S) -> Result<S::Ok, S::Error> {
@@ -153,6 +175,17 @@ pub fn defect_named(name: &str) -> Option<Defect> {
     DEFECTS.into_iter().find(|d| defect_name(*d) == name)
 }
 
+/// The command-line name of the driver's seed bug: a restore writes no fences
+/// ([`Config::fencing`] off).
+pub const UNFENCED: &str = "unfenced";
+
+/// Every seed bug's command-line name: the operator's, then the driver's.
+pub fn bug_names() -> Vec<&'static str> {
+    let mut names: Vec<&str> = DEFECTS.iter().map(|d| defect_name(*d)).collect();
+    names.push(UNFENCED);
+    names
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -167,6 +200,8 @@ impl Default for Config {
             send_failures: 1,
             max_delay_ms: 50,
             defects: Vec::new(),
+            zombie_sends: false,
+            fencing: true,
         }
     }
 }
@@ -211,7 +246,24 @@ impl Config {
                 self.max_delay_ms
             ));
         }
+        // The group commit keeps one put per key in flight; the model's single zombie
+        // needs puts one at a time, which only one key gives.
+        if self.zombie_sends && self.keys > 1 {
+            return Err(format!(
+                "zombie_sends needs keys 1 (one put in flight at a time), not {}",
+                self.keys
+            ));
+        }
         Ok(())
+    }
+
+    /// The seed bugs the run carries, by command-line name.
+    pub fn bug_names(&self) -> Vec<&'static str> {
+        let mut names: Vec<&str> = self.defects.iter().map(|d| defect_name(*d)).collect();
+        if !self.fencing {
+            names.push(UNFENCED);
+        }
+        names
     }
 
     /// The key names, in model order: model key `k` is named `key{k}.{n}` for the first
@@ -297,6 +349,14 @@ pub struct Outcome {
     pub records_sent: u64,
     /// Outputs emitted, over all incarnations.
     pub outputs: u64,
+    /// Queued puts a crash left with the old producer (`zombie_sends`).
+    pub zombies: u32,
+    /// Zombies that landed.
+    pub zombies_landed: u32,
+    /// Zombies that landed behind a fence of a newer epoch in their partition.
+    pub zombies_stale: u32,
+    /// Records the restores' rebuilds skipped as stale (behind a newer fence).
+    pub fenced_skipped: u64,
     /// The virtual time the run took, in milliseconds.
     pub virtual_ms: u64,
     /// Per durable call, how often the supplier ran, in call order.
@@ -447,6 +507,8 @@ enum Message {
     Complete { id: u64 },
     /// The task crashes.
     Crash,
+    /// The old producer delivers the zombie.
+    LandZombie,
 }
 
 /// What becomes of a queued put.
@@ -464,6 +526,17 @@ struct Queued {
     put: PutId,
     record: PutRecord,
     fate: Fate,
+}
+
+/// A put of a crashed incarnation still with that incarnation's producer.
+#[derive(Debug)]
+struct Zombie {
+    /// The record as sent: its bytes carry the crashed incarnation's epoch.
+    record: PutRecord,
+    epoch: u64,
+    /// The durable call whose result it saves, and the supplier's runs of it at the
+    /// crash.
+    call: Option<(CallRef, u32)>,
 }
 
 /// Per durable call, supplier runs and runs whose result never reached the log.
@@ -501,6 +574,10 @@ struct Sim {
     completed: Option<Checkpoint>,
     failures: u8,
     runs: BTreeMap<CallRef, Runs>,
+    /// The send a crash left with the producer, not landed yet.
+    zombie: Option<Zombie>,
+    /// Per partition, the highest epoch a fence was appended with.
+    fence_levels: Vec<u64>,
     outcome: Outcome,
 }
 
@@ -523,14 +600,11 @@ impl Sim {
             concurrent_checkpoints = 1u8,
             send_failures = config.send_failures,
             seed = config.seed,
+            zombie_sends = config.zombie_sends,
+            fencing = config.fencing,
             key_names = %keys.join(" "),
             action_names = %config.action_names().join(" "),
-            defects = %config
-                .defects
-                .iter()
-                .map(|d| defect_name(*d))
-                .collect::<Vec<_>>()
-                .join(","),
+            defects = %config.bug_names().join(","),
         );
         let log = open_log(&storage, config.partitions)?;
         let mut op = Operator::new(defs.clone(), u32::from(config.partitions))
@@ -538,6 +612,7 @@ impl Sim {
         op.set_limits(config.limits());
         op.set_defects(&config.defects);
         let rng = Rng::new(config.seed);
+        let fence_levels = vec![0; usize::from(config.partitions)];
         Ok(Sim {
             config,
             keys,
@@ -558,6 +633,8 @@ impl Sim {
             completed: None,
             failures: 0,
             runs: BTreeMap::new(),
+            zombie: None,
+            fence_levels,
             outcome: Outcome::default(),
         })
     }
@@ -603,7 +680,8 @@ impl Sim {
         Ok(outcome)
     }
 
-    /// Every key's inputs delivered and finished, and nothing in flight.
+    /// Every key's inputs delivered and finished, nothing in flight, and no zombie left
+    /// to land.
     fn finished(&self) -> bool {
         let last = u64::from(self.config.inputs) - 1;
         self.keys.iter().all(|k| {
@@ -614,6 +692,7 @@ impl Sim {
             })
         }) && self.op.puts_in_flight().is_empty()
             && self.op.outstanding_calls().is_empty()
+            && self.zombie.is_none()
     }
 
     fn handle(&mut self, msg: Msg) -> Result<(), String> {
@@ -655,6 +734,7 @@ impl Sim {
                     Ok(())
                 }
             }
+            Message::LandZombie => self.land_zombie(),
         }
     }
 
@@ -872,8 +952,8 @@ impl Sim {
     }
 
     /// The task crashes and restarts at once: every task of the incarnation is aborted,
-    /// the operator and the log handle are dropped, the log is reopened and the operator
-    /// restored from the latest completed checkpoint.
+    /// the operator and the log handle are dropped, the log is reopened, fenced, and the
+    /// operator restored from the latest completed checkpoint.
     fn crash(&mut self, forced: bool) -> Result<(), String> {
         if !forced && self.outcome.crashes >= u32::from(self.config.crashes) {
             return Ok(());
@@ -883,32 +963,123 @@ impl Sim {
         self.abort_tasks();
         self.inc += 1;
         self.flusher_armed = false;
-        for q in std::mem::take(&mut self.queue) {
-            // Never sent: the record is lost with the process.
-            if let Some(call) = self.put_calls.remove(&q.put) {
-                self.runs.entry(call).or_default().unlanded += 1;
-            }
-        }
+        self.drop_queue();
         self.put_calls.clear();
         self.pending = None;
         // The old handle goes with the process, before the reopen: the log's directory
         // stays locked while it lives. It holds nothing unsent or unflushed (a flush
         // follows its sends in one step).
         self.log = None;
-        let mut log = open_log(&self.storage, self.config.partitions)?;
-        // The incarnation's epoch: one more than the crashes so far. No fences yet.
+        self.log = Some(open_log(&self.storage, self.config.partitions)?);
+        if self.zombie.is_some() && self.rng.chance(EARLY_ZOMBIE_PERCENT) {
+            self.land_zombie()?;
+        }
+        // The incarnation's epoch: one more than the crashes so far.
         let epoch = self.inc + 1;
-        let mut op = match &self.completed {
-            Some(checkpoint) => restore(&self.defs, checkpoint, &mut log, epoch)?,
-            None => Operator::new_at(self.defs.clone(), u32::from(self.config.partitions), epoch)
-                .map_err(|e| format!("restarting the operator: {e}"))?,
-        };
-        self.log = Some(log);
+        if self.config.fencing {
+            self.fence(epoch)?;
+        }
+        let mut op = self.restored(epoch)?;
         op.set_limits(self.config.limits());
         op.set_defects(&self.config.defects);
         self.op = op;
         self.start_incarnation();
         self.feed(Event::Resume)
+    }
+
+    /// The crashed incarnation's queued records: never sent, so lost with the process,
+    /// but with `zombie_sends` one may stay with its producer instead. A queued record
+    /// is the model's unlanded send (`Crash { landed: false }`): its `put_sent` is
+    /// logged and it is in no file; a flushed one has landed, as the file log lands and
+    /// flushes in one step. A record not kept is, to the model, a zombie that never lands.
+    fn drop_queue(&mut self) {
+        let epoch = self.op.epoch();
+        for q in std::mem::take(&mut self.queue) {
+            let call = self.put_calls.remove(&q.put);
+            if let Some(call) = &call {
+                // Its result has not reached the log (a zombie's may yet).
+                self.runs.entry(call.clone()).or_default().unlanded += 1;
+            }
+            let keep = self.config.zombie_sends
+                && self.zombie.is_none()
+                && self.rng.chance(ZOMBIE_PERCENT);
+            if keep {
+                self.outcome.zombies += 1;
+                let call = call.map(|c| {
+                    let runs = self.runs.get(&c).map_or(0, |r| r.runs);
+                    (c, runs)
+                });
+                self.zombie = Some(Zombie {
+                    record: q.record,
+                    epoch,
+                    call,
+                });
+            }
+        }
+    }
+
+    /// Appends a fence of `epoch` to every partition and awaits the acknowledgements,
+    /// as the blocking driver's restore does.
+    fn fence(&mut self, epoch: u64) -> Result<(), String> {
+        append_fences(self.log()?, epoch, &Cancellation::new())
+            .map_err(|e| format!("fencing the log at epoch {epoch}: {e}"))?;
+        for level in &mut self.fence_levels {
+            *level = epoch;
+        }
+        Ok(())
+    }
+
+    /// The operator of incarnation `epoch`: restored from the completed checkpoint, or
+    /// restarted without one (after its own fences, when it fenced).
+    fn restored(&mut self, epoch: u64) -> Result<Operator, String> {
+        let fencing = self.config.fencing;
+        let partitions = u32::from(self.config.partitions);
+        let log = self
+            .log
+            .as_mut()
+            .ok_or_else(|| "the log is not open (crashed)".to_string())?;
+        match &self.completed {
+            Some(checkpoint) => {
+                let (op, report) = restore_from_log(self.defs.clone(), checkpoint, log, epoch)
+                    .map_err(|e| format!("restoring checkpoint {}: {e}", checkpoint.id))?;
+                self.outcome.fenced_skipped += report.fenced_skipped;
+                Ok(op)
+            }
+            None if fencing => restart_without_checkpoint(self.defs.clone(), log, epoch)
+                .map_err(|e| format!("restarting the operator: {e}")),
+            None => Operator::new_at(self.defs.clone(), partitions, epoch)
+                .map_err(|e| format!("restarting the operator: {e}")),
+        }
+    }
+
+    /// The old producer delivers the zombie's record, late. It is appended through this
+    /// incarnation's handle only because the file log admits one writer per directory:
+    /// the append stands for the broker taking the crashed producer's request, not for a
+    /// send of this incarnation (its bytes carry the old epoch). Behind a newer fence it
+    /// is stale; otherwise it is an ordinary record, and if the supplier has not run its
+    /// call again since the crash, that call's result reached the log after all.
+    fn land_zombie(&mut self) -> Result<(), String> {
+        let Some(z) = self.zombie.take() else {
+            return Ok(());
+        };
+        let log = self.log()?;
+        let mut ack = log
+            .send(z.record.partition, &z.record.key, &z.record.value)
+            .map_err(|e| format!("landing a zombie: {e}"))?;
+        log.flush().map_err(|e| format!("flushing the log: {e}"))?;
+        if !matches!(ack.poll(), AckPoll::Acked(_)) {
+            return Err("a zombie's flushed send is unacknowledged".into());
+        }
+        self.outcome.zombies_landed += 1;
+        if self.fence_levels[z.record.partition as usize] > z.epoch {
+            self.outcome.zombies_stale += 1;
+        } else if let Some((call, runs)) = z.call {
+            let r = self.runs.entry(call).or_default();
+            if r.runs == runs {
+                r.unlanded -= 1;
+            }
+        }
+        Ok(())
     }
 
     /// Starts the source of every key at the operator's positions, and arms the crash
@@ -940,6 +1111,12 @@ impl Sim {
         }
         self.arm_crash();
         self.arm_trigger();
+        if self.zombie.is_some() {
+            let delay = self
+                .rng
+                .between(0, ZOMBIE_DELAYS * self.config.max_delay_ms);
+            self.after(delay, Message::LandZombie);
+        }
     }
 
     fn arm_crash(&mut self) {
@@ -1012,17 +1189,4 @@ fn open_log(storage: &Arc<dyn Storage>, partitions: u8) -> Result<FileLog, Strin
     };
     FileLog::open_on(Arc::clone(storage), LOG_DIR, options)
         .map_err(|e| format!("opening the file log: {e}"))
-}
-
-/// The operator of incarnation `epoch` restored from `checkpoint`: every partition read
-/// from the checkpoint's marker to its end, each record fed in.
-fn restore(
-    defs: &[ActionDef],
-    checkpoint: &Checkpoint,
-    log: &mut FileLog,
-    epoch: u64,
-) -> Result<Operator, String> {
-    restore_from_log(defs.to_vec(), checkpoint, log, epoch)
-        .map(|(op, _report)| op)
-        .map_err(|e| format!("restoring checkpoint {}: {e}", checkpoint.id))
 }

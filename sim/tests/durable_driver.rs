@@ -6,7 +6,9 @@ use std::fs;
 use std::path::Path;
 
 use steadfast::durable::Defect;
-use steadfast_sim::durable::{defect_name, defect_named, run, Config, Outcome, DEFECTS};
+use steadfast_sim::durable::{
+    bug_names, defect_name, defect_named, run, Config, Outcome, DEFECTS, UNFENCED,
+};
 
 fn config(seed: u64) -> Config {
     Config {
@@ -97,6 +99,8 @@ fn the_run_header_names_the_run() {
     assert_eq!(fields["key_names"], config.key_names().join(" "));
     assert_eq!(fields["action_names"], "action0 action1");
     assert_eq!(fields["defects"], "end-offset-marker");
+    assert_eq!(fields["zombie_sends"], false);
+    assert_eq!(fields["fencing"], true);
     // Model key k lives in partition k mod partitions.
     for (k, name) in config.key_names().iter().enumerate() {
         assert_eq!(steadfast::durable::partition_for(name, 2), k as u32 % 2);
@@ -177,6 +181,13 @@ fn bad_settings_are_refused_by_name() {
                 ..config(1)
             },
         ),
+        (
+            "zombie_sends",
+            Config {
+                zombie_sends: true,
+                ..config(1)
+            },
+        ),
     ];
     for (field, bad) in cases {
         let err = simulate(dir.path(), field, &bad).unwrap_err();
@@ -199,6 +210,12 @@ fn defect_names_round_trip() {
     assert_eq!(defect_name(Defect::EndOffsetMarker), "end-offset-marker");
     assert_eq!(defect_name(Defect::CacheBeforeAck), "cache-before-ack");
     assert_eq!(defect_named("no-such-bug"), None);
+    // The driver's bug is no operator defect.
+    assert_eq!(defect_named(UNFENCED), None);
+    assert_eq!(
+        bug_names(),
+        ["end-offset-marker", "cache-before-ack", "unfenced"]
+    );
 }
 /// The largest settings: three keys over two partitions, two actions of three calls,
 /// every budget at its bound.
