@@ -92,6 +92,8 @@ fn log_run_header() {
         checkpoints = KEYS.len() * INPUTS_PER_KEY / CHECKPOINT_EVERY,
         concurrent_checkpoints = 1u8,
         send_failures = 0u8,
+        // The driver's restore fences the log before it reads it.
+        fencing = true,
         key_names = %KEYS.join(" "),
         action_names = "act",
     );

@@ -4,12 +4,15 @@
 //!
 //! The log names the run's bounds in its header (`component=run`, `model=durable`:
 //! keys, inputs, actions, calls, partitions, crashes, checkpoints, pending checkpoints,
-//! failing sends, and the key and action names in model order), and the validator
-//! checks it against the model under those bounds with every environment the runtime
-//! may meet: concurrent puts (group commit), a send that fails before or after its
-//! record landed, checkpoints between an action's calls, a restart before any
-//! checkpoint completed. The search is `validate::search`'s, over one projection (the
-//! task's).
+//! failing sends, and the key and action names in model order; optionally
+//! `zombie_sends` and `fencing`, false when absent), and the validator checks it against
+//! the model under those bounds with every environment the runtime may meet: concurrent
+//! puts (group commit), a send that fails before or after its record landed, checkpoints
+//! between an action's calls, a restart before any checkpoint completed. A header with
+//! `zombie_sends` asks for the model's `zombie-sends` (a crashed incarnation's send may
+//! land late), whose single zombie needs sequential puts; `fencing` asks for
+//! `epoch-fencing` (a restore fences every partition before it reads). The search is
+//! `validate::search`'s, over one projection (the task's).
 //!
 //! Mapping of the model's steps to logged events (the rest of the model's steps log
 //! nothing; [`expected_log`]):
@@ -22,15 +25,19 @@
 //! - `FailPut`: `durable.store put` with outcome `failed`, then `durable.operator failed`;
 //! - `TriggerCheckpoint`, `CompleteCheckpoint(id)`: `durable.operator snapshot` and
 //!   `checkpoint_complete` with the checkpoint's id (ids count from 1 over the run);
-//! - `Crash`: `durable.task crash`; `Restore`: `durable.operator start`, `restored`
-//!   when a completed checkpoint is restored (the first start is `restored=false`).
+//! - `Crash`: `durable.task crash` (whether the send in flight stays with the producer
+//!   as a zombie is not logged); `Restore`: `durable.operator start`, `restored` when a
+//!   completed checkpoint is restored (the first start is `restored=false`);
+//! - `FencePartition(p)`: `durable.driver fence` of partition `p` (without `fencing` in
+//!   the header no step explains a fence);
+//! - `LandZombie`: nothing; the old producer's late delivery is invisible to the task.
 //!
 //! The operator's other events (an input's start, a call requested or returned, an
 //! output, a resume, a prune, a rebuild, an aborted checkpoint), the blocking driver's
-//! restore and the fences it appends before it, and the logs' own (file, Kafka,
-//! in-memory) are internal to those steps and read past; any other event of a durable
-//! component is one no model step explains (a fenced record among them: the model has
-//! no fences yet).
+//! restore, and the logs' own (file, Kafka, in-memory) are internal to those steps and
+//! read past; so is `durable.store fenced_record` (a rebuild skipped a stale record),
+//! but only inside a restore, between a crash and the next start. Any other event of a
+//! durable component is one no model step explains.
 //!
 //! Two runtimes write such logs: the simulated task (`steadfast simulate durable`) and
 //! the blocking `Driver`, whose run over a Kafka log across a SIGKILL and a restart in
@@ -133,6 +140,11 @@ pub enum DurableEvent {
     },
     /// The task crashed.
     Crash,
+    /// A restore's fence record was acknowledged.
+    Fence {
+        /// Its partition.
+        partition: u8,
+    },
     /// An event of a durable component that no model step logs.
     Unknown,
 }
@@ -211,14 +223,14 @@ pub fn expected_log(caches_before_ack: bool, s: &State, action: &Action) -> Vec<
             checkpoint: s.checkpoints + 1,
         }],
         Action::CompleteCheckpoint(id) => vec![DurableEvent::CheckpointComplete { checkpoint: id }],
+        Action::FencePartition(partition) => vec![DurableEvent::Fence { partition }],
+        // The old producer's late delivery: the task sees nothing of it.
+        Action::LandZombie => Vec::new(),
         // Never enabled here: the validator's model leaves `checkpoint-aborts`,
-        // `lost-completions`, `zombie-sends` and `rescale` off, as the driver never
-        // aborts a checkpoint without a crash, never loses a notification, lands or
-        // loses a crash's sends before it reopens the log, and runs one operator.
+        // `lost-completions` and `rescale` off, as the driver never aborts a checkpoint
+        // without a crash, never loses a notification, and runs one operator.
         Action::AbortCheckpoint(_)
         | Action::CompleteCheckpointUnnotified(_)
-        | Action::LandZombie
-        | Action::FencePartition(_)
         | Action::RestoreScaledIn
         | Action::SnapshotSubtask => Vec::new(),
         Action::Crash { .. } => vec![DurableEvent::Crash],
@@ -323,6 +335,9 @@ impl Names {
                 format!("durable.operator checkpoint_complete checkpoint={checkpoint}")
             }
             DurableEvent::Crash => "durable.task crash".into(),
+            DurableEvent::Fence { partition } => {
+                format!("durable.driver fence partition={partition}")
+            }
             DurableEvent::Unknown => "(an event no step logs)".into(),
         }
     }
@@ -359,6 +374,8 @@ struct Fields<'a> {
     checkpoint: Option<u64>,
     #[serde(default)]
     restored: Option<bool>,
+    #[serde(default)]
+    partition: Option<u64>,
     // The run header's.
     #[serde(borrow, default)]
     model: Option<Cow<'a, str>>,
@@ -384,6 +401,10 @@ struct Fields<'a> {
     key_names: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     action_names: Option<Cow<'a, str>>,
+    #[serde(default)]
+    zombie_sends: Option<bool>,
+    #[serde(default)]
+    fencing: Option<bool>,
 }
 
 fn small(n: u64) -> u8 {
@@ -416,12 +437,18 @@ fn from_header(f: &Fields<'_>, design: &str, line: u64) -> Result<(Durable, Name
     // Every environment the runtime may meet.
     for param in [
         "fail-after-landing",
-        "concurrent-puts",
         "mid-action-checkpoints",
         "restart-without-checkpoint",
     ] {
         overrides.push((param, "true".into()));
     }
+    // Optional flags, absent in logs written before them. The model keeps one zombie
+    // send at a time, which needs sequential puts: a runtime that reports zombie sends
+    // puts one record at a time.
+    let zombie_sends = f.zombie_sends.unwrap_or(false);
+    overrides.push(("zombie-sends", zombie_sends.to_string()));
+    overrides.push(("concurrent-puts", (!zombie_sends).to_string()));
+    overrides.push(("epoch-fencing", f.fencing.unwrap_or(false).to_string()));
     overrides.push(("synchronous-puts", "true".into()));
     overrides.push(("compact-offsets", "true".into()));
     let pairs: Vec<(&str, &str)> = overrides.iter().map(|(p, v)| (*p, v.as_str())).collect();
@@ -459,7 +486,14 @@ fn from_header(f: &Fields<'_>, design: &str, line: u64) -> Result<(Durable, Name
 }
 
 /// The model's event for a log line's fields; `None` for an event internal to a step.
-fn event_of(f: &Fields<'_>, names: &Names, line: u64) -> Result<Option<DurableEvent>, LogError> {
+/// `restoring`: the line comes between a crash and the next start, where a rebuild may
+/// skip stale records.
+fn event_of(
+    f: &Fields<'_>,
+    names: &Names,
+    line: u64,
+    restoring: bool,
+) -> Result<Option<DurableEvent>, LogError> {
     let err = |why: String| LogError { line, why };
     let component = f
         .component
@@ -574,6 +608,11 @@ fn event_of(f: &Fields<'_>, names: &Names, line: u64) -> Result<Option<DurableEv
             checkpoint: need("checkpoint", f.checkpoint)?,
         },
         ("durable.task", "crash") => DurableEvent::Crash,
+        ("durable.driver", "fence") => DurableEvent::Fence {
+            partition: need("partition", f.partition)?,
+        },
+        // A rebuild's skip of a record behind a newer fence: part of a restore only.
+        ("durable.store", "fenced_record") if restoring => return Ok(None),
         (
             "durable.operator",
             "input_started"
@@ -587,7 +626,7 @@ fn event_of(f: &Fields<'_>, names: &Names, line: u64) -> Result<Option<DurableEv
             | "checkpoint_evicted",
         )
         | ("durable.store", "prune" | "recovery_marker" | "rebuild")
-        | ("durable.driver", "restore" | "fence")
+        | ("durable.driver", "restore")
         | ("durable.file_log" | "durable.kafka_log" | "durable.memory_log", _) => return Ok(None),
         (
             "durable.operator" | "durable.store" | "durable.supplier" | "durable.task"
@@ -616,6 +655,7 @@ fn shown(f: &Fields<'_>) -> String {
         }
     }
     for (name, value) in [
+        ("partition", f.partition),
         ("seq", f.seq),
         ("index", f.index),
         ("results", f.results),
@@ -677,6 +717,8 @@ pub(super) fn validate_lines<R: Read>(
     };
     let mut run: Option<(Search<DurableLog>, Names, Tracker<State, DurableEvent>)> = None;
     let mut safety: Vec<stateright::Property<Durable>> = Vec::new();
+    // Between a crash and the next start: a restore is under way.
+    let mut restoring = false;
     while let Some((line_no_now, text)) = lines.next_line()? {
         line_no = line_no_now;
         let parsed: Line<'_> = serde_json::from_str(text).map_err(|e| LogError {
@@ -729,9 +771,14 @@ pub(super) fn validate_lines<R: Read>(
             });
         };
         out.events += 1;
-        let Some(event) = event_of(&f, names, line_no)? else {
+        let Some(event) = event_of(&f, names, line_no, restoring)? else {
             continue;
         };
+        match event {
+            DurableEvent::Crash => restoring = true,
+            DurableEvent::Start { .. } => restoring = false,
+            _ => {}
+        }
         let taken = tracker.take(search, &event).map_err(|w| LogError {
             line: line_no,
             why: w.why(),
@@ -846,6 +893,9 @@ mod tests {
             DurableEvent::Crash => {
                 serde_json::json!({"component": "durable.task", "event": "crash"})
             }
+            DurableEvent::Fence { partition } => serde_json::json!({
+                "component": "durable.driver", "event": "fence", "partition": partition,
+                "offset": 5, "epoch": 2}),
             DurableEvent::Unknown => {
                 serde_json::json!({"component": "durable.operator", "event": "bogus"})
             }
@@ -853,10 +903,23 @@ mod tests {
         serde_json::json!({ "timestamp": "0", "level": "INFO", "fields": fields }).to_string()
     }
 
+    /// [`HEADER`] with zombie sends and fencing.
+    fn fenced_header() -> String {
+        HEADER.replace(
+            "\"action_names\"",
+            "\"zombie_sends\":true,\"fencing\":true,\"action_names\"",
+        )
+    }
+
     /// A seeded random walk of the validator's model, as log lines (the header first),
     /// with an internal event between steps.
     fn walk(seed: u64, steps: usize) -> Vec<String> {
-        let header: Line<'_> = serde_json::from_str(HEADER).unwrap();
+        walk_under(HEADER, seed, steps)
+    }
+
+    /// [`walk`] of the model `header` names.
+    fn walk_under(header_line: &str, seed: u64, steps: usize) -> Vec<String> {
+        let header: Line<'_> = serde_json::from_str(header_line).unwrap();
         let (model, _) = from_header(&header.fields, "fixed", 1).unwrap();
         let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
         let mut next = || {
@@ -867,7 +930,7 @@ mod tests {
         };
         let mut s = model.init_states().remove(0);
         let mut out = vec![
-            HEADER.to_string(),
+            header_line.to_string(),
             line(&DurableEvent::Start { restored: false }),
         ];
         for _ in 0..steps {
@@ -916,6 +979,74 @@ mod tests {
             }
         }
         assert!(rejected > 50, "only {rejected} removals rejected");
+    }
+
+    #[test]
+    fn fenced_walks_are_valid_and_their_fences_are_not_without_fencing() {
+        let header = fenced_header();
+        let fence = r#""event":"fence""#;
+        let mut fenced = Vec::new();
+        for seed in 0..30 {
+            let lines = walk_under(&header, seed, 80);
+            let v = check(&lines).unwrap();
+            assert!(v.is_valid(), "seed {seed}: {:?}", v.verdict);
+            if let Some(at) = lines.iter().position(|l| l.contains(fence)) {
+                fenced.push((lines, at));
+            }
+        }
+        assert!(fenced.len() >= 5, "only {} walks fenced", fenced.len());
+        for (lines, at) in fenced {
+            // Said off, or not said at all (a log from before the flag).
+            for unfenced in [
+                header.replace(r#""fencing":true"#, r#""fencing":false"#),
+                header.replace(r#""fencing":true,"#, ""),
+            ] {
+                let mut lines = lines.clone();
+                lines[0] = unfenced;
+                let v = check(&lines).unwrap();
+                let Verdict::Unexplained { line, event, .. } = v.verdict else {
+                    panic!("{:?}", v.verdict)
+                };
+                assert_eq!(line as usize, at + 1);
+                assert_eq!(event, "durable.driver fence partition=0");
+            }
+        }
+    }
+
+    #[test]
+    fn a_fenced_record_is_read_past_only_inside_a_restore() {
+        let skipped = r#"{"fields":{"component":"durable.store","event":"fenced_record","partition":0,"offset":4,"epoch":1,"fence":2}}"#;
+        let start = line(&DurableEvent::Start { restored: false });
+        let restore = vec![
+            fenced_header(),
+            start.clone(),
+            line(&DurableEvent::Crash),
+            line(&DurableEvent::Fence { partition: 0 }),
+            skipped.to_string(),
+            start.clone(),
+        ];
+        let v = check(&restore).unwrap();
+        assert!(v.is_valid(), "{:?}", v.verdict);
+        // A fence of a partition the log does not have is no step's.
+        let mut wrong = restore.clone();
+        wrong[3] = line(&DurableEvent::Fence { partition: 1 });
+        let v = check(&wrong).unwrap();
+        assert!(
+            matches!(v.verdict, Verdict::Unexplained { line: 4, .. }),
+            "{:?}",
+            v.verdict
+        );
+        // Outside a restore a skipped record is unexplained.
+        for at in [2, 6] {
+            let mut lines = restore.clone();
+            lines.insert(at, skipped.to_string());
+            let v = check(&lines).unwrap();
+            let Verdict::Unexplained { line, event, .. } = v.verdict else {
+                panic!("{:?}", v.verdict)
+            };
+            assert_eq!(line as usize, at + 1);
+            assert_eq!(event, "durable.store fenced_record partition=0");
+        }
     }
 
     #[test]
