@@ -21,6 +21,11 @@
 //! fencing off in every worker, worker 3 reads the zombie's older state last and runs
 //! call 1 again, the model's counterexample. Supplier runs are counted across the
 //! processes in a file each worker appends to.
+//!
+//! The workers append their production log to one file behind a run header with
+//! `zombie_sends` and `fencing`; `steadfast validate` finds the fenced run a run of the
+//! fixed durable model, and the unfenced one a run that breaks "call at most once" at
+//! worker 3's second run of call 1.
 
 mod broker;
 
@@ -40,6 +45,7 @@ use steadfast::durable::{
     partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Driver, Entry, Log,
     LogError, LogRecord, Offset, Partition,
 };
+use steadfast_conformance::validate::{validate, Options, Validation, Verdict};
 use steadfast_kafka::{KafkaAck, KafkaLog, KafkaLogOptions};
 
 /// The worker's environment: broker, topic, state directory, which worker, fencing.
@@ -62,8 +68,11 @@ const LINGER: Duration = Duration::from_secs(8);
 const HOLD: Duration = Duration::from_secs(600);
 
 const TOPIC: &str = "zombie";
-/// The one key, on partition 0 (the model's key 0).
+/// The one key with an input, on partition 0 (the model's key 0).
 const KEY: &str = "bob";
+/// The model has no partition without a key: the header names a second key, on
+/// partition 1, which gets no input.
+const IDLE_KEY: &str = "alice";
 const PARTITIONS: u32 = 2;
 /// Calls 0 and 1 are acknowledged before worker 2's checkpoint; call 2 keeps the action
 /// queued (after a last call the action completes at once).
@@ -98,7 +107,7 @@ fn log_run_header(fencing: bool) {
         component = "run",
         event = "start",
         model = "durable",
-        keys = 1u8,
+        keys = 2u8,
         inputs = 1u8,
         actions = 1u8,
         calls = CALLS.len(),
@@ -109,7 +118,7 @@ fn log_run_header(fencing: bool) {
         send_failures = 0u8,
         zombie_sends = true,
         fencing,
-        key_names = KEY,
+        key_names = %format!("{KEY} {IDLE_KEY}"),
         action_names = "act",
     );
 }
@@ -343,6 +352,11 @@ impl Run {
             0,
             "the model's key 0 is on partition 0"
         );
+        assert_eq!(
+            partition_for(IDLE_KEY, PARTITIONS),
+            1,
+            "the model's key 1 is on 1"
+        );
         let broker = Broker::start();
         broker.create_topic(TOPIC, PARTITIONS);
         Run {
@@ -569,6 +583,16 @@ fn a_zombie_send_landing_after_the_fence_is_skipped_and_no_acknowledged_call_rep
         "{}",
         fenced[0]
     );
+
+    // The workers' combined log is a run of the fixed durable model with zombie sends
+    // and epoch fencing.
+    let validation = validated(&outcome);
+    assert_eq!(validation.verdict, Verdict::Valid, "{}", outcome.log);
+    assert!(
+        validation.violations.is_empty(),
+        "{:?}",
+        validation.violations
+    );
     println!("fenced run took {:?}", started.elapsed());
 }
 
@@ -603,7 +627,33 @@ fn without_fencing_the_zombie_send_makes_an_acknowledged_call_run_again() {
     );
     assert_eq!(outcome.result["outputs"], json!([[answer(2)]]));
     assert!(!outcome.log.contains(r#""event":"fenced_record""#));
+
+    // The validator rejects the run at worker 3's second run of call 1.
+    let lines: Vec<&str> = outcome.log.lines().collect();
+    let repeated = lines
+        .iter()
+        .rposition(|l| {
+            l.contains(r#""component":"durable.supplier""#) && l.contains(r#""index":1"#)
+        })
+        .expect("worker 3 runs call 1") as u64
+        + 1;
+    let validation = validated(&outcome);
+    // Explained by the model (its counterexample), and breaking "call at most once"
+    // at the repeated call.
+    assert_eq!(validation.verdict, Verdict::Valid, "{}", outcome.log);
+    let broken: Vec<(&str, u64)> = validation
+        .violations
+        .iter()
+        .map(|v| (v.property, v.line))
+        .collect();
+    assert_eq!(broken, [("call at most once", repeated)], "{}", outcome.log);
     println!("unfenced run took {:?}", started.elapsed());
+}
+
+fn validated(outcome: &Outcome) -> Validation {
+    let validation = validate(outcome.log.as_bytes(), Options::default()).expect("a readable log");
+    assert_eq!(validation.model, "durable");
+    validation
 }
 
 /// A record as `offset kind epoch [calls n]`.
