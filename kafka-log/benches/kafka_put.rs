@@ -4,6 +4,16 @@
 //! all sixteen keys share one flush: group commit). One input makes two puts: its call's
 //! result and its completion.
 //!
+//! The cost of epoch fencing beside them: a restore from a checkpoint that holds sixteen
+//! actions between their calls, on four partitions, with fencing (one fence appended to
+//! every partition and acknowledged before the replay) and without (a test-only switch).
+//! Every fenced restore leaves its four fences, which later restores replay too. Puts
+//! carry their epoch either way, so they have nothing to compare against. Each restore
+//! opens a new producer, and librdkafka's idempotent producer asks for its producer id
+//! on a 500 ms timer from its creation: whichever append comes first waits for it, the
+//! fences or, unfenced, the first put. So the first append of a fresh producer and the
+//! fences of a warm one are measured too.
+//!
 //! `cargo bench -p steadfast-kafka --bench kafka_put` (needs `tansu`, as the tests do).
 
 #[path = "../tests/broker/mod.rs"]
@@ -13,14 +23,23 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::json;
-use steadfast::durable::{ActionDef, CallChain, CallOutcome, Driver, FileLog, FileLogOptions, Log};
+use steadfast::durable::{
+    append_fences, ActionDef, CallChain, CallOutcome, Cancellation, Driver, FileLog,
+    FileLogOptions, Log, PendingAck, Reopen,
+};
 use steadfast_kafka::KafkaLog;
 
 const KEYS: u64 = 16;
+/// Partitions of every topic and file log.
+const PARTITIONS: u32 = 4;
 
-fn driver<L: Log + 'static>(reopen: steadfast::durable::Reopen<L>) -> Driver<L> {
+fn driver<L: Log + 'static>(reopen: Reopen<L>) -> Driver<L> {
+    chain_driver(reopen, &["lookup"])
+}
+
+fn chain_driver<L: Log + 'static>(reopen: Reopen<L>, calls: &[&str]) -> Driver<L> {
     Driver::new(
-        vec![ActionDef::new("enrich", CallChain::new(["lookup"]))],
+        vec![ActionDef::new("enrich", CallChain::new(calls.to_vec()))],
         reopen,
         Box::new(|_, _, _| CallOutcome::Value(json!(70))),
     )
@@ -67,7 +86,7 @@ fn puts(c: &mut Criterion) {
     let broker = broker::Broker::start();
     let mut drivers = Vec::new();
     for topic in ["bench-one", "bench-group"] {
-        broker.create_topic(topic, 4);
+        broker.create_topic(topic, PARTITIONS);
         let options = broker.options(topic);
         drivers.push(driver(Box::new(move || KafkaLog::open(options.clone()))));
     }
@@ -82,7 +101,7 @@ fn puts(c: &mut Criterion) {
             FileLog::open(
                 &path,
                 FileLogOptions {
-                    partitions: Some(4),
+                    partitions: Some(PARTITIONS),
                     ..FileLogOptions::default()
                 },
             )
@@ -93,5 +112,81 @@ fn puts(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, puts);
+/// A driver whose completed checkpoint holds `KEYS` actions between their two calls
+/// (every first call saved, group-committed), restoring with or without fences.
+fn queued<L: Log + 'static>(reopen: Reopen<L>, fencing: bool) -> Driver<L> {
+    let mut d = chain_driver(reopen, &["lookup", "publish"]);
+    d.set_fencing(fencing);
+    for k in 0..KEYS {
+        d.input(format!("user-{k}"), json!(k)).expect("input");
+    }
+    for _ in 0..KEYS {
+        d.run_supplier(0).expect("lookup");
+    }
+    d.deliver_all().expect("deliver");
+    let id = d.checkpoint().expect("checkpoint");
+    d.complete_checkpoint(id).expect("complete");
+    d
+}
+
+fn restore_each<L: Log>(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    d: &mut Driver<L>,
+) {
+    g.bench_function(name, |b| {
+        b.iter(|| {
+            let report = d.restore().expect("restore").expect("from the checkpoint");
+            assert_eq!(report.states_loaded, KEYS);
+        })
+    });
+}
+
+fn restores(c: &mut Criterion) {
+    let mut g = c.benchmark_group("restore_driver");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(5));
+
+    let broker = broker::Broker::start();
+    for fencing in [true, false] {
+        let topic = format!("restore-{fencing}");
+        broker.create_topic(&topic, PARTITIONS);
+        let options = broker.options(&topic);
+        let mut d = queued(Box::new(move || KafkaLog::open(options.clone())), fencing);
+        restore_each(&mut g, &format!("kafka_fencing_{fencing}"), &mut d);
+    }
+    broker.create_topic("appends", PARTITIONS);
+    g.bench_function("kafka_fresh_producer_first_put", |b| {
+        b.iter(|| {
+            let mut log = broker.open("appends");
+            let mut ack = log.send(0, b"k", b"v").expect("send");
+            log.flush().expect("flush");
+            ack.wait(&Cancellation::new()).expect("ack");
+        })
+    });
+    let mut warm = broker.open("appends");
+    let mut epoch = 0;
+    g.bench_function("kafka_warm_producer_fences", |b| {
+        b.iter(|| {
+            epoch += 1;
+            append_fences(&mut warm, epoch, &Cancellation::new()).expect("fences");
+        })
+    });
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
+    for fencing in [true, false] {
+        let path = dir.path().join(format!("restore-{fencing}"));
+        let options = FileLogOptions {
+            partitions: Some(PARTITIONS),
+            ..FileLogOptions::default()
+        };
+        let mut d = queued(
+            Box::new(move || FileLog::open(&path, options.clone())),
+            fencing,
+        );
+        restore_each(&mut g, &format!("file_fencing_{fencing}"), &mut d);
+    }
+    g.finish();
+}
+
+criterion_group!(benches, puts, restores);
 criterion_main!(benches);
