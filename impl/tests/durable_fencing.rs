@@ -11,10 +11,9 @@ use std::collections::BTreeMap;
 use serde_json::json;
 use steadfast::durable::store::{encode_record, fence_record};
 use steadfast::durable::{
-    args_digest, ActionDef, ActionState, ActionStateStore, CallChain, CallOutcome, CallRef,
-    CallResult, Checkpoint, Datum, Driver, DriverError, Epoch, Log, LogError, LogRecord, MemoryLog,
-    Offset, Operator, OperatorError, Ownership, PendingAck, Rebuild, RebuildReport, RecoveryMarker,
-    SendFault, StateKey, StoreError,
+    ActionState, ActionStateStore, CallOutcome, CallResult, Checkpoint, Driver, DriverError, Epoch,
+    LogError, LogRecord, MemoryLog, Offset, Operator, OperatorError, Ownership, Rebuild,
+    RebuildReport, RecoveryMarker, SendFault, StateKey, StoreError,
 };
 
 fn sk(key: &str) -> StateKey {
@@ -295,77 +294,9 @@ fn a_restore_at_an_epoch_not_above_the_markers_levels_is_refused() {
 
 // The blocking driver over the in-memory log.
 
-fn actions() -> Vec<ActionDef> {
-    vec![ActionDef::new("act", CallChain::new(["f0", "f1", "f2"]))]
-}
-
-fn supplier(_: &CallRef, function: &str, args: &Datum) -> CallOutcome {
-    CallOutcome::Value(json!(format!("{function}{args}")))
-}
-
-fn driver(log: &MemoryLog) -> Driver<MemoryLog> {
-    let handle = log.clone();
-    Driver::new(
-        actions(),
-        Box::new(move || Ok(handle.clone())),
-        Box::new(supplier),
-    )
-    .unwrap()
-}
-
-fn call(index: u32) -> CallRef {
-    CallRef {
-        key: "k".into(),
-        seq: 0,
-        action: "act".into(),
-        index,
-    }
-}
-
-/// Append `record` as another producer would (the zombie's): send, flush, await.
-fn append_as_zombie(log: &MemoryLog, key: &[u8], value: &[u8]) -> Offset {
-    let mut producer = log.clone();
-    let mut ack = producer.send(0, key, value).unwrap();
-    producer.flush().unwrap();
-    ack.wait(&Default::default()).unwrap()
-}
-
-/// The zombie scenario: incarnation 1 runs f0 and crashes before its put lands (the
-/// producer still holds it); incarnation 2 restores, runs f0 again, saves it, runs f1
-/// and saves both; then incarnation 1's send of f0's result lands; incarnation 2
-/// crashes before f2. The driver of incarnation 3 restores from the checkpoint taken
-/// before any call. Returns the driver after it ran to the end.
-fn zombie_run(fencing: bool) -> Driver<MemoryLog> {
-    let log = MemoryLog::new(1);
-    let mut d = driver(&log);
-    d.set_fencing(fencing);
-    d.input("k", json!(1)).unwrap();
-    let id = d.checkpoint().unwrap();
-    d.complete_checkpoint(id).unwrap();
-    d.run_supplier(0).unwrap();
-    d.crash();
-    d.restore().unwrap();
-    assert_eq!(d.epoch(), 2);
-    d.call(0).unwrap(); // f0 saved
-    let f0_saved = log.records(0).last().cloned().unwrap();
-    d.call(0).unwrap(); // f0 and f1 saved
-                        // Incarnation 1's put of f0's result: the same state, written at epoch 1.
-    let (key, state) = steadfast::durable::store::decode_record(&f0_saved)
-        .unwrap()
-        .expect("a state record");
-    assert_eq!(
-        state.call_results[0].args_digest,
-        args_digest(&json!([1, 0]))
-    );
-    let (mut k, mut v) = (Vec::new(), Vec::new());
-    encode_record(&key, &state, 1, &mut k, &mut v).unwrap();
-    append_as_zombie(&log, &k, &v);
-    d.crash();
-    d.restore().unwrap();
-    assert_eq!(d.epoch(), 3);
-    d.run_until_idle().unwrap();
-    d
-}
+#[path = "support/zombie.rs"]
+mod zombie;
+use zombie::*;
 
 #[test]
 fn a_zombie_send_landing_after_the_restore_does_not_repeat_an_acknowledged_call() {
@@ -450,75 +381,4 @@ fn a_driver_after_a_crash_takes_the_next_epoch() {
         steadfast::durable::store::decode_entry(&records[0]).unwrap(),
         steadfast::durable::Entry::Fence { epoch: 5 }
     );
-}
-
-/// Collects the fields of every event, as `name=value` text.
-#[derive(Clone, Default)]
-struct Collector(std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>>);
-
-struct Fields<'a>(&'a mut Vec<String>);
-
-impl tracing::field::Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        self.0.push(format!("{}={value:?}", field.name()));
-    }
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        self.0.push(format!("{}={value}", field.name()));
-    }
-}
-
-impl tracing::Subscriber for Collector {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        let mut fields = vec![format!("level={}", event.metadata().level())];
-        event.record(&mut Fields(&mut fields));
-        self.0.lock().unwrap().push(fields);
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
-#[test]
-fn each_fence_and_each_skipped_zombie_is_logged() {
-    let collector = Collector::default();
-    let seen = collector.0.clone();
-    tracing::subscriber::with_default(collector, || zombie_run(true));
-    let events = seen.lock().unwrap().clone();
-    let having = |wanted: &[&str]| -> Vec<Vec<String>> {
-        events
-            .iter()
-            .filter(|e| wanted.iter().all(|w| e.iter().any(|f| f == w)))
-            .cloned()
-            .collect()
-    };
-    // One fence per restore (one partition), at its epoch and offset.
-    for (epoch, offset) in [(2, 0), (3, 4)] {
-        let fence = having(&[
-            "component=durable.driver",
-            "event=fence",
-            "partition=0",
-            &format!("offset={offset}"),
-            &format!("epoch={epoch}"),
-        ]);
-        assert_eq!(fence.len(), 1, "fence of epoch {epoch}: {events:?}");
-    }
-    let skipped = having(&[
-        "level=WARN",
-        "component=durable.store",
-        "event=fenced_record",
-        "partition=0",
-        "offset=3",
-        "epoch=1",
-        "fence=2",
-    ]);
-    assert_eq!(skipped.len(), 1, "{events:?}");
-    let starts = having(&["component=durable.operator", "event=start", "epoch=3"]);
-    assert_eq!(starts.len(), 1, "{events:?}");
 }
