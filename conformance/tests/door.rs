@@ -333,7 +333,7 @@ fn bad_trace_files_get_named_errors() {
     let loaded = trace::parse("u.json", &serde_json::to_string(&unknown).unwrap()).unwrap();
     let e = trace::replay::<Correct>(&loaded).unwrap_err().to_string();
     assert!(
-        e.starts_with("u.json: step 2: unknown action \"Slam\""),
+        e.starts_with("u.json: step 2: unknown action `Slam`"),
         "{e}"
     );
     let mut disabled = good.clone();

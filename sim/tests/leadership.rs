@@ -404,7 +404,7 @@ fn unreadable_logs_are_refused_with_their_line() {
         ),
         (
             "{\"fields\":{\"component\":\"run\",\"model\":\"durable\"}}\n".as_bytes().to_vec(),
-            "line 1: a log of the durable model, not of leadership",
+            "line 1: a log of the `durable` model, not of leadership",
         ),
         (
             [header.as_bytes(), b"\n", &vec![b' '; validate::MAX_LINE_BYTES + 10]].concat(),
