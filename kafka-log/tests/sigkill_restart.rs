@@ -20,13 +20,12 @@ mod broker;
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use broker::Broker;
+use broker::{append_line, write_atomically, Broker};
 use serde_json::json;
 use steadfast::durable::{partition_for, ActionDef, CallChain, CallOutcome, Checkpoint, Driver};
 use steadfast_conformance::validate::{validate, Options, Verdict};
@@ -102,30 +101,6 @@ fn log_run_header() {
 /// The value of call `index` for input `value`: what the supplier answers.
 fn answer(value: i64, index: u64) -> i64 {
     value * 7 + index as i64
-}
-
-/// Append one line to `path` and make it durable before going on: a supplier run is
-/// written down before it returns, so a kill cannot hide it.
-fn append_line(path: &Path, line: &str) {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("worker journal");
-    writeln!(f, "{line}").expect("worker journal write");
-    f.sync_all().expect("worker journal sync");
-}
-
-/// Replace `path` atomically with `text`.
-fn write_atomically(path: &Path, text: &str) {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).expect("checkpoint file");
-    OpenOptions::new()
-        .write(true)
-        .open(&tmp)
-        .and_then(|f| f.sync_all())
-        .expect("checkpoint file sync");
-    std::fs::rename(&tmp, path).expect("checkpoint file rename");
 }
 
 /// The worker process: started by `a_worker_killed_mid_call_restarts_without_repeating_acknowledged_calls`;

@@ -37,7 +37,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
-use broker::Broker;
+use broker::{append_line, write_atomically, Broker};
 use rustix::process::{kill_process, Pid, Signal};
 use serde_json::json;
 use steadfast::durable::store::decode_entry;
@@ -121,29 +121,6 @@ fn log_run_header(fencing: bool) {
         key_names = %format!("{KEY} {IDLE_KEY}"),
         action_names = "act",
     );
-}
-
-/// Append one line to `path`, durably, before going on.
-fn append_line(path: &Path, line: &str) {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("worker journal");
-    writeln!(f, "{line}").expect("worker journal write");
-    f.sync_all().expect("worker journal sync");
-}
-
-/// Replace `path` atomically with `text`.
-fn write_atomically(path: &Path, text: &str) {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).expect("state file");
-    OpenOptions::new()
-        .write(true)
-        .open(&tmp)
-        .and_then(|f| f.sync_all())
-        .expect("state file sync");
-    std::fs::rename(&tmp, path).expect("state file rename");
 }
 
 /// The Kafka log whose first flush stops short: it says so on stdout and sleeps, so a

@@ -13,8 +13,10 @@
 
 #![allow(dead_code)]
 
+use std::fs::OpenOptions;
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -163,4 +165,28 @@ impl Drop for Broker {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Append `line` to a worker process's journal file and sync it, so the parent reads
+/// it whatever happens to the worker next (a SIGKILL, a SIGSTOP).
+pub fn append_line(path: &Path, line: &str) {
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("worker journal");
+    writeln!(f, "{line}").expect("worker journal write");
+    f.sync_all().expect("worker journal sync");
+}
+
+/// Replace `path` atomically with `text` (a worker's checkpoint or state file).
+pub fn write_atomically(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).expect("worker file");
+    OpenOptions::new()
+        .write(true)
+        .open(&tmp)
+        .and_then(|f| f.sync_all())
+        .expect("worker file sync");
+    std::fs::rename(&tmp, path).expect("worker file rename");
 }
