@@ -7,10 +7,12 @@
 //! a new or renamed file's directory entry once its directory is synced. One more keeps
 //! a second writer out: an exclusive lock on a file ([`Storage::lock_exclusive`]).
 
+use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
+use std::io::{self, Read, Seek, Write};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// A file system, as the file log uses it.
 pub trait Storage: Send + Sync {
@@ -103,19 +105,97 @@ impl Storage for StdStorage {
     /// `flock(LOCK_EX | LOCK_NB)`: held by this open file, so a second open of the same
     /// path in this process is refused too, and released by the kernel when the file is
     /// closed, also when the process dies. The file is opened close-on-exec, so a child
-    /// process does not inherit the lock.
+    /// process does not keep the lock once it runs its program; until then (between fork
+    /// and exec) it shares the open file, and a relock by this process after its own
+    /// guard is gone waits for that, a bounded moment (see [`HeldLocks`]).
     fn lock_exclusive(&self, path: &Path) -> io::Result<LockGuard> {
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .open(path)?;
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
-        // The holder's id, for the error of whoever is refused next.
-        file.set_len(0)?;
-        writeln!(file, "{}", std::process::id())?;
-        Ok(Box::new(file))
+        let id = file_id(&file)?;
+        let mut held = HELD_LOCKS.lock().unwrap_or_else(|e| e.into_inner());
+        if held.contains(&id) {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        flock_allowing_forked_children(&file)?;
+        held.insert(id);
+        drop(held);
+        // The holder's id, for the error of whoever is refused next: written in place at
+        // a fixed width, so a reader never finds the file empty or half old.
+        let line = format!("{:>10}\n", std::process::id());
+        file.write_all_at(line.as_bytes(), 0)?;
+        file.set_len(line.len() as u64)?;
+        Ok(Box::new(HeldLock {
+            file: Some(file),
+            id,
+        }))
+    }
+}
+
+/// Identity of a file: device and inode.
+type FileId = (u64, u64);
+
+fn file_id(file: &File) -> io::Result<FileId> {
+    let meta = file.metadata()?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// The lock files this process holds through a live guard.
+///
+/// `flock` cannot tell this process's live guard from a child that was forked while
+/// the guard lived and has not yet exec'd (both hold the same open file). This set can:
+/// a lock that is held although no guard of this process holds it, and whose file names
+/// this process as its holder, is a starting child's, and is retried.
+type HeldLocks = BTreeSet<FileId>;
+
+static HELD_LOCKS: Mutex<HeldLocks> = Mutex::new(BTreeSet::new());
+
+/// How long a lock held only by a starting child is retried before it is refused.
+const FORKED_CHILD_WAIT_MS: u64 = 2_000;
+
+fn flock_allowing_forked_children(file: &File) -> io::Result<()> {
+    let mut waited_ms = 0;
+    loop {
+        match rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Err(e.into()),
+            Err(e) if waited_ms >= FORKED_CHILD_WAIT_MS || !names_this_process(file) => {
+                return Err(e.into())
+            }
+            Err(_) => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                waited_ms += 1;
+            }
+        }
+    }
+}
+
+/// Whether the lock file holds this process's id (written by the guard that locked it).
+fn names_this_process(file: &File) -> bool {
+    let mut text = String::new();
+    let mut reader = file;
+    reader.rewind().is_ok()
+        && reader.read_to_string(&mut text).is_ok()
+        && text.trim().parse() == Ok(std::process::id())
+}
+
+/// A lock taken by [`StdStorage::lock_exclusive`]: unlocks by closing the file, then
+/// leaves [`HELD_LOCKS`].
+struct HeldLock {
+    file: Option<File>,
+    id: FileId,
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        drop(self.file.take());
+        HELD_LOCKS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
     }
 }
 
