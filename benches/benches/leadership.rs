@@ -2,7 +2,7 @@
 //! runner handling one whole lifecycle (grant, queries, process start, terminal result,
 //! forward, close, service termination) event by event.
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{criterion_main, BatchSize, Criterion, Throughput};
 use steadfast::leadership::{Event, JobId, JobStatus, ProcessResult, Runner, Session};
 use steadfast_model::check::{check, CheckOptions, Strategy, Traces};
 use steadfast_model::leadership::Leadership;
@@ -87,5 +87,11 @@ fn runtime(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, checking, runtime);
-criterion_main!(benches);
+/// The benchmark group; criterion's macro writes its function bare.
+mod group {
+    #![allow(missing_docs, unreachable_pub)]
+    use criterion::criterion_group;
+
+    criterion_group!(benches, super::checking, super::runtime);
+}
+criterion_main!(group::benches);

@@ -2,11 +2,11 @@
 //! (`--grants 3`), which a static argument parser cannot know in advance.
 
 use std::fmt;
-pub use steadfast_model::quote::quote;
+pub(crate) use steadfast_model::quote::quote;
 
 /// A usage error: printed on one line, exit status 2.
 #[derive(Debug, PartialEq, Eq)]
-pub struct UsageError(pub String);
+pub(crate) struct UsageError(pub String);
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -16,7 +16,7 @@ impl fmt::Display for UsageError {
 
 /// `message` on one line, whatever it quotes from a file or an argument: line breaks,
 /// other control characters and terminal escapes are written as escapes.
-pub fn one_line(message: &str) -> String {
+pub(crate) fn one_line(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
     for c in message.chars() {
         if c.is_control() {
@@ -31,7 +31,7 @@ pub fn one_line(message: &str) -> String {
 /// Parsed arguments after the command word: positionals, `--flag` switches, and
 /// `--name value` options, in the order given.
 #[derive(Debug, Default)]
-pub struct Args {
+pub(crate) struct Args {
     /// Arguments without a leading `--`.
     pub positional: Vec<String>,
     /// `--name value` pairs (also `--name=value`).
@@ -42,7 +42,7 @@ pub struct Args {
 
 impl Args {
     /// Splits `raw`; names in `switches` take no value, every other `--name` takes one.
-    pub fn parse(raw: &[String], switches: &[&str]) -> Result<Args, UsageError> {
+    pub(crate) fn parse(raw: &[String], switches: &[&str]) -> Result<Args, UsageError> {
         let mut args = Args::default();
         let mut i = 0;
         while i < raw.len() {
@@ -74,12 +74,12 @@ impl Args {
     }
 
     /// Whether a switch was given.
-    pub fn switch(&self, name: &str) -> bool {
+    pub(crate) fn switch(&self, name: &str) -> bool {
         self.switches.iter().any(|s| s == name)
     }
 
     /// The last value of an option (later ones win), left in place.
-    pub fn peek(&self, name: &str) -> Option<&str> {
+    pub(crate) fn peek(&self, name: &str) -> Option<&str> {
         self.options
             .iter()
             .rev()
@@ -88,7 +88,7 @@ impl Args {
     }
 
     /// Removes and returns the last value of an option (later ones win).
-    pub fn take(&mut self, name: &str) -> Option<String> {
+    pub(crate) fn take(&mut self, name: &str) -> Option<String> {
         let mut found = None;
         self.options.retain(|(n, v)| {
             if n == name {
@@ -102,7 +102,7 @@ impl Args {
     }
 
     /// Removes every occurrence of a repeatable option, in the order given.
-    pub fn take_all(&mut self, name: &str) -> Vec<String> {
+    pub(crate) fn take_all(&mut self, name: &str) -> Vec<String> {
         let mut found = Vec::new();
         self.options.retain(|(n, v)| {
             if n == name {
@@ -116,7 +116,7 @@ impl Args {
     }
 
     /// Removes and parses a numeric option within `min..=max`.
-    pub fn take_number(
+    pub(crate) fn take_number(
         &mut self,
         name: &str,
         default: usize,
@@ -139,7 +139,7 @@ impl Args {
     }
 
     /// Fails if any option or switch is left (none is known to the caller).
-    pub fn no_options(&self, command: &str) -> Result<(), UsageError> {
+    pub(crate) fn no_options(&self, command: &str) -> Result<(), UsageError> {
         match (self.options.first(), self.switches.first()) {
             (Some((name, _)), _) | (None, Some(name)) => Err(UsageError(format!(
                 "unknown option {} for {command}",
@@ -150,7 +150,7 @@ impl Args {
     }
 
     /// Fails if positionals beyond `allowed` remain.
-    pub fn no_more_positionals(&self, allowed: usize) -> Result<(), UsageError> {
+    pub(crate) fn no_more_positionals(&self, allowed: usize) -> Result<(), UsageError> {
         match self.positional.get(allowed) {
             Some(extra) => Err(UsageError(format!("unexpected argument {}", quote(extra)))),
             None => Ok(()),

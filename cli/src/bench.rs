@@ -260,7 +260,7 @@ fn symmetry<M: Spec>(plain: &[PlainDfs], rows: &mut Vec<Vec<String>>) -> Result<
 /// degree from the log-log slope of the last two points), unless they level off well
 /// above 1 (the last two within 2 %, above 1.5): a polynomial's ratios keep falling
 /// towards 1, so that is exponential growth with the last ratio as its base.
-pub fn growth(points: &[(u64, u64)]) -> String {
+pub(crate) fn growth(points: &[(u64, u64)]) -> String {
     if points.len() < 3 {
         return "too few points".into();
     }
@@ -478,7 +478,7 @@ fn peer() -> Result<ExitCode, UsageError> {
 
 /// `bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]`, `bench --peer`,
 /// `bench --validation`
-pub fn bench(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn bench(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &["scaling", "validation", "peer"])?;
     if args.switch("peer") {
         if args.switches.len() > 1 || !args.options.is_empty() || !args.positional.is_empty() {

@@ -11,20 +11,20 @@ use std::time::Duration;
 use crate::args::{Args, UsageError};
 
 /// The default budget: two thirds of this project's machines (24 GiB).
-pub const DEFAULT_MAX_MEMORY_MIB: usize = 16 * 1024;
+pub(crate) const DEFAULT_MAX_MEMORY_MIB: usize = 16 * 1024;
 
 /// Exit status of a run that failed while running (a budget exceeded, an I/O error).
-pub const RUN_FAILURE: u8 = 3;
+pub(crate) const RUN_FAILURE: u8 = 3;
 
 /// Takes `--max-memory MIB` and starts the watcher for `what` (`check`, `explore`, ...),
 /// a run of the model checker, whose live counts say how far it got.
-pub fn watch(args: &mut Args, what: &'static str) -> Result<(), UsageError> {
+pub(crate) fn watch(args: &mut Args, what: &'static str) -> Result<(), UsageError> {
     watch_with(args, what, checker_progress)
 }
 
 /// [`watch`] for a run whose progress `progress` describes (`None` when nothing is
 /// known yet), as `N unique states, ...`.
-pub fn watch_with(
+pub(crate) fn watch_with(
     args: &mut Args,
     what: &'static str,
     progress: fn() -> Option<String>,
@@ -61,7 +61,7 @@ pub fn watch_with(
 }
 
 /// How far the model checker's run got, once it has counted anything.
-pub fn checker_progress() -> Option<String> {
+pub(crate) fn checker_progress() -> Option<String> {
     let (unique, generated, depth) = steadfast_model::check::live_counts();
     (unique > 0).then(|| format!("{unique} unique states, {generated} generated, depth {depth}"))
 }
@@ -70,14 +70,14 @@ pub fn checker_progress() -> Option<String> {
 static NOTED: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
 
 /// Notes how far a conformance replay got: unique states, transitions, level.
-pub fn note(unique: usize, transitions: usize, level: usize) {
+pub(crate) fn note(unique: usize, transitions: usize, level: usize) {
     for (slot, n) in NOTED.iter().zip([unique, transitions, level]) {
         slot.store(n as u64, Relaxed);
     }
 }
 
 /// How far the run that [`note`]s got, once it has counted anything.
-pub fn replay_progress() -> Option<String> {
+pub(crate) fn replay_progress() -> Option<String> {
     let [unique, transitions, level] = NOTED.each_ref().map(|n| n.load(Relaxed));
     (unique > 0).then(|| {
         format!("{unique} unique states, {transitions} transitions replayed, level {level}")

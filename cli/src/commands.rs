@@ -70,7 +70,7 @@ where
 }
 
 /// `check MODEL ...`
-pub fn check(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn check(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(
         rest,
         &[
@@ -185,7 +185,7 @@ fn peak_memory_kib() -> Option<u64> {
 
 /// One cell of a verdict table as found by the checker.
 #[derive(Serialize)]
-pub struct VerdictRow {
+pub(crate) struct VerdictRow {
     design: &'static str,
     scenario: &'static str,
     property: &'static str,
@@ -339,7 +339,7 @@ fn render_verdicts(t: &VerdictTable) -> String {
 }
 
 /// `verdicts`
-pub fn verdicts(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn verdicts(rest: &[String]) -> Result<ExitCode, UsageError> {
     let args = Args::parse(rest, &["json"])?;
     args.no_more_positionals(0)?;
     if let Some((name, _)) = args.options.first() {
@@ -378,7 +378,7 @@ pub fn verdicts(rest: &[String]) -> Result<ExitCode, UsageError> {
 }
 
 /// `explore MODEL ...`
-pub fn explore(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn explore(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &["public"])?;
     let name = crate::models::entry(&model_name(&args, "explore", NAMES)?, &args);
     with_spec!(name.as_str(), M => explore_model::<M>(&mut args))
@@ -422,7 +422,7 @@ where
 }
 
 /// `models`
-pub fn models(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn models(rest: &[String]) -> Result<ExitCode, UsageError> {
     let args = Args::parse(rest, &[])?;
     args.no_more_positionals(0)?;
     args.no_options("models")?;

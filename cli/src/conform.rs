@@ -17,7 +17,7 @@ use crate::models::{with_binding, BOUND};
 
 /// `conform [MODEL] [--design D] [--SETTING V]... [--threads N] [--walks N] [--walk-length N]
 /// [--seed S] [--json]`
-pub fn conform(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn conform(rest: &[String]) -> Result<ExitCode, UsageError> {
     let args = Args::parse(rest, &["json"])?;
     args.no_more_positionals(1)?;
     let names: Vec<String> = match args.positional.first() {
@@ -180,7 +180,7 @@ fn conform_one<B: Binding>(
 
 /// `traces MODEL --out DIR [--format json|itf] [--design D] [--SETTING V]... [--limit N]`, for
 /// every model bound to a runtime ([`BOUND`])
-pub fn traces(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn traces(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &[])?;
     let name = model_name(&args, "traces", BOUND)?;
     // Every model with a runtime, so that `replay` can take each trace written
@@ -322,7 +322,7 @@ fn print_replay(r: &Replay) -> bool {
 }
 
 /// `replay FILE`
-pub fn replay(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn replay(rest: &[String]) -> Result<ExitCode, UsageError> {
     let args = Args::parse(rest, &[])?;
     args.no_more_positionals(1)?;
     if let Some((name, _)) = args.options.first() {
@@ -358,7 +358,7 @@ fn start(header: &Header, first: &TraceStep) -> Result<Box<dyn Sink>, TraceError
 /// `departs MODEL [--design D] [--property P] [--SETTING V]...`: the shortest
 /// counterexample of a design (by default `unpatched`) replayed against the runtime,
 /// which implements the fixed design; the step where they part is where the fix acts.
-pub fn departs(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn departs(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &[])?;
     let name = model_name(&args, "departs", BOUND)?;
     with_binding!(name.as_str(), B => departs_of::<B>(&mut args))

@@ -39,7 +39,7 @@ type Reply = (u16, &'static str, Vec<u8>);
 
 /// Checks `model`, prints a URL per verdict with a path, then serves the Explorer's
 /// front on `addr` (already known to be free) until the process ends.
-pub fn serve<M>(model: M, addr: SocketAddr) -> Result<(), String>
+pub(crate) fn serve<M>(model: M, addr: SocketAddr) -> Result<(), String>
 where
     M: Spec + Send + Sync + Clone + 'static,
     M::State: Send + Sync,

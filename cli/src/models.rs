@@ -6,17 +6,17 @@
 use crate::args::Args;
 
 /// Model names, in the order tables list them.
-pub const NAMES: &[&str] = &["leadership", "durable"];
+pub(crate) const NAMES: &[&str] = &["leadership", "durable"];
 
 /// Every registry entry, in the order verdict tables list them: `leadership-jobs` is
 /// the leadership model with several jobs (`steadfast_model::leadership::Jobs`).
-pub const ENTRIES: &[&str] = &["leadership", "leadership-jobs", "durable"];
+pub(crate) const ENTRIES: &[&str] = &["leadership", "leadership-jobs", "durable"];
 
 /// The registry entry for the model a command names, given its options: `leadership`
 /// with `--jobs` above 1, or with a several-jobs scenario, is `leadership-jobs`. A
 /// `--jobs` value that is not a number stays with `leadership`, whose settings say
 /// what is wrong with it.
-pub fn entry(name: &str, args: &Args) -> String {
+pub(crate) fn entry(name: &str, args: &Args) -> String {
     let several = args
         .peek("jobs")
         .and_then(|v| v.parse::<u64>().ok())
@@ -59,7 +59,7 @@ macro_rules! with_spec {
 pub(crate) use with_spec;
 
 /// Models bound to a runtime, in the order tables list them.
-pub const BOUND: &[&str] = &[
+pub(crate) const BOUND: &[&str] = &[
     "leadership",
     "leadership-automatic",
     "durable",

@@ -4,7 +4,7 @@ use steadfast_model::check::{CheckReport, Trace};
 use steadfast_model::Verdict;
 
 /// Renders rows as columns padded to their widest cell, the first row as a header.
-pub fn table(rows: &[Vec<String>]) -> String {
+pub(crate) fn table(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {
@@ -34,7 +34,7 @@ pub fn table(rows: &[Vec<String>]) -> String {
 }
 
 /// A trace as numbered steps.
-pub fn trace(trace: &Trace) -> String {
+pub(crate) fn trace(trace: &Trace) -> String {
     let mut out = String::new();
     for (i, step) in trace.steps.iter().enumerate() {
         out.push_str(&format!("  {:>2}. {}\n", i + 1, step.description));
@@ -44,12 +44,12 @@ pub fn trace(trace: &Trace) -> String {
 }
 
 /// A report's settings as `name=value` items, in the report's order.
-pub fn settings(r: &CheckReport) -> Vec<String> {
+pub(crate) fn settings(r: &CheckReport) -> Vec<String> {
     r.settings.iter().map(|(k, v)| format!("{k}={v}")).collect()
 }
 
 /// A verdict as the Explorer's links and the HTML report name it.
-pub fn verdict(v: Verdict) -> &'static str {
+pub(crate) fn verdict(v: Verdict) -> &'static str {
     match v {
         Verdict::Holds => "holds",
         Verdict::Counterexample => "VIOLATED",
@@ -59,7 +59,7 @@ pub fn verdict(v: Verdict) -> &'static str {
 }
 
 /// The human-readable form of a check report.
-pub fn report(r: &CheckReport) -> String {
+pub(crate) fn report(r: &CheckReport) -> String {
     let settings = settings(r);
     let mut out = format!(
         "model {}, design {} ({})\n{} unique states, {} generated, max depth {}, {:.2} s, {:.0} states/s\n\n",

@@ -8,7 +8,7 @@ use steadfast_model::picture::escape;
 use steadfast_model::{Spec, Verdict};
 
 /// The report page of `report`, a check of `model`.
-pub fn html<M: Spec>(model: &M, report: &CheckReport) -> String {
+pub(crate) fn html<M: Spec>(model: &M, report: &CheckReport) -> String {
     let settings = crate::render::settings(report);
     let title = format!("{} · design {}", report.model, report.design);
     let mut out = format!(

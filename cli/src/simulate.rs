@@ -14,13 +14,13 @@ use crate::args::{one_line, quote, Args, UsageError};
 const MAX_RUNS: usize = 100_000;
 
 /// The file of run `seed` in `dir`.
-pub fn log_path(dir: &Path, seed: u64) -> PathBuf {
+pub(crate) fn log_path(dir: &Path, seed: u64) -> PathBuf {
     dir.join(format!("leadership-{seed}.ndjson"))
 }
 
 /// `simulate MODEL --runs N --seed S --out DIR [--bug NAME] [--jobs J] [--grants G]
 /// [--failovers F] [--late-signal] [--max-delay-ms D]`.
-pub fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &["late-signal", "json"])?;
     args.no_more_positionals(1)?;
     let model = args
@@ -183,7 +183,7 @@ fn runs_and_seed(args: &mut Args) -> Result<(usize, u64), UsageError> {
 }
 
 /// The file of durable run `seed` in `dir`.
-pub fn durable_log_path(dir: &Path, seed: u64) -> PathBuf {
+pub(crate) fn durable_log_path(dir: &Path, seed: u64) -> PathBuf {
     dir.join(format!("durable-{seed}.ndjson"))
 }
 
@@ -352,7 +352,7 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
 }
 
 /// `validate [--cluster] LOG... [--late-signal true|false] [--json]`.
-pub fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
     let mut args = Args::parse(rest, &["json", "cluster"])?;
     let late_signal = match args.take("late-signal").as_deref() {
         None => None,
@@ -608,7 +608,7 @@ fn validation_json(file: &str, v: &Validation) -> serde_json::Value {
 /// `bench --validation`: the async driver's throughput and the validator's, on runs of
 /// 4 and of 100 jobs, each measured on one core (the driver is single-threaded, and so
 /// is the validator).
-pub fn bench_validation() -> Result<ExitCode, UsageError> {
+pub(crate) fn bench_validation() -> Result<ExitCode, UsageError> {
     let dir =
         std::env::temp_dir().join(format!("steadfast-bench-validation-{}", std::process::id()));
     std::fs::create_dir_all(&dir)

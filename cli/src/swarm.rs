@@ -47,11 +47,11 @@ use crate::models::with_spec;
 use crate::render;
 
 /// The `format` field of a shard file.
-pub const FORMAT: &str = "steadfast-swarm-shard/1";
+pub(crate) const FORMAT: &str = "steadfast-swarm-shard/1";
 
 /// Shard files larger than this are refused by `--merge`: a file of this program holds a
 /// few paths of tens of steps, far below it.
-pub const MAX_SHARD_FILE_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_SHARD_FILE_BYTES: u64 = 16 << 20;
 
 /// The longest time budget: a week.
 const MAX_SECONDS: u64 = 7 * 24 * 3600;
@@ -61,7 +61,7 @@ const MAX_SHARDS: u64 = 1_000_000;
 
 /// Shard `i`'s seed under `--seed seed`: the `i`-th output (from 1) of SplitMix64 seeded
 /// with `seed`. It depends on `i` only, not on the number of shards.
-pub fn shard_seed(seed: u64, i: u64) -> u64 {
+pub(crate) fn shard_seed(seed: u64, i: u64) -> u64 {
     // SplitMix64 adds its increment before each output: skip to the state before the
     // i-th one.
     let skipped = seed.wrapping_add(i.wrapping_sub(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -71,7 +71,7 @@ pub fn shard_seed(seed: u64, i: u64) -> u64 {
 /// `--time`: whole seconds, minutes or hours (`30s`, `2m`, `1h`), at least a second.
 /// stateright's simulation looks at its timeout once a second, so a finer budget could
 /// not be kept.
-pub fn parse_time(text: &str) -> Result<u64, UsageError> {
+pub(crate) fn parse_time(text: &str) -> Result<u64, UsageError> {
     let bad = || {
         UsageError(format!(
             "`--time` must be a whole number of seconds, minutes or hours such as 30s, 2m \
@@ -102,7 +102,7 @@ pub fn parse_time(text: &str) -> Result<u64, UsageError> {
 }
 
 /// `--shard i/n` as `(i, n)`, with `1 <= i <= n`.
-pub fn parse_shard(text: &str) -> Result<(u64, u64), UsageError> {
+pub(crate) fn parse_shard(text: &str) -> Result<(u64, u64), UsageError> {
     let number = |s: &str| -> Option<u64> {
         (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
             .then(|| s.parse().ok())
@@ -133,7 +133,7 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), UsageError> {
 /// What a walk found for one property.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Found {
+pub(crate) enum Found {
     /// A state violating an `always` property.
     Counterexample,
     /// A state satisfying a `sometimes` property.
@@ -156,7 +156,7 @@ impl Found {
 /// One step of a path found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FoundStep {
+pub(crate) struct FoundStep {
     /// The action as the model names it (Debug form).
     pub action: String,
     /// The step in domain words.
@@ -166,7 +166,7 @@ pub struct FoundStep {
 /// The shortest path a shard found to a property's discovery.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FoundPath {
+pub(crate) struct FoundPath {
     /// Actions taken.
     pub length: usize,
     /// The walk that found it, counting from 1 in the shard.
@@ -188,7 +188,7 @@ pub struct FoundPath {
 /// One property's result in a shard.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PropertyResult {
+pub(crate) struct PropertyResult {
     /// Property name.
     pub name: String,
     /// `always` or `sometimes`.
@@ -202,7 +202,7 @@ pub struct PropertyResult {
 /// One shard's result file, `shard-<i>-of-<n>.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ShardFile {
+pub(crate) struct ShardFile {
     /// Always [`FORMAT`].
     pub format: String,
     /// Model name.
@@ -393,7 +393,7 @@ impl<M: Model> Chooser<Walker<M>> for Recorder {
 }
 
 /// A shard's run, before it is written.
-pub struct ShardRun {
+pub(crate) struct ShardRun {
     /// The `--seed` given.
     pub seed: u64,
     /// `(i, n)` of `--shard`.
@@ -419,7 +419,7 @@ fn replay<M: Spec>(model: &M, choices: &[usize]) -> Option<(M::State, Vec<M::Act
 }
 
 /// Walks `model` for the run's budget and describes what was found.
-pub fn walk<M: Spec>(model: &M, run: &ShardRun) -> Result<ShardFile, String> {
+pub(crate) fn walk<M: Spec>(model: &M, run: &ShardRun) -> Result<ShardFile, String> {
     let all = model.properties();
     if let Some(p) = all.iter().find(|p| p.expectation == Kind::Eventually) {
         return Err(format!(
@@ -570,7 +570,7 @@ fn found_path<M: Spec>(
 }
 
 /// `check MODEL ... --simulate ...`
-pub fn simulate<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
+pub(crate) fn simulate<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
     for switch in ["dfs", "symmetry", "no-shortest", "no-traces"] {
         if args.switch(switch) {
             return Err(UsageError(format!(
@@ -684,7 +684,7 @@ fn path_heading(p: &PropertyResult, path: &FoundPath, by: &str) -> String {
 }
 
 /// One shard's result as text.
-pub fn render_shard(f: &ShardFile) -> String {
+pub(crate) fn render_shard(f: &ShardFile) -> String {
     let mut out = format!(
         "model {}, design {} ({})\nswarm shard {} of {}, seed {} (shard seed {}): {} walks, \
          {} states, max depth {}, {:.2} s, {:.0} walks/s, {:.0} states/s\n{CANNOT_HOLD}\n",
@@ -810,7 +810,7 @@ fn shard_files(dir: &FsPath) -> Result<Vec<PathBuf>, UsageError> {
 /// the model it names (its properties are the model's, and each path it reports is
 /// replayed through the model and must end where its property fires) before it is
 /// counted, and what is printed comes from the model, not the file.
-pub fn merge(args: &Args, dir: &str) -> Result<ExitCode, UsageError> {
+pub(crate) fn merge(args: &Args, dir: &str) -> Result<ExitCode, UsageError> {
     args.no_more_positionals(0)?;
     args.no_options("check --merge")?;
     let files = shard_files(FsPath::new(dir))?;

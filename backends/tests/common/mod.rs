@@ -7,11 +7,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Generous guard against hangs; no test relies on anything taking less.
-pub const GUARD: Duration = Duration::from_secs(120);
+pub(crate) const GUARD: Duration = Duration::from_secs(120);
 
 /// The etcd binary: `$STEADFAST_ETCD`, else `etcd` on the `PATH`. A missing binary fails
 /// the test with one line: these tests run against the real server or not at all.
-pub fn etcd_binary() -> PathBuf {
+pub(crate) fn etcd_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("STEADFAST_ETCD") {
         return PathBuf::from(path);
     }
@@ -34,7 +34,7 @@ fn free_port() -> u16 {
 }
 
 /// A running etcd, killed on drop.
-pub struct Etcd {
+pub(crate) struct Etcd {
     child: Child,
     /// Its client endpoint, `127.0.0.1:PORT`.
     pub endpoint: String,
@@ -42,7 +42,7 @@ pub struct Etcd {
 
 impl Etcd {
     /// Starts etcd with its data under `dir` and waits until it answers.
-    pub fn start(dir: &Path) -> Etcd {
+    pub(crate) fn start(dir: &Path) -> Etcd {
         let (client, peer) = (free_port(), free_port());
         let client_url = format!("http://127.0.0.1:{client}");
         let peer_url = format!("http://127.0.0.1:{peer}");
@@ -96,7 +96,7 @@ impl Drop for Etcd {
 }
 
 /// A runtime for the tests' own etcd client.
-pub fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -27,7 +27,8 @@ use steadfast_kafka::{create_topic, KafkaLog, KafkaLogOptions};
 const START_GUARD: Duration = Duration::from_secs(120);
 
 /// How to get the broker, for the one-line failure.
-pub const INSTALL_HINT: &str = "cargo install tansu --version 0.6.0 --locked --features libsql";
+pub(crate) const INSTALL_HINT: &str =
+    "cargo install tansu --version 0.6.0 --locked --features libsql";
 
 /// The broker binary: `$STEADFAST_TANSU`, else `tansu` on `PATH`, else cargo's bin
 /// directory.
@@ -48,7 +49,7 @@ fn tansu_binary() -> Option<PathBuf> {
 }
 
 /// A running broker.
-pub struct Broker {
+pub(crate) struct Broker {
     child: Child,
     addr: SocketAddr,
     dir: tempfile::TempDir,
@@ -56,7 +57,7 @@ pub struct Broker {
 
 impl Broker {
     /// Start a broker, waiting until it accepts connections.
-    pub fn start() -> Broker {
+    pub(crate) fn start() -> Broker {
         let Some(binary) = tansu_binary() else {
             panic!("tansu broker binary not found (PATH, ~/.cargo/bin, $STEADFAST_TANSU); install it: {INSTALL_HINT}");
         };
@@ -120,19 +121,19 @@ impl Broker {
     }
 
     /// The last lines of the broker's output, on one line, for failure messages.
-    pub fn log_tail(&self) -> String {
+    pub(crate) fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(5)..].join(" | ")
     }
 
     /// `host:port` for clients.
-    pub fn bootstrap(&self) -> String {
+    pub(crate) fn bootstrap(&self) -> String {
         self.addr.to_string()
     }
 
     /// Create `topic` with `partitions` partitions.
-    pub fn create_topic(&self, topic: &str, partitions: u32) {
+    pub(crate) fn create_topic(&self, topic: &str, partitions: u32) {
         create_topic(
             &self.bootstrap(),
             topic,
@@ -144,18 +145,18 @@ impl Broker {
     }
 
     /// Options for `topic` on this broker.
-    pub fn options(&self, topic: &str) -> KafkaLogOptions {
+    pub(crate) fn options(&self, topic: &str) -> KafkaLogOptions {
         KafkaLogOptions::new(self.bootstrap(), topic)
     }
 
     /// Open `topic` on this broker.
-    pub fn open(&self, topic: &str) -> KafkaLog {
+    pub(crate) fn open(&self, topic: &str) -> KafkaLog {
         KafkaLog::open(self.options(topic))
             .unwrap_or_else(|e| panic!("opening topic {topic}: {e}; broker: {}", self.log_tail()))
     }
 
     /// Kill the broker (SIGKILL) and wait for it.
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -169,7 +170,7 @@ impl Drop for Broker {
 
 /// Append `line` to a worker process's journal file and sync it, so the parent reads
 /// it whatever happens to the worker next (a SIGKILL, a SIGSTOP).
-pub fn append_line(path: &Path, line: &str) {
+pub(crate) fn append_line(path: &Path, line: &str) {
     let mut f = OpenOptions::new()
         .create(true)
         .append(true)
@@ -180,7 +181,7 @@ pub fn append_line(path: &Path, line: &str) {
 }
 
 /// Replace `path` atomically with `text` (a worker's checkpoint or state file).
-pub fn write_atomically(path: &Path, text: &str) {
+pub(crate) fn write_atomically(path: &Path, text: &str) {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text).expect("worker file");
     OpenOptions::new()
