@@ -1,10 +1,19 @@
 //! `steadfast`: the command line of the workspace.
 //!
 //! - `check MODEL`: exhaustive check of one design, a table of verdicts and the shortest
-//!   trace of every discovery;
+//!   trace of every discovery (`--simulate`, `--merge`: swarm mode);
 //! - `verdicts`: every design of every model against the expected-verdict tables of
 //!   `specs/`;
-//! - `explore MODEL`: the stateright Explorer in the browser.
+//! - `explore MODEL`: the stateright Explorer in the browser;
+//! - `models`: the models, their designs, settings and scenarios;
+//! - `conform [MODEL]`: every transition of the model replayed against the runtime;
+//! - `traces MODEL`: the transition-covering trace set written to files;
+//! - `replay FILE`: one trace file replayed against the runtime;
+//! - `departs MODEL`: where the runtime leaves the unpatched design's counterexample;
+//! - `simulate MODEL`: concurrent, seeded, faulty runs of the machines, one log each;
+//! - `validate LOG...`: each production log checked against the model;
+//! - `bench [MODEL]`: checking speed, symmetry factor and growth per bound; with
+//!   `--peer` and `--validation`, a peer checker's bounds and the validator's throughput.
 //!
 //! Exit status follows model checkers: 0 when everything holds and is reached, 1 when a
 //! counterexample is found or a reachability property is unreached (or a verdict does not
