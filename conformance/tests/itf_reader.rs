@@ -29,36 +29,61 @@ struct Picks {
 
 /// Exports every trace of `model`'s trace set as ITF text, reads each with the `itf`
 /// crate (raw and typed) and replays every `stride`-th against the runtime; the number
-/// of files read.
+/// of files read. The traces are shared out over the machine's cores.
 fn every_trace_reads<B: Binding>(model: &B::Model, stride: usize) -> usize
 where
-    <B::Model as stateright::Model>::State: serde::Serialize,
+    B::Model: Sync,
+    <B::Model as stateright::Model>::State: serde::Serialize + Sync,
+    <B::Model as stateright::Model>::Action: Sync,
 {
     let set = trace::trace_set(model);
     assert!(!set.is_empty());
-    for (i, (init, actions)) in set.iter().enumerate() {
-        let value = trace::to_itf(model, *init, actions).expect("an ITF trace");
-        let text = serde_json::to_string(&value).unwrap();
-        let raw: itf::Trace<serde_json::Value> =
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("trace {i}: raw read: {e}"));
-        assert_eq!(raw.states.len(), actions.len() + 1);
-        assert_eq!(raw.meta.other["model"], <B::Model as Spec>::NAME);
-        let typed: itf::Trace<Mbt> =
-            itf::trace_from_str(&text).unwrap_or_else(|e| panic!("trace {i}: typed read: {e}"));
-        assert_eq!(typed.states[0].value.action, "init");
-        assert!(typed.states[0].value.picks.args.is_none());
-        for (state, action) in typed.states[1..].iter().zip(actions) {
-            let name = B::kind(action);
-            assert_eq!(state.value.action, name, "trace {i}");
-            assert!(state.value.picks.args.is_some(), "trace {i}");
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|scope| {
+        for worker in 0..workers {
+            let set = &set;
+            scope.spawn(move || {
+                for i in (worker..set.len()).step_by(workers) {
+                    let (init, actions) = &set[i];
+                    read_one::<B>(model, i, *init, actions, i % stride == 0);
+                }
+            });
         }
-        if i % stride == 0 {
-            let loaded = trace::parse("itf", &text).unwrap();
-            let replay = trace::replay::<B>(&loaded).unwrap();
-            assert!(replay.divergence.is_none(), "trace {i}");
-        }
-    }
+    });
     set.len()
+}
+
+/// Trace `i` of a trace set, from state `init` along `actions`, written as ITF and read
+/// back with the `itf` crate; replayed on the runtime if `replay`.
+fn read_one<B: Binding>(
+    model: &B::Model,
+    i: usize,
+    init: usize,
+    actions: &[<B::Model as stateright::Model>::Action],
+    replay: bool,
+) where
+    <B::Model as stateright::Model>::State: serde::Serialize,
+{
+    let value = trace::to_itf(model, init, actions).expect("an ITF trace");
+    let text = serde_json::to_string(&value).unwrap();
+    let raw: itf::Trace<serde_json::Value> =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("trace {i}: raw read: {e}"));
+    assert_eq!(raw.states.len(), actions.len() + 1);
+    assert_eq!(raw.meta.other["model"], <B::Model as Spec>::NAME);
+    let typed: itf::Trace<Mbt> =
+        itf::trace_from_str(&text).unwrap_or_else(|e| panic!("trace {i}: typed read: {e}"));
+    assert_eq!(typed.states[0].value.action, "init");
+    assert!(typed.states[0].value.picks.args.is_none());
+    for (state, action) in typed.states[1..].iter().zip(actions) {
+        let name = B::kind(action);
+        assert_eq!(state.value.action, name, "trace {i}");
+        assert!(state.value.picks.args.is_some(), "trace {i}");
+    }
+    if replay {
+        let loaded = trace::parse("itf", &text).unwrap();
+        let replay = trace::replay::<B>(&loaded).unwrap();
+        assert!(replay.divergence.is_none(), "trace {i}");
+    }
 }
 
 #[test]
