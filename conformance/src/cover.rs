@@ -228,28 +228,9 @@ pub fn cover_with_progress<B: Binding>(
         seconds: 0.0,
     };
     let mut index: FastMap<Box<[u8]>, u32> = FastMap::default();
-    let mut bytes = HashBytes::default();
     let mut reached: Reached<B::Action> = Vec::new();
     let mut level = Vec::new();
-    for init in model.init_states() {
-        let runtime = B::start(model, &init);
-        compare::<B>(model, &init, &runtime).map_err(|lines| {
-            Box::new(Divergence {
-                trace: Vec::new(),
-                step: 0,
-                action: "(initial state)".into(),
-                problem: Problem::Projection(lines),
-                runtime: B::describe(&runtime),
-            })
-        })?;
-        let key = bytes.of(&init);
-        Inline::<B> {
-            index: &mut index,
-            reached: &mut reached,
-            next: &mut level,
-        }
-        .admit(None, init, runtime, key);
-    }
+    admit_initial::<B>(model, &mut index, &mut reached, &mut level)?;
     let threads = threads.max(1);
     let mut kinds: Vec<(String, usize)> = Vec::new();
     while !level.is_empty() {
@@ -280,42 +261,7 @@ pub fn cover_with_progress<B: Binding>(
             }
             continue;
         }
-        let runs: Vec<(Visits, Vec<Found<B>>)> = {
-            let per = level.len().div_ceil(threads);
-            let mut parts = Vec::new();
-            let mut rest = level;
-            while rest.len() > per {
-                let tail = rest.split_off(per);
-                parts.push(rest);
-                rest = tail;
-            }
-            parts.push(rest);
-            let (index, reached) = (&index, &reached);
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = parts
-                    .into_iter()
-                    .map(|part| {
-                        scope.spawn(move || {
-                            let mut sink = Collect::<B> {
-                                index,
-                                reached,
-                                found: Vec::new(),
-                                seen: FastMap::default(),
-                            };
-                            let run = Visits::of::<B>(model, part, &mut sink);
-                            (run, sink.found)
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join()
-                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                    })
-                    .collect()
-            })
-        };
+        let runs = visit_in_parallel::<B>(model, level, threads, &index, &reached);
         level = Vec::new();
         let mut queue = Inline::<B> {
             index: &mut index,
@@ -338,6 +284,81 @@ pub fn cover_with_progress<B: Binding>(
     coverage.unique_states = reached.len();
     coverage.seconds = started.elapsed().as_secs_f64();
     Ok(coverage)
+}
+
+/// Compares each initial state of `model` with its runtime as started, and queues it in
+/// `level`, numbered in `index` and `reached`.
+fn admit_initial<B: Binding>(
+    model: &B::Model,
+    index: &mut FastMap<Box<[u8]>, u32>,
+    reached: &mut Reached<B::Action>,
+    level: &mut Vec<(B::State, B::Runtime, u32)>,
+) -> Result<(), Box<Divergence>> {
+    let mut bytes = HashBytes::default();
+    for init in model.init_states() {
+        let runtime = B::start(model, &init);
+        compare::<B>(model, &init, &runtime).map_err(|lines| {
+            Box::new(Divergence {
+                trace: Vec::new(),
+                step: 0,
+                action: "(initial state)".into(),
+                problem: Problem::Projection(lines),
+                runtime: B::describe(&runtime),
+            })
+        })?;
+        let key = bytes.of(&init);
+        Inline::<B> {
+            index: &mut *index,
+            reached: &mut *reached,
+            next: &mut *level,
+        }
+        .admit(None, init, runtime, key);
+    }
+    Ok(())
+}
+
+/// Visits `level`'s states on `threads` threads, each a contiguous run of them; per run,
+/// in the level's order, its visits and the successors it found.
+fn visit_in_parallel<B: Binding>(
+    model: &B::Model,
+    level: Vec<(B::State, B::Runtime, u32)>,
+    threads: usize,
+    index: &FastMap<Box<[u8]>, u32>,
+    reached: &Reached<B::Action>,
+) -> Vec<(Visits, Vec<Found<B>>)> {
+    let per = level.len().div_ceil(threads);
+    let mut parts = Vec::new();
+    let mut rest = level;
+    while rest.len() > per {
+        let tail = rest.split_off(per);
+        parts.push(rest);
+        rest = tail;
+    }
+    parts.push(rest);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = parts
+            .into_iter()
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut sink = Collect::<B> {
+                        index,
+                        reached,
+                        found: Vec::new(),
+                        seen: FastMap::default(),
+                    };
+                    let run = Visits::of::<B>(model, part, &mut sink);
+                    (run, sink.found)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
 }
 
 /// A successor found in a level: its source's number, the action, the state, the

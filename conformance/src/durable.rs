@@ -70,8 +70,11 @@
 //! [`eager`] binds the operator's production scheduling at the grain of its events,
 //! over the same runtime, projection and probes.
 //!
-//! Layout: `runtime` (the operator and its environment), `view` (the projection), this
-//! file (the step mapping, the probes and the binding).
+//! Layout: `runtime` (the operator and its environment), `names` (the runtime's names for
+//! the model's indices), `cross_check` (checks of the operator's own bookkeeping),
+//! `refusals` (the restore's inputs it must refuse), `view` (the projection) and `project`
+//! (how each side fills it), `step` (the step mapping, one function per action), this
+//! file (the probes and the binding).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -97,10 +100,20 @@ use crate::Binding;
 mod view;
 pub use view::*;
 
+mod names;
+pub use names::*;
+
 mod runtime;
 pub use runtime::*;
 
+mod cross_check;
+use cross_check::*;
+
 mod refusals;
+
+mod step;
+
+mod project;
 
 /// Why the runtime refused a step: the operator's typed error, or what the binding found.
 pub type Rejection = crate::Rejection<OperatorError>;
@@ -206,863 +219,6 @@ impl<V: Variant> Conformant<V> {
         })
     }
 
-    /// The model's projection of `s`, written over `out` (see [`resize`], [`refill`]).
-    fn view_model(m: &Durable, s: &model::State, out: &mut View) {
-        let b = m.bounds;
-        out.up = !s.down;
-        out.failed = s.failed;
-        resize(&mut out.keys, if s.down { 0 } else { b.keys as usize });
-        for (k, view) in out.keys.iter_mut().enumerate() {
-            let phase = s.phase[k];
-            // The put that failed ended its action (other keys' puts may still be in
-            // flight, their actions waiting).
-            let ended = s.failed
-                && s.puts[k].is_none()
-                && matches!(phase, Phase::AwaitPut(_) | Phase::AwaitCompletion);
-            // The runtime reuses every matching saved result when the action
-            // starts: at call i it already waits for the first unsaved call.
-            let awaiting = match phase {
-                Phase::AtCall(i) => {
-                    let saved = s.cached(s.head(k)).map_or(0, |st| st.calls());
-                    (i.max(saved) < b.calls).then_some(i.max(saved))
-                }
-                // The supplier returned; its outcome is not delivered yet.
-                Phase::HaveResult(i) => Some(i),
-                _ => None,
-            };
-            let saving = !ended && matches!(phase, Phase::AwaitPut(_) | Phase::AwaitCompletion);
-            let queued = s.finished[k] < s.next_seq[k];
-            view.awaiting = awaiting.map(u64::from);
-            view.saving = saving;
-            view.ready = awaiting.is_none() && !saving && (phase != Phase::Idle || queued);
-            view.next_seq = u64::from(s.next_seq[k]);
-            view.finished = u64::from(s.finished[k]);
-            view.next_action = u64::from(s.next_action[k]);
-            refill(
-                &mut view.queued,
-                (s.finished[k]..s.next_seq[k]).map(u64::from),
-            );
-            view.in_progress = phase != Phase::Idle && !ended;
-        }
-        refill(
-            &mut out.cache,
-            Self::state_keys(m)
-                .filter(|sk| !s.put_in_flight(*sk))
-                .filter_map(|sk| {
-                    s.cached(sk).map(|st| CachedView {
-                        state_key: sk_view(sk),
-                        state: state_view(st),
-                        // Only designs that rewind the marker track offsets.
-                        offset: s.acked_offset.get(sk.slot()).map(u64::from),
-                    })
-                }),
-        );
-        out.cache_size = out.cache.len() as u64;
-        let subtasks = match (s.down, b.subtasks > 1) {
-            (false, true) if !s.scaled_in => b.subtasks,
-            (false, true) => 1,
-            _ => 0,
-        };
-        resize(&mut out.subtasks, subtasks as usize);
-        for (t, view) in out.subtasks.iter_mut().enumerate() {
-            let mine = |k: u8| m.owner(s.scaled_in, k) == t as u8;
-            refill(
-                &mut view.keys,
-                (0..b.keys).filter(|&k| mine(k) && s.next_seq[k as usize] > 0),
-            );
-            refill(
-                &mut view.cache,
-                out.cache
-                    .iter()
-                    .filter(|c| mine(c.state_key.key))
-                    .map(|c| c.state_key),
-            );
-        }
-        out.tracked_keys = (0..b.keys)
-            .filter(|&k| {
-                Self::state_keys(m)
-                    .any(|sk| sk.key == k && !s.put_in_flight(sk) && s.cached(sk).is_some())
-            })
-            .count() as u64;
-        resize(&mut out.log, b.partitions as usize);
-        for (p, part) in out.log.iter_mut().enumerate() {
-            let p = p as u8;
-            let mine = || Self::state_keys(m).filter(move |sk| sk.key % b.partitions == p);
-            part.end = u64::from(s.log_len[p as usize]);
-            refill(
-                &mut part.latest,
-                mine().filter_map(|sk| {
-                    s.latest_record(sk).map(|(st, offset)| LatestView {
-                        state_key: sk_view(sk),
-                        state: state_view(st),
-                        offset: u64::from(offset),
-                    })
-                }),
-            );
-            let landed = || mine().filter(|sk| s.log.get(sk.slot()).is_some());
-            resize(&mut part.landed, landed().count());
-            for (view, sk) in part.landed.iter_mut().zip(landed()) {
-                view.state_key = sk_view(sk);
-                refill(&mut view.states, s.landed_states(sk).iter().map(state_view));
-                view.states.sort();
-            }
-        }
-        resize(&mut out.pending, s.pending_count());
-        for (view, (_, c)) in out.pending.iter_mut().zip(s.pending_checkpoints()) {
-            model_checkpoint(m, &c, view);
-        }
-        if let Some(view) = present(&mut out.completed, s.completed.is_some()) {
-            model_checkpoint(m, s.completed.as_ref().expect("present"), view);
-        }
-        resize(&mut out.committed, b.keys as usize);
-        for (k, view) in out.committed.iter_mut().enumerate() {
-            refill(view, 0..u64::from(s.committed_outputs[k]));
-        }
-        refill(
-            &mut out.supplier_calls,
-            Self::state_keys(m)
-                .flat_map(|sk| (0..b.calls).map(move |c| (sk, c)))
-                .filter(|(sk, c)| s.runs(*sk, *c) > 0)
-                .map(|(sk, c)| CallView {
-                    state_key: sk_view(sk),
-                    call: u64::from(c),
-                    runs: u64::from(s.runs(sk, c)),
-                }),
-        );
-        out.problems.clear();
-        if b.compact_offsets {
-            rank_offsets(out);
-        }
-    }
-
-    /// The runtime's projection, written over `out` (see [`resize`], [`refill`]).
-    fn view_runtime(rt: &Runtime<V>, out: &mut View) {
-        let names = &rt.names;
-        let problems = &mut out.problems;
-        problems.clear();
-        let subtasks = names.subtasks as usize;
-        let partitions = names.partitions as usize;
-        let checkpoint = |parts: &[Arc<Checkpoint>],
-                          awaiting: bool,
-                          out: &mut CheckpointView,
-                          problems: &mut Vec<String>| {
-            resize(&mut out.keys, names.keys.len());
-            for (view, key) in out.keys.iter_mut().zip(&names.keys) {
-                let mut holding = parts.iter().filter_map(|cp| cp.keys.get(key));
-                *view = impl_key_progress(names, holding.next());
-                if holding.next().is_some() {
-                    problems.push(format!("checkpoint: two parts hold key {key:?}"));
-                }
-            }
-            // Subtask-major, as the model's slots; a checkpoint one subtask took for
-            // all (scaled in) fills every subtask's slots with its marker.
-            out.marker.clear();
-            for t in 0..if awaiting { 1 } else { subtasks } {
-                let part = parts.get(t).or(parts.first());
-                match part {
-                    Some(cp) => out.marker.extend(cp.marker.offsets.iter().copied()),
-                    None => out.marker.extend(std::iter::repeat_n(0, partitions)),
-                }
-            }
-            out.awaiting_subtask = awaiting;
-        };
-        out.up = rt.op.is_some();
-        out.keys.clear();
-        out.cache.clear();
-        out.subtasks.clear();
-        let running = rt.running_subtasks();
-        if rt.op.is_some() {
-            resize(&mut out.keys, names.keys.len());
-        }
-        for (t, op) in rt.operators() {
-            let mine = |k: usize| rt.subtask_of(k as u8) == t;
-            if t >= running {
-                problems.push(format!("subtask {t}'s operator runs after a scale-in"));
-            }
-            {
-                if op.limits() != names.limits {
-                    problems.push(format!("the operator's limits are {:?}", op.limits()));
-                }
-                if op.scheduling() != rt.scheduling {
-                    problems.push(format!(
-                        "the operator runs {:?} scheduling",
-                        op.scheduling()
-                    ));
-                }
-                if op.store().partition_count() != names.partitions {
-                    problems.push(format!(
-                        "the store spans {} partitions, the log has {}",
-                        op.store().partition_count(),
-                        names.partitions
-                    ));
-                }
-                let mut activities = [KeyActivity::default(); model::MAX_KEYS];
-                for (k, view) in out.keys.iter_mut().enumerate() {
-                    if !mine(k) {
-                        continue;
-                    }
-                    let ks = op.keys().get(&names.keys[k]);
-                    (view.next_seq, view.finished, view.next_action) = impl_key_progress(names, ks);
-                    refill(&mut view.queued, impl_key_queued(ks));
-                    let activity = op.activity(&names.keys[k]);
-                    view.in_progress = activity.in_progress;
-                    view.awaiting = activity.awaiting.map(u64::from);
-                    view.saving = activity.saving.is_some();
-                    view.ready = activity.ready;
-                    activities[k] = activity;
-                }
-                cross_check_lists(op, names, &activities[..names.keys.len()], problems);
-                let in_flight = |sk: &ImplKey| rt.puts_in_flight().any(|put| *put.state_key == *sk);
-                let store = op.store();
-                // Each cached state has its tracked offset, in its key's partition.
-                let offset_of = |sk: &ImplKey, problems: &mut Vec<String>| {
-                    let Some((partition, offset)) = store.offset_of(sk) else {
-                        problems.push(format!("cache: {sk:?} has no tracked offset"));
-                        return None;
-                    };
-                    if partition != partition_for(&sk.key, names.partitions) {
-                        problems.push(format!("cache: {sk:?} tracked in partition {partition}"));
-                    }
-                    Some(rt.tracks_offsets.then_some(offset))
-                };
-                // Looked up by the state keys within the bounds; only a cache that
-                // holds others is copied whole, to name them.
-                let mut cache = Vec::new();
-                let mut found = 0;
-                for (sk, v) in &names.state_keys {
-                    let Some((st, partition, offset)) = store.entry_of(sk) else {
-                        continue;
-                    };
-                    found += 1;
-                    if store.offset_of(sk) != Some((partition, offset)) {
-                        problems.push(format!("cache: offset_of {sk:?} disagrees with entry_of"));
-                    }
-                    if in_flight(sk) {
-                        continue;
-                    }
-                    if partition != names.key_partitions[usize::from(v.key)] {
-                        problems.push(format!("cache: {sk:?} tracked in partition {partition}"));
-                    }
-                    cache.push(CachedView {
-                        state_key: *v,
-                        state: impl_state_view(st),
-                        offset: rt.tracks_offsets.then_some(offset),
-                    });
-                }
-                if found != store.cached_len() {
-                    cache.clear();
-                    for (sk, st) in store.cache() {
-                        if in_flight(&sk) {
-                            continue;
-                        }
-                        let Some(offset) = offset_of(&sk, problems) else {
-                            continue;
-                        };
-                        match names.view_of(&sk) {
-                            Ok(v) => cache.push(CachedView {
-                                state_key: v,
-                                state: impl_state_view(&st),
-                                offset,
-                            }),
-                            Err(e) => problems.push(format!("cache: {e}")),
-                        }
-                    }
-                    cache.sort_by_key(|c| c.state_key);
-                }
-                if subtasks > 1 {
-                    out.subtasks.push(SubtaskView {
-                        keys: (0..names.keys.len())
-                            .filter(|&k| {
-                                op.keys()
-                                    .get(&names.keys[k])
-                                    .is_some_and(|ks| ks.next_seq > 0)
-                            })
-                            .map(|k| k as u8)
-                            .collect(),
-                        cache: cache.iter().map(|c| c.state_key).collect(),
-                    });
-                }
-                out.cache.extend(cache);
-            }
-        }
-        if rt.operators().count() > 1 {
-            out.cache.sort_by_key(|c| c.state_key);
-        }
-        let ends = rt.ends();
-        let mut mirror = rt.mirror.borrow_mut();
-        mirror.resize_with(ends.len(), Default::default);
-        resize(&mut out.log, ends.len());
-        for (p, (&end, view)) in ends.iter().zip(out.log.iter_mut()).enumerate() {
-            let part = &mut mirror[p];
-            if end < part.end {
-                problems.push(format!(
-                    "partition {p}: end offset {end} is below the {} read before",
-                    part.end
-                ));
-                *part = Default::default();
-            }
-            if end > part.end {
-                let part = Arc::make_mut(part);
-                let from = part.end;
-                part.end = end;
-                for record in rt.log[p].iter().skip(from as usize) {
-                    let decoded = decode_entry(record).map_err(|e| e.to_string());
-                    let (sk, st) = match decoded {
-                        // A fence holds no state of the model's log; it makes the older
-                        // states after it stale, which no rebuild reads.
-                        Ok(Entry::Fence { epoch }) => {
-                            part.level = part.level.max(epoch);
-                            continue;
-                        }
-                        Ok(Entry::State { epoch, .. }) if epoch < part.level => continue,
-                        Ok(Entry::State { key, state, .. }) => match names.view_of(&key) {
-                            Ok(sk) => (sk, state),
-                            Err(e) => {
-                                part.problems
-                                    .push(format!("partition {p} offset {}: {e}", record.offset));
-                                continue;
-                            }
-                        },
-                        Err(e) => {
-                            part.problems
-                                .push(format!("partition {p} offset {}: {e}", record.offset));
-                            continue;
-                        }
-                    };
-                    let state = impl_state_view(&st);
-                    part.latest.insert(
-                        sk,
-                        LatestView {
-                            state_key: sk,
-                            state,
-                            offset: record.offset,
-                        },
-                    );
-                    let seen = part.landed.entry(sk).or_default();
-                    if !seen.contains(&state) {
-                        seen.push(state);
-                        seen.sort();
-                    }
-                }
-            }
-            let part = &mirror[p];
-            problems.extend(part.problems.iter().cloned());
-            view.end = end;
-            refill(&mut view.latest, part.latest.values().copied());
-            resize(&mut view.landed, part.landed.len());
-            for (view, (&state_key, states)) in view.landed.iter_mut().zip(&part.landed) {
-                view.state_key = state_key;
-                refill(&mut view.states, states.iter().copied());
-            }
-        }
-        drop(mirror);
-        refill(
-            &mut out.supplier_calls,
-            rt.supplier_calls
-                .iter()
-                .map(|(&(state_key, call), &runs)| CallView {
-                    state_key,
-                    call: u64::from(call),
-                    runs: u64::from(runs),
-                }),
-        );
-        out.failed = rt.operators().any(|(_, op)| op.failure().is_some());
-        out.cache_size = 0;
-        out.tracked_keys = 0;
-        for (_, op) in rt.operators() {
-            let store = op.store();
-            let open = rt
-                .puts_in_flight()
-                .filter(|put| store.get(&put.state_key).is_some())
-                .count();
-            out.cache_size += (store.cached_len() - open) as u64;
-            // A key with a put in flight is left out when that state is its only one.
-            let alone = rt
-                .puts_in_flight()
-                .filter(|put| {
-                    let open = &put.state_key;
-                    store.get(open).is_some() && store.cached_count_of(&open.key) == 1
-                })
-                .count();
-            out.tracked_keys += store.tracked_keys().saturating_sub(alone) as u64;
-        }
-        let problems = &mut out.problems;
-        resize(&mut out.pending, rt.pending.len());
-        for (view, p) in out.pending.iter_mut().zip(&rt.pending) {
-            checkpoint(&p.parts, p.awaiting_subtask, view, problems);
-        }
-        if let Some(view) = present(&mut out.completed, rt.completed.is_some()) {
-            checkpoint(
-                rt.completed.as_deref().expect("present"),
-                false,
-                view,
-                problems,
-            );
-        }
-        resize(&mut out.committed, rt.committed.len());
-        for (view, seqs) in out.committed.iter_mut().zip(rt.committed.iter()) {
-            refill(view, seqs.iter().copied());
-        }
-        out.problems.extend(rt.reports.iter().cloned());
-        if rt.ranked_offsets {
-            rank_offsets(out);
-        }
-    }
-
-    fn drive(
-        m: &Durable,
-        rt: &mut Runtime<V>,
-        s: &model::State,
-        a: &Action,
-    ) -> Result<(), Rejection> {
-        let names = Arc::clone(&rt.names);
-        let name = |k: u8| names.keys[k as usize].clone();
-        match *a {
-            Action::DeliverInput(k) => rt.handle(Event::Input {
-                key: name(k),
-                value: json!(s.next_seq[k as usize]),
-            }),
-            Action::StartAction(k) => rt.handle(Event::Continue { key: name(k) }),
-            Action::ReuseResult(k) => {
-                let Phase::AtCall(i) = s.phase[k as usize] else {
-                    return Err(format!("key {k} is not at a call").into());
-                };
-                match rt.requested.get(&k) {
-                    Some(r) if r.call.index <= u32::from(i) => Err(format!(
-                        "the operator asks for call {} of key {k} where the model reuses saved result {i}",
-                        r.call.index
-                    ).into()),
-                    _ => Ok(()),
-                }
-            }
-            Action::CallSupplier(k) => {
-                let Phase::AtCall(i) = s.phase[k as usize] else {
-                    return Err(format!("key {k} is not at a call").into());
-                };
-                let want = rt.names.state_key(s.head(k as usize));
-                let r = match rt.requested.get(&k) {
-                    Some(r) if r.call.state_key() == want && r.call.index == u32::from(i) => {
-                        r.clone()
-                    }
-                    Some(r) => {
-                        return Err(format!(
-                            "the operator asks for {:?} call {}, the model calls the supplier for {want:?} call {i}",
-                            r.call.state_key(),
-                            r.call.index
-                        ).into())
-                    }
-                    None => {
-                        return Err(format!(
-                            "the operator asks for no call of key {k}; the model calls the supplier for {want:?} call {i}"
-                        ).into())
-                    }
-                };
-                Arc::make_mut(&mut rt.requested).remove(&k);
-                let outcome = supplier(&r.function, &r.args);
-                // The call is the model's (checked above): its names are the model's.
-                let call = (sk_view(s.head(k as usize)), r.call.index);
-                *Arc::make_mut(&mut rt.supplier_calls)
-                    .entry(call)
-                    .or_default() += 1;
-                Arc::make_mut(&mut rt.returned).insert(k, (r.call, outcome));
-                Ok(())
-            }
-            Action::SendPut(k) => {
-                let Phase::HaveResult(i) = s.phase[k as usize] else {
-                    return Err(format!("key {k} has no call result to save").into());
-                };
-                let (call, outcome) = Arc::make_mut(&mut rt.returned)
-                    .remove(&k)
-                    .ok_or_else(|| format!("no call outcome of key {k} to save"))?;
-                rt.handle(Event::CallReturned { call, outcome })?;
-                Self::check_put(rt, s, k, i + 1, false)
-            }
-            Action::CompleteAction(k) => {
-                rt.handle(Event::Continue { key: name(k) })?;
-                Self::check_put(rt, s, k, 0, true)
-            }
-            Action::AckPut(k) if s.puts[k as usize].is_none() => Self::stale_outcome(rt, s, k),
-            Action::AckPut(k) => rt.acknowledge(k),
-            Action::FailPut { key, landed } => rt.fail(key, landed),
-            Action::LandPut(k) => rt.land(k).map(|_| ()).map_err(Rejection::from),
-            Action::TriggerCheckpoint => {
-                // Subtask 0's part; with two subtasks running, subtask 1 takes its own
-                // when the barrier reaches it (`SnapshotSubtask`).
-                let id = rt.next_checkpoint;
-                let checkpoint = Self::snapshot_part(rt, 0, id)?;
-                rt.next_checkpoint += 1;
-                let awaiting_subtask = rt.running_subtasks() > 1;
-                let mut outputs_before = [0; model::MAX_KEYS];
-                for (k, n) in outputs_before.iter_mut().enumerate() {
-                    if rt.subtask_of(k as u8) == 0 {
-                        *n = rt.uncommitted[k].len();
-                    }
-                }
-                rt.pending.push(Pending {
-                    id,
-                    parts: vec![checkpoint],
-                    awaiting_subtask,
-                    outputs_before,
-                });
-                Self::check_known(rt, 0, id)
-            }
-            Action::SnapshotSubtask => {
-                let at = rt
-                    .pending
-                    .iter()
-                    .position(|p| p.awaiting_subtask)
-                    .ok_or("no checkpoint waits for subtask 1's part")?;
-                let id = rt.pending[at].id;
-                let checkpoint = Self::snapshot_part(rt, 1, id)?;
-                let uncommitted: Vec<usize> = rt.uncommitted.iter().map(Vec::len).collect();
-                let mine: Vec<bool> = (0..model::MAX_KEYS)
-                    .map(|k| rt.subtask_of(k as u8) == 1)
-                    .collect();
-                let p = &mut rt.pending[at];
-                p.parts.push(checkpoint);
-                p.awaiting_subtask = false;
-                for k in 0..model::MAX_KEYS {
-                    if mine[k] {
-                        p.outputs_before[k] = uncommitted[k];
-                    }
-                }
-                Self::check_known(rt, 1, id)
-            }
-            Action::AbortCheckpoint(id) => {
-                let id = u64::from(id);
-                let Some(oldest) = rt.pending.first() else {
-                    return Err(format!("checkpoint {id} is not the oldest pending").into());
-                };
-                if oldest.id != id {
-                    return Err(format!("checkpoint {id} is not the oldest pending").into());
-                }
-                // Every subtask that took its part knows it.
-                for t in 0..oldest.parts.len() as u8 {
-                    if !rt.op_at(t)?.checkpoint_aborted(id) {
-                        return Err(format!(
-                            "subtask {t}'s operator does not know checkpoint {id}"
-                        )
-                        .into());
-                    }
-                }
-                rt.pending.remove(0);
-                Ok(())
-            }
-            Action::CompleteCheckpointUnnotified(id) => {
-                let id = u64::from(id);
-                let at = rt
-                    .pending
-                    .iter()
-                    .position(|p| p.id == id)
-                    .ok_or_else(|| format!("checkpoint {id} is not pending"))?;
-                // The coordinator completes it and subsumes the older ones; the operator
-                // hears of none of them, and the sink commits nothing yet.
-                let done: Vec<Pending> = rt.pending.drain(..=at).collect();
-                for (t, unnotified) in rt.unnotified.iter_mut().enumerate() {
-                    unnotified.extend(done.iter().filter(|p| p.parts.len() > t).map(|p| p.id));
-                }
-                let p = done.into_iter().next_back().expect("position found");
-                rt.unannounced_outputs = p.outputs_before;
-                rt.completed = Some(p.parts);
-                Ok(())
-            }
-            Action::CompleteCheckpoint(id) => {
-                let id = u64::from(id);
-                let Some(at) = rt.pending.iter().position(|p| p.id == id) else {
-                    // Not pending (a probe): completed, subsumed, aborted or never taken;
-                    // no operator may know it.
-                    let mut known = false;
-                    for t in 0..rt.running_subtasks() {
-                        known |= rt.op_at(t)?.checkpoint_complete(id).is_some();
-                    }
-                    return match known {
-                        false => Err(format!("checkpoint {id} is not pending").into()),
-                        true => Ok(()),
-                    };
-                };
-                // Every subtask prunes what its part's boundaries mark finished.
-                let mut report = PruneReport::default();
-                for t in 0..rt.pending[at].parts.len() as u8 {
-                    let r = rt.op_at(t)?.checkpoint_complete(id).ok_or_else(|| {
-                        format!("subtask {t}'s operator does not know checkpoint {id}")
-                    })?;
-                    report.states_pruned += r.states_pruned;
-                    report.keys_dropped += r.keys_dropped;
-                }
-                // The coordinator drops it and the older pending checkpoints it subsumes.
-                let p = rt.pending.drain(..=at).next_back().expect("position found");
-                let model_checkpoint = s
-                    .pending_checkpoints()
-                    .find(|(pending, _)| u64::from(*pending) == id);
-                if let Some((_, c)) = model_checkpoint {
-                    // The model prunes the cached states of inputs the checkpoint counts
-                    // finished; keys left with nothing cached lose their tracking.
-                    let cached = |sk: &StateKey| s.cached(*sk).is_some();
-                    let pruned = |sk: &StateKey| sk.seq < c.finished[sk.key as usize];
-                    let states = Self::state_keys(m)
-                        .filter(|sk| cached(sk) && pruned(sk))
-                        .count();
-                    let keys = (0..m.bounds.keys)
-                        .filter(|k| {
-                            let mine: Vec<StateKey> = Self::state_keys(m)
-                                .filter(|sk| sk.key == *k && cached(sk))
-                                .collect();
-                            !mine.is_empty() && mine.iter().all(pruned)
-                        })
-                        .count();
-                    let got = (report.states_pruned, report.keys_dropped);
-                    if got != (states as u64, keys as u64) {
-                        rt.reports.push(format!(
-                            "checkpoint {}: prune reports {got:?} (states, keys), the model prunes ({states}, {keys})",
-                            p.id
-                        ));
-                    }
-                }
-                rt.commit(&p.outputs_before);
-                // It subsumes every checkpoint completed before it, told or not.
-                rt.unnotified = Default::default();
-                rt.unannounced_outputs = [0; model::MAX_KEYS];
-                // Later snapshots counted the outputs just committed.
-                for later in &mut rt.pending {
-                    for (n, done) in later.outputs_before.iter_mut().zip(p.outputs_before) {
-                        *n -= done;
-                    }
-                }
-                rt.completed = Some(p.parts);
-                let mut reports = Vec::new();
-                for (_, op) in rt.operators() {
-                    cross_check_cache(op, &mut reports);
-                }
-                rt.reports.extend(reports);
-                Ok(())
-            }
-            Action::Crash { landed } => {
-                if landed {
-                    // Sequential puts: the one in flight.
-                    if let Some(put) = s.puts_in_flight().find(|p| p.offset.is_none()) {
-                        rt.land(put.record.state_key.key)?;
-                    }
-                }
-                // A send the crash does not stop stays with the producer.
-                if m.bounds.zombie_sends && s.zombie.is_none() {
-                    if let Some(record) = m.next_state(s, *a).and_then(|n| n.zombie) {
-                        let k = usize::from(record.state_key.key);
-                        let put = rt.in_flight[k].as_ref().ok_or_else(|| {
-                            format!("no put of key {k} in flight to outlive the crash")
-                        })?;
-                        rt.zombie = Some(Arc::clone(&put.record));
-                    }
-                }
-                rt.abort_checkpoints();
-                rt.crash();
-                Ok(())
-            }
-            Action::LandZombie => rt.land_zombie().map(|_| ()).map_err(Rejection::from),
-            Action::FencePartition(p) => {
-                // The restoring incarnation's epoch: one more than the crashes so far.
-                rt.fence(p, Epoch::from(s.crashes) + 1);
-                Ok(())
-            }
-            Action::Restore | Action::RestoreScaledIn => {
-                if m.bounds.fenced_producer {
-                    rt.zombie = None;
-                }
-                // The incarnation's epoch: one more than the crashes so far.
-                let epoch = Epoch::from(s.crashes) + 1;
-                let restored = rt.restore(*a == Action::RestoreScaledIn, epoch)?;
-                let mut reports = Vec::new();
-                for (_, op) in rt.operators() {
-                    cross_check_cache(op, &mut reports);
-                }
-                rt.reports.extend(reports);
-                let (Some(c), Some(after)) = (s.completed, m.next_state(s, *a)) else {
-                    return Ok(());
-                };
-                // Offsets are positions unless compacted: each subtask's replay reads
-                // every record from its marker to the end.
-                let (mut scanned, mut loaded, mut want_scanned) = (0, 0, 0);
-                for (t, r) in restored.iter().enumerate() {
-                    scanned += r.report.records_scanned;
-                    loaded += r.report.states_loaded;
-                    want_scanned += (0..m.bounds.partitions as usize)
-                        .map(|p| u64::from(s.log_len[p] - Self::replay_from(m, &c, t as u8, p)))
-                        .sum::<u64>();
-                    // It skips the records of keys it does not own, and those of its keys
-                    // whose input the checkpoint counts finished.
-                    // And the stale ones, behind a newer fence.
-                    let want = rt.skipped_in_replay(&c, &r.marker, &r.owned)?;
-                    let want = (want.foreign, want.finished, want.fenced);
-                    let got = (
-                        r.report.foreign_skipped,
-                        r.report.finished_skipped,
-                        r.report.fenced_skipped,
-                    );
-                    if got != want {
-                        rt.reports.push(format!(
-                            "subtask {t}'s rebuild reports {got:?} records of other subtasks' keys, \
-                             of finished inputs and stale skipped, its replay range holds {want:?}"
-                        ));
-                    }
-                }
-                let want_loaded = after.cache.entries().count() as u64;
-                let scanned_ok = m.bounds.compact_offsets || scanned == want_scanned;
-                if !scanned_ok || loaded != want_loaded {
-                    rt.reports.push(format!(
-                        "rebuild reports {scanned} records scanned and {loaded} states loaded, \
-                         the model replays {want_scanned} and loads {want_loaded}"
-                    ));
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Where the model's restore from `c` has subtask `t` replay partition `p` from: its
-    /// own marker (`own-marker`), or the minimum of every subtask's.
-    fn replay_from(m: &Durable, c: &model::Checkpoint, t: u8, p: usize) -> u8 {
-        if m.bounds.own_marker {
-            c.marker[m.marker_slot(t, p)]
-        } else {
-            (0..m.bounds.subtasks)
-                .map(|t| c.marker[m.marker_slot(t, p)])
-                .min()
-                .expect("one subtask at least")
-        }
-    }
-
-    /// Subtask `t`'s part of checkpoint `id`, its operator's snapshot over the log's end
-    /// offsets; past its bound the operator forgets the oldest checkpoint it knows: one
-    /// completed without its being told (the model's coordinator never has more pending
-    /// than the bound).
-    fn snapshot_part(rt: &mut Runtime<V>, t: u8, id: u64) -> Result<Arc<Checkpoint>, Rejection> {
-        let ends = rt.ends();
-        let op = rt.op_at(t)?;
-        let before = op.clone();
-        // The refusal checks compare copies that share their maps; a copy that shares
-        // none must compare equal too, entry by entry.
-        let copied = op.unshared() == before;
-        let mut checkpoint = op.snapshot(id, &ends)?;
-        // A snapshot is remembered until its completion or abort: the operator changed.
-        let remembered = *op != before;
-        // End offsets of another partition count are refused, and change nothing.
-        let mut probe = op.clone();
-        let wrong = [ends.as_slice(), &[0]].concat();
-        let want = format!(
-            "the log reported {} end offsets for {} partitions",
-            wrong.len(),
-            ends.len()
-        );
-        let refused = match probe.snapshot(id + 1, &wrong) {
-            Err(OperatorError::Store(StoreError::InvalidMarker(m))) if m == want => None,
-            other => Some(format!(
-                "a snapshot over {} end offsets gives {:?}, not `{want}`",
-                wrong.len(),
-                other.map(|_| ())
-            )),
-        };
-        let unchanged = probe == *op;
-        rt.reports.extend(refused);
-        if !remembered {
-            rt.reports.push(format!(
-                "snapshot {id} left the operator equal to what it was"
-            ));
-        }
-        if !copied {
-            rt.reports
-                .push("a copy of the operator sharing none of its maps differs from it".into());
-        }
-        if !unchanged {
-            rt.reports
-                .push("a refused snapshot changed the operator".to_string());
-        }
-        let unnotified = &mut rt.unnotified[usize::from(t)];
-        let known = unnotified.len()
-            + rt.pending
-                .iter()
-                .filter(|p| p.parts.len() > usize::from(t))
-                .count();
-        if known >= rt.names.limits.pending_checkpoints && !unnotified.is_empty() {
-            unnotified.remove(0);
-        }
-        V::after_snapshot(&ends, &mut checkpoint);
-        Ok(Arc::new(checkpoint))
-    }
-
-    /// After subtask `t` took its part of checkpoint `id`: its operator knows exactly the
-    /// checkpoints the coordinator left it.
-    fn check_known(rt: &mut Runtime<V>, t: u8, id: u64) -> Result<(), Rejection> {
-        let known = rt.known_checkpoints(t);
-        let got: Vec<u64> = rt.op_at(t)?.pending_checkpoint_ids().collect();
-        if got != known {
-            rt.reports.push(format!(
-                "checkpoint {id} taken: subtask {t}'s operator knows checkpoints {got:?}, the coordinator left {known:?}"
-            ));
-        }
-        Ok(())
-    }
-
-    /// After `SendPut(k)` / `CompleteAction(k)`: the operator sent exactly the model's
-    /// record, the state of the key's head action with `calls` saved results (or
-    /// completed), and flushed it.
-    fn check_put(
-        rt: &Runtime<V>,
-        s: &model::State,
-        k: u8,
-        calls: u8,
-        completed: bool,
-    ) -> Result<(), Rejection> {
-        let put = rt.in_flight[usize::from(k)]
-            .as_ref()
-            .ok_or_else(|| format!("the operator sent no put for key {k}"))?;
-        let want = rt.names.state_key(s.head(k as usize));
-        if *put.state_key != want {
-            return Err(format!(
-                "the operator saves {:?} where the model saves {want:?}",
-                put.state_key
-            )
-            .into());
-        }
-        let record = LogRecord {
-            partition: put.record.partition,
-            offset: 0,
-            key: put.record.key.clone(),
-            value: put.record.value.clone(),
-        };
-        let (_, state) = decode_record(&record)
-            .map_err(|e| e.to_string())?
-            .ok_or("the put is a fence record")?;
-        let got = (state.call_results.len(), state.completed);
-        let want = if completed {
-            (0, true)
-        } else {
-            (usize::from(calls), false)
-        };
-        if got != want {
-            return Err(format!(
-                "the operator's put carries (results, completed) {got:?}, the model's {want:?}"
-            )
-            .into());
-        }
-        Ok(())
-    }
-
-    /// `AckPut(k)` with no put of key `k` in flight: the outcome of the call before key
-    /// `k`'s current one arrives again. The operator must refuse it.
-    fn stale_outcome(rt: &mut Runtime<V>, s: &model::State, k: u8) -> Result<(), Rejection> {
-        let i = Self::stale_call(s, k)
-            .ok_or_else(|| format!("no put of key {k} in flight and no earlier call to repeat"))?;
-        let sk = rt.names.state_key(s.head(k as usize));
-        let call = CallRef {
-            key: sk.key,
-            seq: sk.seq,
-            action: sk.action,
-            index: u32::from(i),
-        };
-        let args = json!([s.head(k as usize).seq, i]);
-        let outcome = supplier(&format!("f{i}"), &args);
-        rt.handle(Event::CallReturned { call, outcome })
-    }
-
     /// The call before key `k`'s current one, if it is at a call after its first.
     fn stale_call(s: &model::State, k: u8) -> Option<u8> {
         match s.phase[k as usize] {
@@ -1071,33 +227,15 @@ impl<V: Variant> Conformant<V> {
         }
     }
 
+    /// The model's forbidden steps the runtime must refuse at `s`.
     fn forbidden(m: &Durable, s: &model::State) -> Vec<Action> {
-        let b = m.bounds;
         if s.down {
             return Vec::new();
         }
-        let apart = b.subtasks > 1 && !s.scaled_in;
         if s.failed {
-            // A failed operator refuses everything but its crash. With two subtasks,
-            // only the one whose put failed has failed: the task's failover is the
-            // crash that follows.
-            let failed_subtask = (0..b.keys)
-                .find(|&k| {
-                    let ku = k as usize;
-                    s.puts[ku].is_none()
-                        && matches!(s.phase[ku], Phase::AwaitPut(_) | Phase::AwaitCompletion)
-                })
-                .map_or(0, |k| m.owner(s.scaled_in, k));
-            let failed = |k: u8| !apart || m.owner(s.scaled_in, k) == failed_subtask;
-            let mut probes: Vec<Action> = (0..b.keys)
-                .filter(|&k| failed(k))
-                .flat_map(|k| [Action::DeliverInput(k), Action::StartAction(k)])
-                .collect();
-            if !apart || failed_subtask == 0 {
-                probes.push(Action::TriggerCheckpoint);
-            }
-            return probes;
+            return Self::failed_probes(m, s);
         }
+        let b = m.bounds;
         let mut enabled = Vec::new();
         m.actions(s, &mut enabled);
         let running = (0..b.keys as usize).any(|k| s.phase[k] != Phase::Idle);
@@ -1125,8 +263,39 @@ impl<V: Variant> Conformant<V> {
         {
             probes.push(Action::AckPut(k));
         }
-        // A snapshot while a put is in flight, where nothing else holds it back: the
-        // model's synchronous puts never take it, and the operator must refuse it.
+        Self::snapshot_probes(m, s, running, &mut probes);
+        Self::completion_probes(m, s, &mut probes);
+        probes
+    }
+
+    /// A failed operator refuses everything but its crash. With two subtasks, only the
+    /// one whose put failed has failed: the task's failover is the crash that follows.
+    fn failed_probes(m: &Durable, s: &model::State) -> Vec<Action> {
+        let b = m.bounds;
+        let apart = b.subtasks > 1 && !s.scaled_in;
+        let failed_subtask = (0..b.keys)
+            .find(|&k| {
+                let ku = k as usize;
+                s.puts[ku].is_none()
+                    && matches!(s.phase[ku], Phase::AwaitPut(_) | Phase::AwaitCompletion)
+            })
+            .map_or(0, |k| m.owner(s.scaled_in, k));
+        let failed = |k: u8| !apart || m.owner(s.scaled_in, k) == failed_subtask;
+        let mut probes: Vec<Action> = (0..b.keys)
+            .filter(|&k| failed(k))
+            .flat_map(|k| [Action::DeliverInput(k), Action::StartAction(k)])
+            .collect();
+        if !apart || failed_subtask == 0 {
+            probes.push(Action::TriggerCheckpoint);
+        }
+        probes
+    }
+
+    /// A snapshot while a put is in flight, where nothing else holds it back: the
+    /// model's synchronous puts never take it, and the operator must refuse it.
+    fn snapshot_probes(m: &Durable, s: &model::State, running: bool, probes: &mut Vec<Action>) {
+        let b = m.bounds;
+        let apart = b.subtasks > 1 && !s.scaled_in;
         let quiet = b.mid_action_checkpoints || !running;
         // With two subtasks, the trigger snapshots subtask 0 alone, which refuses only
         // while a put of its own is in flight; subtask 1's part likewise.
@@ -1150,10 +319,14 @@ impl<V: Variant> Conformant<V> {
         {
             probes.push(Action::TriggerCheckpoint);
         }
-        // Completing a checkpoint that is not pending. With one checkpoint at a time an id
-        // stops being pending only as the last one taken: with none pending, that one is
-        // the probe (id 0, none taken yet, before the first). With several, every id
-        // taken and not pending (completed, subsumed or aborted) is one.
+    }
+
+    /// Completing a checkpoint that is not pending. With one checkpoint at a time an id
+    /// stops being pending only as the last one taken: with none pending, that one is
+    /// the probe (id 0, none taken yet, before the first). With several, every id taken
+    /// and not pending (completed, subsumed or aborted) is one.
+    fn completion_probes(m: &Durable, s: &model::State, probes: &mut Vec<Action>) {
+        let b = m.bounds;
         let pending: Vec<u8> = s.pending_checkpoints().map(|(id, _)| id).collect();
         if b.lost_completions {
             // A checkpoint completed without the operator's being told is known to it,
@@ -1169,7 +342,6 @@ impl<V: Variant> Conformant<V> {
                     .map(Action::CompleteCheckpoint),
             );
         }
-        probes
     }
 }
 

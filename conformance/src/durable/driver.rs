@@ -43,6 +43,8 @@ use super::{
 };
 use crate::Binding;
 
+mod view;
+
 /// What the driver's replayable source holds that a restore uses.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Source {
@@ -417,205 +419,6 @@ impl<R: Reading> DriverRuntime<R> {
         R::read(&mut p);
         Ok(p)
     }
-
-    /// The model's index of a key name, or a problem naming it.
-    fn key(&self, name: &str, problems: &mut Vec<String>) -> Option<usize> {
-        let k = self.names.key_index(name).map(usize::from);
-        if k.is_none() {
-            problems.push(format!("the driver names an unknown key {name:?}"));
-        }
-        k
-    }
-
-    fn call_view(
-        &self,
-        call: &steadfast::durable::CallRef,
-        count: u32,
-    ) -> Result<CallView, String> {
-        Ok(CallView {
-            state_key: self.names.view_of(&call.state_key())?,
-            call: u64::from(call.index),
-            runs: u64::from(count),
-        })
-    }
-
-    /// The driver's projection in model indices.
-    fn view(&self) -> DriverView {
-        let mut out = DriverView::default();
-        let problems = &mut out.view.problems;
-        problems.extend(self.reports.iter().cloned());
-        let p = match self.projection() {
-            Ok(p) => p,
-            Err(e) => {
-                problems.push(format!("the driver reports no projection: {e}"));
-                return out;
-            }
-        };
-        let names = &self.names;
-        let view = &mut out.view;
-        view.up = p.running;
-        view.failed = p.failure.is_some();
-        let progress = |k: &steadfast::durable::KeyProjection| {
-            let finished = k.last_completed.map_or(0, |s| s + 1);
-            let next_action = if k.queue.is_empty() {
-                0
-            } else {
-                (names.actions.len() - k.queue.len()) as u64
-            };
-            (k.next_seq, finished, next_action)
-        };
-        if p.running {
-            resize(&mut view.keys, names.keys.len());
-        }
-        for kp in &p.keys {
-            let Some(k) = self.key(&kp.key, &mut view.problems) else {
-                continue;
-            };
-            let v = &mut view.keys[k];
-            (v.next_seq, v.finished, v.next_action) = progress(kp);
-            v.queued = kp.queue.first().map(|q| q.0).into_iter().collect();
-            v.queued.extend(kp.pending_inputs.iter().copied());
-        }
-        for a in &p.activity {
-            let Some(k) = self.key(&a.key, &mut view.problems) else {
-                continue;
-            };
-            let v: &mut KeyView = &mut view.keys[k];
-            v.in_progress = a.in_progress;
-            v.awaiting = a.awaiting.map(u64::from);
-            v.saving = a.saving;
-            v.ready = a.ready;
-        }
-        for c in &p.cache {
-            let state_key = match names.view_of(&c.state_key) {
-                Ok(v) => v,
-                Err(e) => {
-                    view.problems.push(format!("cache: {e}"));
-                    continue;
-                }
-            };
-            let offset = match c.offset {
-                Some((partition, offset)) => {
-                    if partition != names.key_partitions[usize::from(state_key.key)] {
-                        view.problems.push(format!(
-                            "cache: {state_key:?} tracked in partition {partition}"
-                        ));
-                    }
-                    self.tracks_offsets.then_some(offset)
-                }
-                None => {
-                    view.problems
-                        .push(format!("cache: {state_key:?} has no tracked offset"));
-                    None
-                }
-            };
-            view.cache.push(CachedView {
-                state_key,
-                state: impl_state_view(&c.state),
-                offset,
-            });
-        }
-        view.cache.sort_by_key(|c| c.state_key);
-        view.cache_size = view.cache.len() as u64;
-        let mut tracked: Vec<u8> = view.cache.iter().map(|c| c.state_key.key).collect();
-        tracked.dedup();
-        view.tracked_keys = tracked.len() as u64;
-        for (partition, records) in p.log.iter().enumerate() {
-            let mut part = PartitionView {
-                end: records.len() as u64,
-                ..PartitionView::default()
-            };
-            let mut latest = BTreeMap::new();
-            let mut landed: BTreeMap<StateKeyView, Vec<_>> = BTreeMap::new();
-            for (at, r) in records.iter().enumerate() {
-                if r.offset != at as u64 {
-                    view.problems.push(format!(
-                        "partition {partition}: the record at position {at} has offset {}",
-                        r.offset
-                    ));
-                }
-                let state_key = match names.view_of(&r.state_key) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        view.problems.push(format!("partition {partition}: {e}"));
-                        continue;
-                    }
-                };
-                let state = impl_state_view(&r.state);
-                latest.insert(
-                    state_key,
-                    LatestView {
-                        state_key,
-                        state,
-                        offset: r.offset,
-                    },
-                );
-                let seen = landed.entry(state_key).or_default();
-                if !seen.contains(&state) {
-                    seen.push(state);
-                }
-            }
-            part.latest = latest.into_values().collect();
-            part.landed = landed
-                .into_iter()
-                .map(|(state_key, mut states)| {
-                    states.sort();
-                    LandedView { state_key, states }
-                })
-                .collect();
-            view.log.push(part);
-        }
-        let checkpoint = |cp: &steadfast::durable::CheckpointProjection| {
-            let mut keys = vec![(0, 0, 0); names.keys.len()];
-            let mut unknown = Vec::new();
-            for kp in &cp.keys {
-                match names.key_index(&kp.key) {
-                    Some(k) => keys[usize::from(k)] = progress(kp),
-                    None => {
-                        unknown.push(format!("checkpoint {}: an unknown key {:?}", cp.id, kp.key))
-                    }
-                }
-            }
-            let view = CheckpointView {
-                keys,
-                marker: cp.marker.clone(),
-                awaiting_subtask: false,
-            };
-            (view, unknown)
-        };
-        for cp in &p.pending_checkpoints {
-            let (c, unknown) = checkpoint(cp);
-            view.pending.push(c);
-            view.problems.extend(unknown);
-        }
-        if let Some(cp) = &p.completed_checkpoint {
-            let (c, unknown) = checkpoint(cp);
-            view.completed = Some(c);
-            view.problems.extend(unknown);
-        }
-        view.committed = vec![Vec::new(); names.keys.len()];
-        for o in &p.committed {
-            if let Some(k) = self.key(&o.key, &mut view.problems) {
-                view.committed[k].push(o.seq);
-            }
-        }
-        for (counts, into) in [
-            (&p.supplier_calls, &mut view.supplier_calls),
-            (&p.unlanded_runs, &mut out.unlanded_runs),
-        ] {
-            for c in counts {
-                match self.call_view(&c.call, c.count) {
-                    Ok(v) => into.push(v),
-                    Err(e) => view.problems.push(format!("supplier runs: {e}")),
-                }
-            }
-            into.sort_by_key(|c| (c.state_key, c.call));
-        }
-        if self.ranked_offsets {
-            rank_offsets(view);
-        }
-        out
-    }
 }
 
 /// What the driver binding compares: the stepwise binding's view, and per durable call
@@ -682,45 +485,60 @@ impl<R: Reading> DriverConformant<R> {
         let Some((&first, rest)) = e.steps.split_first() else {
             return Err("an event with no model step".into());
         };
-        let name = |k: u8| rt.names.keys[usize::from(k)].clone();
-        let runs = matches!(
-            first,
-            Action::DeliverInput(_) | Action::CallSupplier(_) | Action::Restore
-        );
-        if !runs {
-            if !rest.is_empty() {
-                return Err(format!("{first:?} starts no driver event").into());
+        match first {
+            Action::DeliverInput(_) | Action::CallSupplier(_) | Action::Restore => {
+                Self::run(m, rt, s, first, e)
             }
-            // Steps between runs.
-            let driver = rt.driver.get_mut();
-            return match first {
-                Action::TriggerCheckpoint => {
-                    let id = driver.checkpoint().map_err(Rejection::Runtime)?;
-                    let want = u64::from(s.checkpoints) + 1;
-                    if id != want {
-                        rt.reports
-                            .push(format!("the driver numbers checkpoint {want} as {id}"));
-                    }
-                    Ok(())
-                }
-                Action::CompleteCheckpoint(id) => match driver.complete_checkpoint(u64::from(id)) {
-                    Ok(true) => Ok(()),
-                    Ok(false) => Err(format!("the driver knows no checkpoint {id}").into()),
-                    Err(e) => Err(Rejection::Runtime(e)),
-                },
-                Action::AbortCheckpoint(id) => match driver.abort_checkpoint(u64::from(id)) {
-                    Ok(true) => Ok(()),
-                    Ok(false) => Err(format!("the operator knows no checkpoint {id}").into()),
-                    Err(e) => Err(Rejection::Runtime(e)),
-                },
-                Action::Crash { landed: false } => {
-                    driver.crash();
-                    Ok(())
-                }
-                other => Err(format!("{other:?} has no driver counterpart").into()),
-            };
+            _ if !rest.is_empty() => Err(format!("{first:?} starts no driver event").into()),
+            _ => Self::between_runs(rt, s, first),
         }
-        let _ = rest;
+    }
+
+    /// A step between runs: a checkpoint, its completion or abort, or a crash while no
+    /// put waits.
+    fn between_runs(
+        rt: &mut DriverRuntime<R>,
+        s: &model::State,
+        step: Action,
+    ) -> Result<(), Rejection> {
+        let driver = rt.driver.get_mut();
+        match step {
+            Action::TriggerCheckpoint => {
+                let id = driver.checkpoint().map_err(Rejection::Runtime)?;
+                let want = u64::from(s.checkpoints) + 1;
+                if id != want {
+                    rt.reports
+                        .push(format!("the driver numbers checkpoint {want} as {id}"));
+                }
+                Ok(())
+            }
+            Action::CompleteCheckpoint(id) => match driver.complete_checkpoint(u64::from(id)) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(format!("the driver knows no checkpoint {id}").into()),
+                Err(e) => Err(Rejection::Runtime(e)),
+            },
+            Action::AbortCheckpoint(id) => match driver.abort_checkpoint(u64::from(id)) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(format!("the operator knows no checkpoint {id}").into()),
+                Err(e) => Err(Rejection::Runtime(e)),
+            },
+            Action::Crash { landed: false } => {
+                driver.crash();
+                Ok(())
+            }
+            other => Err(format!("{other:?} has no driver counterpart").into()),
+        }
+    }
+
+    /// A run of `e`, started by its `first` step: one driver call, with the fault that
+    /// ends the run injected at its last send (a crash cancels the call's wait).
+    fn run(
+        m: &DriverDurable,
+        rt: &mut DriverRuntime<R>,
+        s: &model::State,
+        first: Action,
+        e: &EagerStep,
+    ) -> Result<(), Rejection> {
         let fault = e.fault();
         let puts = e.puts();
         let injected = fault.and_then(send_fault);
@@ -736,7 +554,10 @@ impl<R: Reading> DriverConformant<R> {
                     driver.cancellation().cancel();
                 }
                 driver
-                    .input(name(k), json!(s.next_seq[usize::from(k)]))
+                    .input(
+                        rt.names.keys[usize::from(k)].clone(),
+                        json!(s.next_seq[usize::from(k)]),
+                    )
                     .map_err(Rejection::Runtime)
             }
             Action::CallSupplier(k) => {
@@ -745,26 +566,7 @@ impl<R: Reading> DriverConformant<R> {
                 }
                 Self::call(rt, s, k)
             }
-            Action::Restore => {
-                let driver = rt.driver.get_mut();
-                let restored = if crashes {
-                    driver.restore_cancelled()
-                } else {
-                    driver.restore()
-                };
-                match restored {
-                    Ok(report) => {
-                        Self::check_rebuild(m, rt, s, report.as_ref());
-                        Ok(())
-                    }
-                    Err(e) => {
-                        if let Some(report) = rt.driver.get_mut().last_rebuild().cloned() {
-                            Self::check_rebuild(m, rt, s, Some(&report));
-                        }
-                        Err(Rejection::Runtime(e))
-                    }
-                }
-            }
+            Action::Restore => Self::restore(m, rt, s, crashes),
             other => return Err(format!("{other:?} starts no driver event").into()),
         };
         let made = (rt.log.send_count() - sent) as usize;
@@ -778,6 +580,45 @@ impl<R: Reading> DriverConformant<R> {
             rt.reports
                 .push(format!("faults {left:?} left for no send of the run"));
         }
+        Self::run_ended(rt, fault, result)
+    }
+
+    /// `Restore`: the driver restores (cancelled when a crash ends the run), its rebuild
+    /// checked against the model's.
+    fn restore(
+        m: &DriverDurable,
+        rt: &mut DriverRuntime<R>,
+        s: &model::State,
+        crashes: bool,
+    ) -> Result<(), Rejection> {
+        let driver = rt.driver.get_mut();
+        let restored = if crashes {
+            driver.restore_cancelled()
+        } else {
+            driver.restore()
+        };
+        match restored {
+            Ok(report) => {
+                Self::check_rebuild(m, rt, s, report.as_ref());
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(report) = rt.driver.get_mut().last_rebuild().cloned() {
+                    Self::check_rebuild(m, rt, s, Some(&report));
+                }
+                Err(Rejection::Runtime(e))
+            }
+        }
+    }
+
+    /// How a run with `fault` ended, from the driver call's `result`: a run without one
+    /// returns normally; a failed put fails the call with the store's error; a crash
+    /// cancels the call's wait, and the driver crashes.
+    fn run_ended(
+        rt: &mut DriverRuntime<R>,
+        fault: Option<Action>,
+        result: Result<(), Rejection>,
+    ) -> Result<(), Rejection> {
         match (fault, result) {
             (None, result) => result,
             (

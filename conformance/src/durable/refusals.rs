@@ -346,3 +346,163 @@ impl<V: Variant> Runtime<V> {
         problems
     }
 }
+
+/// A checkpoint no operator could have written, made from a real one by breaking one
+/// rule of its keyed state.
+pub(super) struct Corruption {
+    /// What it breaks.
+    pub(super) what: String,
+    /// Words the refusal's reason must hold: it names the problem.
+    pub(super) named: &'static str,
+    pub(super) checkpoint: Checkpoint,
+}
+
+/// The corruptions of `cp`, one per rule a checkpoint's keyed state obeys.
+pub(super) fn corruptions_of(cp: &Checkpoint, actions: &[String]) -> Vec<Corruption> {
+    let mut out = Vec::new();
+    let mut no_partition = cp.clone();
+    no_partition.marker.offsets.clear();
+    out.push(Corruption {
+        what: "a marker naming no partition".to_string(),
+        named: "names no partition",
+        checkpoint: no_partition,
+    });
+    for (key, ks) in &cp.keys {
+        let mut with = |what: &str, named, f: &dyn Fn(&mut KeyState)| {
+            let mut bad = cp.clone();
+            f(bad.keys.get_mut(key).expect("the key is in it"));
+            out.push(Corruption {
+                what: format!("{key}: {what}"),
+                named,
+                checkpoint: bad,
+            });
+        };
+        let current = ks.last_completed.map_or(0, |d| d + 1);
+        with(
+            "the next sequence number at the counter's end",
+            "counter's end",
+            &|ks| ks.next_seq = u64::MAX,
+        );
+        with(
+            "the last completed input at the next sequence number",
+            "is not below the next",
+            &|ks| ks.last_completed = Some(ks.next_seq),
+        );
+        with(
+            "the next sequence number past the inputs accounted for",
+            "are accounted for",
+            &|ks| ks.next_seq += 1,
+        );
+        let first = actions.first().cloned().unwrap_or_default();
+        with(
+            "more actions queued than configured",
+            "actions queued",
+            &|ks| {
+                while ks.queue.len() <= actions.len() {
+                    ks.queue.push_back(QueuedAction {
+                        seq: current,
+                        action: first.clone(),
+                        input: Datum::Null,
+                    });
+                }
+            },
+        );
+        with(
+            "a pending input out of sequence",
+            "pending input has sequence",
+            &|ks| {
+                let last = ks.pending_inputs.back().map(|p| p.seq);
+                let expected = last.map_or(current + u64::from(!ks.queue.is_empty()), |l| l + 1);
+                ks.pending_inputs.push_back(PendingInput {
+                    seq: expected + 1,
+                    input: Datum::Null,
+                });
+                ks.next_seq = expected + 2;
+            },
+        );
+        if ks.queue.is_empty() {
+            continue;
+        }
+        with(
+            "a queued action of another input",
+            "while the current input is",
+            &|ks| ks.queue[0].seq += 1,
+        );
+        with(
+            "a queued action that is not configured",
+            "unknown action",
+            &|ks| ks.queue[0].action = "unconfigured".into(),
+        );
+        if actions.len() > 1 {
+            with(
+                "a queued action out of the configured order",
+                "out of the configured order",
+                &|ks| {
+                    let at = actions.len() - ks.queue.len();
+                    ks.queue[0].action = actions[(at + 1) % actions.len()].clone();
+                },
+            );
+        }
+    }
+    out
+}
+
+impl<V: Variant> Runtime<V> {
+    /// Every corruption of `cp` ([`corruptions_of`]) is refused by a restore, as are
+    /// action definitions naming one action twice, and a key restored at the sequence
+    /// counter's last usable number refuses its next input; anything else is reported.
+    pub(super) fn refuses_corruptions_of(&mut self, cp: &Arc<Checkpoint>, epoch: Epoch) {
+        for c in corruptions_of(cp, &self.names.actions) {
+            let what = &c.what;
+            match Operator::restore(self.names.defs(), &c.checkpoint, epoch) {
+                Err(OperatorError::InvalidCheckpoint(why)) if why.contains(c.named) => {}
+                Err(e) => self.reports.push(format!(
+                    "restoring a checkpoint with {what} fails with {e:?}, not as an invalid \
+                     checkpoint whose reason says `{}`",
+                    c.named
+                )),
+                Ok(_) => self
+                    .reports
+                    .push(format!("a restore takes a checkpoint with {what}")),
+            }
+        }
+        // A key at the counter's last usable sequence number restores, and its next
+        // input is refused rather than wrapping the counter.
+        let mut last = (**cp).clone();
+        let key = self.names.keys[0].clone();
+        last.keys.insert(
+            key.clone(),
+            KeyState {
+                next_seq: u64::MAX - 1,
+                last_completed: Some(u64::MAX - 2),
+                ..KeyState::default()
+            },
+        );
+        last.marker.offsets = self.ends();
+        let input = Event::Input {
+            key: key.clone(),
+            value: Datum::Null,
+        };
+        let restored = Operator::restore(self.names.defs(), &last, epoch);
+        match restored.and_then(|r| r.finish(&self.ends())) {
+            Ok((mut op, _)) => match op.handle(input) {
+                Err(OperatorError::SequenceExhausted(k)) if k == key => {}
+                other => self.reports.push(format!(
+                    "an input at the sequence counter's end gives {other:?}, not SequenceExhausted"
+                )),
+            },
+            Err(e) => self.reports.push(format!(
+                "a checkpoint at the sequence counter's last number is refused: {e}"
+            )),
+        }
+        let mut twice = self.names.defs();
+        twice.extend(self.names.defs().into_iter().take(1));
+        if !matches!(
+            Operator::restore(twice, cp, epoch),
+            Err(OperatorError::DuplicateAction(_))
+        ) {
+            self.reports
+                .push("a restore takes action definitions naming one action twice".into());
+        }
+    }
+}

@@ -486,159 +486,12 @@ fn leadership_lines<R: Read>(
             ),
         });
     }
+    let mut reader = LeadershipReader::new(design, options, cluster);
     let mut line_no = 0u64;
-    let mut search: Option<Search<LeadershipLog>> = None;
-    let mut safety: Vec<stateright::Property<Leadership>> = Vec::new();
-    // Filled in as the log is read; the verdict is set where the reading ends.
-    let mut out = Validation {
-        model: "leadership",
-        lines: 0,
-        events: 0,
-        jobs: 0,
-        widest: 0,
-        late_signal: options.late_signal.unwrap_or(false),
-        verdict: Verdict::Valid,
-        violations: Vec::new(),
-    };
-    let mut trackers: HashMap<u64, Tracker<State, LogRecord>> = HashMap::new();
-    let mut order: Vec<u64> = Vec::new();
-    let mut shared_prefix: Vec<LogRecord> = Vec::new();
-    // In a cluster log: the epochs of the processes before this one, and the latest
-    // epoch seen (the one a process's death ends).
-    let (mut epoch_offset, mut last_epoch) = (0u64, 0u64);
     while let Some((line_no_now, text)) = lines.next_line()? {
         line_no = line_no_now;
-        let parsed: Line<'_> = serde_json::from_str(text).map_err(|e| LogError {
-            line: line_no,
-            why: format!("not a log event: {}", shorten(&e.to_string())),
-        })?;
-        // The run header of a simulated run says which faults it injected.
-        if parsed.fields.component.as_deref() == Some("run") {
-            if let Some(model) = parsed.fields.model.as_deref() {
-                if model != "leadership" {
-                    return Err(LogError {
-                        line: line_no,
-                        why: format!("a log of the {} model, not of leadership", quote(model)),
-                    });
-                }
-            }
-            if let (Some(late), None) = (parsed.fields.late_signal, options.late_signal) {
-                // Each process of a cluster has its header; they must agree.
-                if cluster && search.is_some() && late == out.late_signal {
-                    continue;
-                }
-                if search.is_some() {
-                    return Err(LogError {
-                        line: line_no,
-                        why: "a run header after the run's first event".into(),
-                    });
-                }
-                out.late_signal = late;
-            }
-            continue;
-        }
-        let late_signal = out.late_signal;
-        let search = search.get_or_insert_with(|| {
-            let search = leadership_search(design, late_signal, cluster);
-            safety = search
-                .observed
-                .model
-                .properties()
-                .into_iter()
-                .filter(|p| p.expectation == stateright::Expectation::Always)
-                .collect();
-            search
-        });
-        out.events += 1;
-        let mut route = route(line_no, parsed.fields, parsed.span, cluster)?;
-        if cluster {
-            let (Route::Shared(record) | Route::Job(_, record)) = &mut route;
-            if record.component == "jobmanager" && record.epoch.is_none() {
-                // A process's death: it ends the latest epoch; the next process's count
-                // on from it.
-                record.epoch = Some(last_epoch);
-                epoch_offset = last_epoch;
-            } else if let Some(epoch) = record.epoch.as_mut() {
-                *epoch += epoch_offset;
-                last_epoch = last_epoch.max(*epoch);
-            }
-        }
-        let (targets, record): (Vec<u64>, LogRecord) = match route {
-            Route::Shared(record) => {
-                if trackers.is_empty() {
-                    if shared_prefix.len() >= MAX_SHARED_PREFIX {
-                        return Err(LogError {
-                            line: line_no,
-                            why: format!(
-                                "more than {MAX_SHARED_PREFIX} dispatcher events before any job's"
-                            ),
-                        });
-                    }
-                    shared_prefix.push(record);
-                    continue;
-                }
-                (order.clone(), record)
-            }
-            Route::Job(job, record) => {
-                if let std::collections::hash_map::Entry::Vacant(slot) = trackers.entry(job) {
-                    let mut tracker = leadership_start(search);
-                    for (i, shared) in shared_prefix.iter().enumerate() {
-                        let taken = tracker.take(search, shared).map_err(|w| LogError {
-                            line: line_no,
-                            why: w.why(),
-                        })?;
-                        if !taken {
-                            return Err(LogError {
-                                line: line_no,
-                                why: format!(
-                                    "job {job} first appears after dispatcher event {} ({shared}), which its start cannot follow",
-                                    i + 1
-                                ),
-                            });
-                        }
-                    }
-                    slot.insert(tracker);
-                    order.push(job);
-                }
-                (vec![job], record)
-            }
-        };
-        for job in targets {
-            let tracker = trackers.get_mut(&job).expect("every target is tracked");
-            let taken = tracker.take(search, &record).map_err(|w| LogError {
-                line: line_no,
-                why: w.why(),
-            })?;
-            if !taken {
-                let (possible, states) = tracker.states(REPORTED_STATES);
-                let expected = tracker.expected(search, |r| {
-                    let mut r = r.clone();
-                    if r.job.is_some() {
-                        r.job = Some(job);
-                    }
-                    r.to_string()
-                });
-                out.lines = line_no;
-                out.jobs = trackers.len();
-                out.verdict = Verdict::Unexplained {
-                    line: line_no,
-                    job,
-                    event: shown(text),
-                    possible,
-                    states,
-                    expected,
-                };
-                return Ok(out);
-            }
-            out.widest = out.widest.max(tracker.frontier.len());
-            for property in tracker.newly_broken(&search.observed.model, &safety) {
-                out.violations.push(Violation {
-                    property,
-                    job,
-                    line: line_no,
-                    event: shown(text),
-                });
-            }
+        if reader.line(line_no, text)? {
+            return Ok(reader.out);
         }
     }
     if line_no == 0 {
@@ -647,23 +500,271 @@ fn leadership_lines<R: Read>(
             why: "the log is empty".into(),
         });
     }
-    out.lines = lines.read();
-    out.jobs = trackers.len();
-    for job in &order {
-        let tracker = &trackers[job];
-        if !tracker.complete() {
-            let mut missing = tracker.frontier[0].owed()[0].clone();
-            if missing.job.is_some() {
-                missing.job = Some(*job);
-            }
-            out.verdict = Verdict::Truncated {
-                job: *job,
-                missing: missing.to_string(),
-            };
-            return Ok(out);
+    Ok(reader.finish(lines.read()))
+}
+
+/// What the leadership validation holds while it reads a log: the search, one tracker
+/// per job, the dispatcher events read before any job's, and the validation filled in as
+/// the log is read (its verdict set where the reading ends).
+struct LeadershipReader {
+    design: &'static str,
+    /// The log is a cluster's, its processes' logs one after the other.
+    cluster: bool,
+    /// The `late-signal` the options fix, if they do.
+    late_signal: Option<bool>,
+    /// Built at the first event, once the run header has been read.
+    search: Option<Search<LeadershipLog>>,
+    /// The model's safety properties.
+    safety: Vec<stateright::Property<Leadership>>,
+    out: Validation,
+    trackers: HashMap<u64, Tracker<State, LogRecord>>,
+    /// The jobs in the order of their first events.
+    order: Vec<u64>,
+    /// Dispatcher events read before any job's, replayed to each job that appears.
+    shared_prefix: Vec<LogRecord>,
+    /// In a cluster log: the epochs of the processes before this one.
+    epoch_offset: u64,
+    /// In a cluster log: the latest epoch seen (the one a process's death ends).
+    last_epoch: u64,
+}
+
+impl LeadershipReader {
+    /// A reader for `design`, before any line.
+    fn new(design: &'static str, options: Options, cluster: bool) -> LeadershipReader {
+        LeadershipReader {
+            design,
+            cluster,
+            late_signal: options.late_signal,
+            search: None,
+            safety: Vec::new(),
+            out: Validation {
+                model: "leadership",
+                lines: 0,
+                events: 0,
+                jobs: 0,
+                widest: 0,
+                late_signal: options.late_signal.unwrap_or(false),
+                verdict: Verdict::Valid,
+                violations: Vec::new(),
+            },
+            trackers: HashMap::new(),
+            order: Vec::new(),
+            shared_prefix: Vec::new(),
+            epoch_offset: 0,
+            last_epoch: 0,
         }
     }
-    Ok(out)
+
+    /// Reads line `line_no`; whether it ends the reading with a verdict.
+    fn line(&mut self, line_no: u64, text: &str) -> Result<bool, LogError> {
+        let parsed: Line<'_> = serde_json::from_str(text).map_err(|e| LogError {
+            line: line_no,
+            why: format!("not a log event: {}", shorten(&e.to_string())),
+        })?;
+        // The run header of a simulated run says which faults it injected.
+        if parsed.fields.component.as_deref() == Some("run") {
+            return self.header(line_no, &parsed.fields).map(|()| false);
+        }
+        self.start_search();
+        self.out.events += 1;
+        let mut route = route(line_no, parsed.fields, parsed.span, self.cluster)?;
+        if self.cluster {
+            self.renumber(&mut route);
+        }
+        let Some((targets, record)) = self.targets(line_no, route)? else {
+            return Ok(false);
+        };
+        for job in targets {
+            if self.take(line_no, job, &record, text)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// A run header: the model it names, and the `late-signal` it ran with.
+    fn header(&mut self, line_no: u64, fields: &Fields<'_>) -> Result<(), LogError> {
+        if let Some(model) = fields.model.as_deref() {
+            if model != "leadership" {
+                return Err(LogError {
+                    line: line_no,
+                    why: format!("a log of the {} model, not of leadership", quote(model)),
+                });
+            }
+        }
+        if let (Some(late), None) = (fields.late_signal, self.late_signal) {
+            // Each process of a cluster has its header; they must agree.
+            if self.cluster && self.search.is_some() && late == self.out.late_signal {
+                return Ok(());
+            }
+            if self.search.is_some() {
+                return Err(LogError {
+                    line: line_no,
+                    why: "a run header after the run's first event".into(),
+                });
+            }
+            self.out.late_signal = late;
+        }
+        Ok(())
+    }
+
+    /// The search, built at the first event under the settings read so far.
+    fn start_search(&mut self) {
+        if self.search.is_some() {
+            return;
+        }
+        let search = leadership_search(self.design, self.out.late_signal, self.cluster);
+        self.safety = search
+            .observed
+            .model
+            .properties()
+            .into_iter()
+            .filter(|p| p.expectation == stateright::Expectation::Always)
+            .collect();
+        self.search = Some(search);
+    }
+
+    /// In a cluster log, a record's epoch counted on from the processes before; a
+    /// process's death ends the latest epoch, and the next process's count on from it.
+    fn renumber(&mut self, route: &mut Route) {
+        let (Route::Shared(record) | Route::Job(_, record)) = route;
+        if record.component == "jobmanager" && record.epoch.is_none() {
+            record.epoch = Some(self.last_epoch);
+            self.epoch_offset = self.last_epoch;
+        } else if let Some(epoch) = record.epoch.as_mut() {
+            *epoch += self.epoch_offset;
+            self.last_epoch = self.last_epoch.max(*epoch);
+        }
+    }
+
+    /// The jobs a record concerns, and the record; `None` for a dispatcher event read
+    /// before any job's, kept to replay. A job's first record starts its tracker.
+    fn targets(
+        &mut self,
+        line_no: u64,
+        route: Route,
+    ) -> Result<Option<(Vec<u64>, LogRecord)>, LogError> {
+        match route {
+            Route::Shared(record) if self.trackers.is_empty() => {
+                if self.shared_prefix.len() >= MAX_SHARED_PREFIX {
+                    return Err(LogError {
+                        line: line_no,
+                        why: format!(
+                            "more than {MAX_SHARED_PREFIX} dispatcher events before any job's"
+                        ),
+                    });
+                }
+                self.shared_prefix.push(record);
+                Ok(None)
+            }
+            Route::Shared(record) => Ok(Some((self.order.clone(), record))),
+            Route::Job(job, record) => {
+                if !self.trackers.contains_key(&job) {
+                    let tracker = self.start_job(line_no, job)?;
+                    self.trackers.insert(job, tracker);
+                    self.order.push(job);
+                }
+                Ok(Some((vec![job], record)))
+            }
+        }
+    }
+
+    /// Job `job`'s tracker, from the model's start through the dispatcher events read
+    /// before it appeared.
+    fn start_job(&mut self, line_no: u64, job: u64) -> Result<Tracker<State, LogRecord>, LogError> {
+        let search = self.search.as_mut().expect("started at the first event");
+        let mut tracker = leadership_start(search);
+        for (i, shared) in self.shared_prefix.iter().enumerate() {
+            let taken = tracker.take(search, shared).map_err(|w| LogError {
+                line: line_no,
+                why: w.why(),
+            })?;
+            if !taken {
+                return Err(LogError {
+                    line: line_no,
+                    why: format!(
+                        "job {job} first appears after dispatcher event {} ({shared}), which its start cannot follow",
+                        i + 1
+                    ),
+                });
+            }
+        }
+        Ok(tracker)
+    }
+
+    /// Job `job`'s tracker takes `record`; whether the model cannot explain it (the
+    /// verdict is then set). Safety properties it newly breaks are reported.
+    fn take(
+        &mut self,
+        line_no: u64,
+        job: u64,
+        record: &LogRecord,
+        text: &str,
+    ) -> Result<bool, LogError> {
+        let search = self.search.as_mut().expect("started at the first event");
+        let out = &mut self.out;
+        let tracker = self
+            .trackers
+            .get_mut(&job)
+            .expect("every target is tracked");
+        let taken = tracker.take(search, record).map_err(|w| LogError {
+            line: line_no,
+            why: w.why(),
+        })?;
+        if !taken {
+            let (possible, states) = tracker.states(REPORTED_STATES);
+            let expected = tracker.expected(search, |r| {
+                let mut r = r.clone();
+                if r.job.is_some() {
+                    r.job = Some(job);
+                }
+                r.to_string()
+            });
+            out.lines = line_no;
+            out.jobs = self.trackers.len();
+            out.verdict = Verdict::Unexplained {
+                line: line_no,
+                job,
+                event: shown(text),
+                possible,
+                states,
+                expected,
+            };
+            return Ok(true);
+        }
+        out.widest = out.widest.max(tracker.frontier.len());
+        for property in tracker.newly_broken(&search.observed.model, &self.safety) {
+            out.violations.push(Violation {
+                property,
+                job,
+                line: line_no,
+                event: shown(text),
+            });
+        }
+        Ok(false)
+    }
+
+    /// The validation at the log's end, after `lines` lines: truncated if a job's
+    /// events stop inside a model step.
+    fn finish(mut self, lines: u64) -> Validation {
+        self.out.lines = lines;
+        self.out.jobs = self.trackers.len();
+        for job in &self.order {
+            let tracker = &self.trackers[job];
+            if !tracker.complete() {
+                let mut missing = tracker.frontier[0].owed()[0].clone();
+                if missing.job.is_some() {
+                    missing.job = Some(*job);
+                }
+                self.out.verdict = Verdict::Truncated {
+                    job: *job,
+                    missing: missing.to_string(),
+                };
+                return self.out;
+            }
+        }
+        self.out
+    }
 }
 
 /// An event line as a short phrase: component, event, job, session, epoch, status,
