@@ -51,10 +51,11 @@
 //! - the scheduler decides at most once per run: a second decision could only follow a
 //!   reanimation, which is already a violation.
 //!
-//! This file holds the designs, settings, actions and transitions; the rest is split by
-//! concern: `state` (the typed state and its fingerprint), [`property`] (names and
-//! predicates), `narrative` (phrases, step sentences, the orderings' shapes),
-//! `expectations` (the verdict table) and `symmetry` (status relabelling).
+//! This file holds the designs, settings and actions; the rest is split by concern:
+//! `actions` (each component's enabled steps and one transition function per action),
+//! `state` (the typed state and its fingerprint), [`property`] (names and predicates),
+//! `narrative` (phrases, step sentences, the orderings' shapes), `expectations` (the
+//! verdict table) and `symmetry` (status relabelling).
 
 use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
@@ -78,6 +79,7 @@ pub const CHAIN_CAPACITY: usize = 2 * MAX_GRANTS;
 /// Most jobs under one dispatcher (the `jobs` setting's limit).
 pub const MAX_JOBS: usize = 3;
 
+mod actions;
 mod expectations;
 pub mod jobs;
 mod narrative;
@@ -447,194 +449,6 @@ impl Leadership {
         }
     }
 
-    /// Whether the election's notifications reach this epoch's runner: only a running
-    /// one takes grants and revokes into its chain.
-    fn notified(state: &State) -> bool {
-        state.has_runner && state.runner == RunnerState::Running
-    }
-
-    fn current_process(state: &State) -> Option<&Process> {
-        (state.current != 0).then(|| Self::process(state, state.current))
-    }
-
-    /// A close may start now (ordering A forbids it while the signal is in flight).
-    fn close_allowed(&self, state: &State) -> bool {
-        self.ordering != Ordering::A || state.signal == 0
-    }
-
-    /// The chain waits for the previous process to terminate and, with the runner fix,
-    /// for its forward callback to settle.
-    fn chain_blocked(&self, state: &State) -> bool {
-        match Self::current_process(state) {
-            None => false,
-            Some(p) => {
-                p.state == ProcessState::Closing
-                    || (self.design.runner_fix()
-                        && p.state == ProcessState::Terminated
-                        && p.forward_pending)
-            }
-        }
-    }
-
-    /// Whether a runner is done with its process `p`: terminated and (runner fix) its
-    /// forward callback settled.
-    fn settled(&self, p: &Process) -> bool {
-        p.state == ProcessState::Terminated && !(self.design.runner_fix() && p.forward_pending)
-    }
-
-    /// The result a closed runner completes with (runner fix): its cached terminal
-    /// status, or SUSPENDED.
-    fn result_at_close(pending_terminal: Option<Status>) -> Outcome {
-        pending_terminal.map_or(Outcome::Suspended, Outcome::Terminal)
-    }
-
-    /// Writes the dirty JobResultStore entry of the dispatcher of `epoch`, unless there
-    /// is an entry already.
-    /// Writes the dirty entry of `epoch`'s dispatcher; false when the store already
-    /// holds one (it refuses the write).
-    fn record_entry(state: &mut State, epoch: u8) -> bool {
-        let absent = state.job_result == JobResultEntry::Absent;
-        if absent {
-            state.job_result = JobResultEntry::Dirty;
-            state.entry_epoch = epoch;
-        }
-        absent
-    }
-
-    /// The cleanup a dispatcher starts from what its recovery read found: an entry
-    /// with the JobGraph still stored needs the JobGraph removed, a dirty one without it
-    /// needs marking clean.
-    fn cleanup_from_stores(state: &State) -> Cleanup {
-        match (state.job_result, state.job_graph) {
-            (JobResultEntry::Absent, _) | (JobResultEntry::Clean, false) => Cleanup::Idle,
-            (_, true) => Cleanup::RemovingJobGraph,
-            (JobResultEntry::Dirty, false) => Cleanup::MarkingClean,
-        }
-    }
-
-    /// Whether [`Action::RecoverJob`] at `state` leaves the old JobManager stopping
-    /// beside the next leader: on another host (`dispatcher-overlap`) the old
-    /// dispatcher goes on stopping while its runner's close, its result handling or its
-    /// cleanup are still to come (Flink's dispatcher stops once its jobs' termination
-    /// futures, cleanup included, completed).
-    pub fn leaves_old_stopping(&self, state: &State) -> bool {
-        self.dispatcher_overlap
-            && state.dispatcher == DispatcherState::Stopping
-            && state.has_runner
-            && !(state.result_handled && state.runner_terminated && state.cleanup == Cleanup::Idle)
-    }
-
-    /// Whether the runner's close may complete.
-    fn close_can_complete(&self, state: &State) -> bool {
-        Self::current_process(state).is_none_or(|p| self.settled(p))
-    }
-
-    /// Whether process `id` belongs to the old runner (a stopping epoch's).
-    fn of_old_runner(state: &State, id: u8) -> bool {
-        state.old.is_some() && Self::process(state, id).epoch + 1 == state.epoch
-    }
-
-    /// Whether the old runner's close may complete: its process terminated and (runner
-    /// fix) its forward settled.
-    fn old_close_can_complete(&self, state: &State) -> bool {
-        let Some(o) = state.old else { return false };
-        if o.terminated {
-            return false;
-        }
-        o.current == 0 || self.settled(Self::process(state, o.current))
-    }
-
-    /// The old runner is done once it terminated and its dispatcher handled its result:
-    /// that dispatcher's stop completes and nothing of its epoch acts any more.
-    fn retire_old(state: &mut State) {
-        if state
-            .old
-            .is_some_and(|o| o.terminated && o.result_handled && o.cleanup == Cleanup::Idle)
-        {
-            state.old = None;
-        }
-    }
-
-    /// The JobManager process of the current epoch dies: a crash, or the process exit a
-    /// fatal error causes. Its dispatcher, runner, processes and scheduler vanish
-    /// without a close, a result or a store write.
-    pub(super) fn crash(&self, next: &mut State) {
-        // A decision that reached no JobResultStore entry dies with the process.
-        if next.decided.is_some() && next.job_result == JobResultEntry::Absent {
-            next.crash_lost = true;
-        }
-        next.dispatcher = DispatcherState::Crashed;
-        // Its cleanup requests die with it; the next leader's recovery starts over.
-        next.cleanup = Cleanup::Idle;
-        next.issued = 0;
-        let epoch = next.epoch;
-        for p in next.processes[..usize::from(next.process_count)].iter_mut() {
-            if p.epoch == epoch {
-                p.state = ProcessState::Killed;
-                p.forward_pending = false;
-            }
-        }
-        if next.signal != 0 && Self::process(next, next.signal).epoch == epoch {
-            next.signal = 0;
-        }
-        // The runner is gone with nothing to hand over: no result to handle, no close
-        // to wait for. `has_runner` still says whether this epoch started one.
-        next.runner = RunnerState::Stopped;
-        next.runner_result = Outcome::Unset;
-        next.result_handled = false;
-        next.runner_terminated = true;
-        next.runner_killed = true;
-        next.chain = [ChainOp::Empty; CHAIN_CAPACITY];
-        next.chain_len = 0;
-        next.current = 0;
-        next.current_leader = 0;
-        next.pending_terminal = None;
-    }
-
-    fn push(state: &mut State, op: ChainOp) {
-        state.chain[state.chain_len as usize] = op;
-        state.chain_len += 1;
-    }
-
-    fn pop(state: &mut State) {
-        let len = state.chain_len as usize;
-        state.chain.copy_within(1..len, 0);
-        state.chain[len - 1] = ChainOp::Empty;
-        state.chain_len -= 1;
-    }
-
-    /// Process close: Closing, and without part 1 of the fix an eager NotFinished.
-    fn close_process(&self, state: &mut State, id: u8) {
-        let process_fix = self.design.process_fix();
-        let p = Self::process_mut(state, id);
-        if p.state != ProcessState::Running {
-            return;
-        }
-        p.state = ProcessState::Closing;
-        if !process_fix && p.result == Outcome::Unset {
-            p.result = Outcome::NotFinished;
-            p.forward_pending = true;
-        }
-    }
-
-    /// Runner close: Stopped, pending chain operations become no-ops, the current
-    /// process is closed; without part 2 of the fix an eager SUSPENDED.
-    fn close_runner(&self, state: &mut State) {
-        if state.runner == RunnerState::Stopped {
-            return;
-        }
-        state.runner = RunnerState::Stopped;
-        state.chain = [ChainOp::Empty; CHAIN_CAPACITY];
-        state.chain_len = 0;
-        if !self.design.runner_fix() && state.runner_result == Outcome::Unset {
-            state.runner_result = Outcome::Suspended;
-        }
-        let current = state.current;
-        if current != 0 {
-            self.close_process(state, current);
-        }
-    }
-
     fn initial_state(&self) -> State {
         State {
             issued: 0,
@@ -707,443 +521,48 @@ impl Model for Leadership {
         vec![self.initial_state()]
     }
 
+    /// The enabled steps, component by component (`actions`): only enabled actions are
+    /// emitted, so `next_state` always returns a state.
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
-        let runner_running = Self::notified(s);
-
-        // Leader election: notifications reach a running runner only.
-        if runner_running && s.issued == 0 && s.sessions < self.grants {
-            actions.push(Action::GrantLeadership(s.sessions + 1));
-        }
-        if runner_running && s.issued != 0 {
-            actions.push(Action::RevokeLeadership(s.issued));
-        }
-
-        // The runner's sequential chain.
-        if s.chain_len > 0 && !self.chain_blocked(s) {
-            match s.chain[0] {
-                ChainOp::Grant(session) => actions.push(Action::RunGrant(session)),
-                ChainOp::Revoke => {
-                    let closes_signalled = Self::current_process(s)
-                        .is_some_and(|p| p.state == ProcessState::Running)
-                        && s.runner == RunnerState::Running
-                        && !self.close_allowed(s);
-                    if !closes_signalled {
-                        actions.push(Action::RunRevoke);
-                    }
-                }
-                ChainOp::Empty => {}
-            }
-        }
-
-        // The scheduler of the current process decides, once.
-        if s.decided.is_none() {
-            if let Some(p) = Self::current_process(s) {
-                let live = p.state == ProcessState::Running
-                    || (self.decide_while_closing && p.state == ProcessState::Closing);
-                if live && p.result == Outcome::Unset {
-                    for status in Status::ALL.iter().take(self.statuses as usize) {
-                        actions.push(Action::DecideTerminal(*status));
-                    }
-                }
-            }
-        }
-        // The current process's JobMaster may fail before its scheduler decides.
-        if self.jobmaster_failures {
-            if let Some(p) = Self::current_process(s) {
-                if p.state == ProcessState::Running
-                    && p.result == Outcome::Unset
-                    && s.decider != s.current
-                {
-                    actions.push(Action::FailInitialization);
-                    actions.push(Action::FailJobMaster);
-                }
-            }
-        }
-        if s.signal != 0 {
-            let target = Self::process(s, s.signal).state;
-            let enabled = match target {
-                ProcessState::Running => self.ordering != Ordering::B,
-                ProcessState::Closing => true,
-                ProcessState::Terminated => self.late_signal,
-                // A crash drops the signal with the scheduler that sent it.
-                ProcessState::Killed => false,
-            };
-            if enabled {
-                actions.push(Action::DeliverTerminalSignal(s.signal));
-            }
-        }
-
-        // Forward callbacks and service terminations, by process id.
-        for id in 1..=s.process_count {
-            let p = Self::process(s, id);
-            if p.forward_pending {
-                actions.push(Action::CheckLeadershipInForward(id));
-            }
-            if p.state == ProcessState::Closing && (self.late_signal || s.signal != id) {
-                actions.push(Action::TerminateService(id));
-            }
-        }
-
-        // Runner close and the dispatcher.
-        if s.has_runner
-            && s.runner == RunnerState::Stopped
-            && !s.runner_terminated
-            && self.close_can_complete(s)
-        {
-            actions.push(Action::CloseRunner);
-        }
-        if s.has_runner
-            && s.runner_result.is_set()
-            && !s.result_handled
-            && (s.runner == RunnerState::Stopped || self.close_allowed(s))
-        {
-            actions.push(Action::HandleRunnerResult);
-        }
-        match s.cleanup {
-            Cleanup::Idle => {}
-            Cleanup::RemovingJobGraph => actions.push(Action::RemoveJobGraph),
-            Cleanup::MarkingClean => actions.push(Action::MarkResultClean),
-        }
-        if s.dispatcher == DispatcherState::Leading
-            && s.epoch < self.epochs
-            && (!s.has_runner || s.runner == RunnerState::Stopped || self.close_allowed(s))
-        {
-            actions.push(Action::DispatcherFailover);
-        }
-        let old_dispatcher_done = match s.dispatcher {
-            DispatcherState::Leading => false,
-            // On another host the next leader does not wait for the old one's stop.
-            DispatcherState::Stopping => {
-                self.dispatcher_overlap
-                    || !s.has_runner
-                    || (s.result_handled && (s.runner_terminated || !self.old_runner_first))
-            }
-            // Nothing of the dead JobManager is left to wait for; a fatal error may
-            // stop the last epoch's, after which no leader is left to start.
-            DispatcherState::Crashed => s.epoch < self.epochs,
-        };
-        // At most two dispatchers overlap: a third leader waits for the oldest's stop.
-        if old_dispatcher_done && s.old.is_none() {
-            actions.push(Action::RecoverJob);
-        }
-        if self.old_close_can_complete(s) {
-            actions.push(Action::CloseOldRunner);
-        }
-        if s.old
-            .is_some_and(|o| o.result.is_set() && !o.result_handled)
-        {
-            actions.push(Action::OldDispatcherHandlesResult);
-        }
-        match s.old.map(|o| o.cleanup) {
-            None | Some(Cleanup::Idle) => {}
-            Some(Cleanup::RemovingJobGraph) => actions.push(Action::OldRemoveJobGraph),
-            Some(Cleanup::MarkingClean) => actions.push(Action::OldMarkResultClean),
-        }
-        if self.jobmaster_crash && s.dispatcher != DispatcherState::Crashed && s.epoch < self.epochs
-        {
-            actions.push(Action::CrashJobManager);
-        }
+        self.election_steps(s, actions);
+        self.chain_steps(s, actions);
+        self.scheduler_steps(s, actions);
+        self.jobmaster_failure_steps(s, actions);
+        self.signal_steps(s, actions);
+        self.process_steps(s, actions);
+        self.dispatcher_steps(s, actions);
+        self.old_jobmanager_steps(s, actions);
+        self.crash_steps(s, actions);
     }
 
+    /// The step of one action: one transition function per action (`actions`).
     fn next_state(&self, s: &State, action: Action) -> Option<State> {
-        let mut next = *s;
         match action {
-            Action::GrantLeadership(session) => {
-                next.sessions = session;
-                next.issued = session;
-                // One job's runner may be stopped while another's runs (`jobs`).
-                if Self::notified(s) {
-                    Self::push(&mut next, ChainOp::Grant(session));
-                }
-            }
-            Action::RevokeLeadership(_) => {
-                next.issued = 0;
-                if Self::notified(s) {
-                    Self::push(&mut next, ChainOp::Revoke);
-                }
-            }
-            Action::RunGrant(session) => {
-                Self::pop(&mut next);
-                let valid_leader = next.runner == RunnerState::Running && next.issued == session;
-                if valid_leader {
-                    match next.pending_terminal.filter(|_| self.design.runner_fix()) {
-                        Some(status) => {
-                            // Flush instead of creating a process.
-                            if next.runner_result == Outcome::Unset {
-                                next.runner_result = Outcome::Terminal(status);
-                            }
-                            next.runner = RunnerState::JobCompleted;
-                        }
-                        // The runner completes with "already done" and, as after any
-                        // result it completed, takes no further grant.
-                        None if next.job_result != JobResultEntry::Absent => {
-                            if next.runner_result == Outcome::Unset {
-                                next.runner_result = Outcome::AlreadyDone;
-                            }
-                            next.runner = RunnerState::JobCompleted;
-                        }
-                        None => {
-                            next.process_count += 1;
-                            let id = next.process_count;
-                            *Self::process_mut(&mut next, id) = Process {
-                                state: ProcessState::Running,
-                                session,
-                                epoch: next.epoch,
-                                result: Outcome::Unset,
-                                forward_pending: false,
-                            };
-                            next.current = id;
-                            if self.design.runner_fix() {
-                                next.current_leader = session;
-                            }
-                        }
-                    }
-                }
-            }
-            Action::RunRevoke => {
-                Self::pop(&mut next);
-                let current = next.current;
-                if next.runner == RunnerState::Running && self.design.revoke_clears_leader() {
-                    next.current_leader = 0;
-                }
-                if next.runner == RunnerState::Running && current != 0 {
-                    self.close_process(&mut next, current);
-                }
-            }
-            Action::DecideTerminal(status) => {
-                next.decided = Some(status);
-                next.decider = next.current;
-                next.signal = next.current;
-            }
-            Action::DeliverTerminalSignal(id) => {
-                next.signal = 0;
-                let status = next.decided.expect("a signal follows a decision");
-                let runner_unset = if Self::process(&next, id).epoch == next.epoch {
-                    next.runner_result == Outcome::Unset
-                } else {
-                    Self::of_old_runner(&next, id)
-                        && next.old.is_some_and(|o| o.result == Outcome::Unset)
-                };
-                let p = Self::process_mut(&mut next, id);
-                if p.result == Outcome::Unset {
-                    p.result = Outcome::Terminal(status);
-                    p.forward_pending = true;
-                } else if runner_unset {
-                    // The process result is already NotFinished: the terminal value
-                    // is a no-op while nobody has told the dispatcher anything yet.
-                    next.lost_terminal = true;
-                }
-            }
+            Action::GrantLeadership(session) => self.grant_leadership(s, session),
+            Action::RevokeLeadership(_) => self.revoke_leadership(s),
+            Action::RunGrant(session) => self.run_grant(s, session),
+            Action::RunRevoke => self.run_revoke(s),
+            Action::DecideTerminal(status) => self.decide_terminal(s, status),
+            Action::DeliverTerminalSignal(id) => self.deliver_terminal_signal(s, id),
             Action::CheckLeadershipInForward(id) if Self::of_old_runner(s, id) => {
-                // The old runner is closed: its leadership check fails, and only the
-                // fixed runner's cache can keep a terminal result.
-                let p = *Self::process(&next, id);
-                Self::process_mut(&mut next, id).forward_pending = false;
-                let runner_fix = self.design.runner_fix();
-                let o = next.old.as_mut().expect("of_old_runner");
-                let terminal = p.result.terminal();
-                if terminal.is_some() && o.result == Outcome::Unset {
-                    if runner_fix && p.session == o.current_leader {
-                        o.pending_terminal = terminal;
-                    } else {
-                        next.lost_terminal = true;
-                    }
-                }
+                self.check_leadership_in_old_forward(s, id)
             }
-            Action::CheckLeadershipInForward(id) => {
-                let p = *Self::process(&next, id);
-                Self::process_mut(&mut next, id).forward_pending = false;
-                let terminal = p.result.terminal();
-                let mut kept = false;
-                if self.design.runner_fix()
-                    && terminal.is_some()
-                    && next.runner_result == Outcome::Unset
-                    && p.session == next.current_leader
-                {
-                    next.pending_terminal = terminal;
-                    kept = true;
-                }
-                if next.runner == RunnerState::Running && next.issued == p.session {
-                    if next.runner_result == Outcome::Unset {
-                        next.runner_result = p.result;
-                    }
-                    next.runner = RunnerState::JobCompleted;
-                    kept = true;
-                }
-                if terminal.is_some() && !kept && next.runner_result == Outcome::Unset {
-                    next.lost_terminal = true;
-                }
-            }
-            Action::TerminateService(id) => {
-                let process_fix = self.design.process_fix();
-                let p = Self::process_mut(&mut next, id);
-                p.state = ProcessState::Terminated;
-                if process_fix && p.result == Outcome::Unset {
-                    p.result = Outcome::NotFinished;
-                    p.forward_pending = true;
-                }
-            }
-            Action::DispatcherFailover => {
-                next.dispatcher = DispatcherState::Stopping;
-                if next.has_runner {
-                    self.close_runner(&mut next);
-                }
-            }
-            Action::CloseRunner => {
-                next.runner_terminated = true;
-                if self.design.runner_fix() && next.runner_result == Outcome::Unset {
-                    next.runner_result = Self::result_at_close(next.pending_terminal);
-                }
-            }
-            Action::HandleRunnerResult => {
-                next.result_handled = true;
-                match next.runner_result {
-                    Outcome::Terminal(_) => {
-                        if Self::record_entry(&mut next, s.epoch) {
-                            next.cleanup = Cleanup::RemovingJobGraph;
-                        }
-                    }
-                    // Someone else wrote the entry: clean up after them, unless a
-                    // cleanup is under way.
-                    Outcome::AlreadyDone => {
-                        if next.cleanup == Cleanup::Idle {
-                            next.cleanup = Cleanup::RemovingJobGraph;
-                        }
-                    }
-                    // A submitted job whose JobMaster cannot start has FAILED for good;
-                    // a recovered one is a fatal error (Flink's `Dispatcher.runJob`).
-                    Outcome::InitFailed if next.epoch == 1 => {
-                        if Self::record_entry(&mut next, 1) {
-                            next.cleanup = Cleanup::RemovingJobGraph;
-                        }
-                    }
-                    // A fatal error: the JobManager process exits.
-                    Outcome::InitFailed | Outcome::JobMasterFailed => {
-                        next.fatal_exit = true;
-                        self.crash(&mut next);
-                        return Some(next);
-                    }
-                    // SUSPENDED: local cleanup only; the JobGraph stays for recovery.
-                    // NotFinished (an exceptional runner result) would take the fatal
-                    // error path; no runner result takes that value in this model.
-                    Outcome::Suspended | Outcome::NotFinished | Outcome::Unset => {}
-                }
-                // The dispatcher removes the job and closes its runner.
-                self.close_runner(&mut next);
-            }
-            Action::RemoveJobGraph => {
-                next.job_graph = false;
-                next.cleanup = Cleanup::MarkingClean;
-            }
-            Action::MarkResultClean => {
-                debug_assert_ne!(next.job_result, JobResultEntry::Absent);
-                next.job_result = JobResultEntry::Clean;
-                next.cleanup = Cleanup::Idle;
-            }
-            Action::OldRemoveJobGraph => {
-                next.job_graph = false;
-                next.old.as_mut().expect("guarded").cleanup = Cleanup::MarkingClean;
-            }
-            Action::OldMarkResultClean => {
-                debug_assert_ne!(next.job_result, JobResultEntry::Absent);
-                next.job_result = JobResultEntry::Clean;
-                next.old.as_mut().expect("guarded").cleanup = Cleanup::Idle;
-                Self::retire_old(&mut next);
-            }
-            Action::FailInitialization | Action::FailJobMaster => {
-                let p = Self::process_mut(&mut next, s.current);
-                p.result = if action == Action::FailInitialization {
-                    Outcome::InitFailed
-                } else {
-                    Outcome::JobMasterFailed
-                };
-                p.forward_pending = true;
-            }
-            Action::CloseOldRunner => {
-                let runner_fix = self.design.runner_fix();
-                let o = next.old.as_mut().expect("guarded");
-                o.terminated = true;
-                if runner_fix && o.result == Outcome::Unset {
-                    o.result = Self::result_at_close(o.pending_terminal);
-                }
-                Self::retire_old(&mut next);
-            }
-            Action::OldDispatcherHandlesResult => {
-                let mut o = next.old.expect("guarded");
-                o.result_handled = true;
-                // The old dispatcher is no longer leader: fenced stores refuse its
-                // requests, so it starts no cleanup.
-                let open = !self.fenced_result_store;
-                let cleans = match o.result {
-                    Outcome::Terminal(_) => open && Self::record_entry(&mut next, s.epoch - 1),
-                    Outcome::AlreadyDone => open && o.cleanup == Cleanup::Idle,
-                    _ => false,
-                };
-                if cleans {
-                    o.cleanup = Cleanup::RemovingJobGraph;
-                }
-                next.old = Some(o);
-                Self::retire_old(&mut next);
-            }
-            Action::CrashJobManager => self.crash(&mut next),
-            Action::RecoverJob => {
-                let stopping = self.leaves_old_stopping(&next);
-                if stopping {
-                    next.old = Some(OldRunner {
-                        result: next.runner_result,
-                        pending_terminal: next.pending_terminal,
-                        current: next.current,
-                        current_leader: next.current_leader,
-                        terminated: next.runner_terminated,
-                        result_handled: next.result_handled,
-                        // The next leader's epoch fences the stores: they refuse the
-                        // old dispatcher's outstanding requests.
-                        cleanup: if self.fenced_result_store {
-                            Cleanup::Idle
-                        } else {
-                            next.cleanup
-                        },
-                    });
-                    // Fenced, an old dispatcher that had only a cleanup left is done.
-                    Self::retire_old(&mut next);
-                }
-                // A dispatcher that goes on leading keeps the cleanup under way; a new
-                // one (on another host, or after a crash) starts from its read.
-                if stopping || next.cleanup == Cleanup::Idle {
-                    next.cleanup = Self::cleanup_from_stores(&next);
-                }
-                let epoch = next.epoch;
-                next.epoch += 1;
-                next.dispatcher = DispatcherState::Leading;
-                next.issued = 0;
-                for p in next.processes.iter_mut() {
-                    // A runner that is gone changes nothing with its late callbacks.
-                    if !(stopping && p.epoch == epoch) {
-                        p.forward_pending = false;
-                    }
-                }
-                let recover = next.job_graph && next.job_result == JobResultEntry::Absent;
-                next.has_runner = recover;
-                next.result_handled = false;
-                next.runner = if recover {
-                    RunnerState::Running
-                } else {
-                    RunnerState::Stopped
-                };
-                next.runner_result = Outcome::Unset;
-                next.chain = [ChainOp::Empty; CHAIN_CAPACITY];
-                next.chain_len = 0;
-                next.current = 0;
-                next.current_leader = 0;
-                next.pending_terminal = None;
-                next.runner_terminated = !recover;
-                if recover {
-                    next.runner_killed = false;
-                    next.runner_epoch = next.epoch;
-                }
-            }
+            Action::CheckLeadershipInForward(id) => self.check_leadership_in_forward(s, id),
+            Action::TerminateService(id) => self.terminate_service(s, id),
+            Action::DispatcherFailover => self.dispatcher_failover(s),
+            Action::CloseRunner => self.close_runner(s),
+            Action::HandleRunnerResult => self.handle_runner_result(s),
+            Action::RemoveJobGraph => self.remove_job_graph(s),
+            Action::MarkResultClean => self.mark_result_clean(s),
+            Action::OldRemoveJobGraph => self.old_remove_job_graph(s),
+            Action::OldMarkResultClean => self.old_mark_result_clean(s),
+            Action::FailInitialization => self.fail_job_master(s, Outcome::InitFailed),
+            Action::FailJobMaster => self.fail_job_master(s, Outcome::JobMasterFailed),
+            Action::CloseOldRunner => self.close_old_runner(s),
+            Action::OldDispatcherHandlesResult => self.old_dispatcher_handles_result(s),
+            Action::CrashJobManager => self.crash_job_manager(s),
+            Action::RecoverJob => self.recover_job(s),
         }
-        Some(next)
     }
 
     fn properties(&self) -> Vec<Property<Self>> {

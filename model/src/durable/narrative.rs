@@ -2,6 +2,7 @@
 //! the state as a reader wants it (empty and out-of-bounds slots left out), and the
 //! named shapes of counterexamples.
 
+use std::fmt::Write as _;
 use std::ops::Range;
 
 use super::{
@@ -130,23 +131,21 @@ impl Durable {
     /// store's cache, the log, the in-flight put, checkpoints, crashes, outputs and the
     /// supplier's runs; slots beyond the bounds and empty ones are left out.
     pub(super) fn view(&self, s: &State) -> String {
-        use std::fmt::Write as _;
-        let b = &self.bounds;
         let mut out = String::new();
-        let saved = |st: ActionState| {
-            if st.completed() {
-                format!("completed with {} call result(s)", st.calls())
-            } else {
-                format!("{} call result(s)", st.calls())
-            }
-        };
-        let name = |k: StateKey| {
-            if b.actions > 1 {
-                format!("key {} input {} action {}", k.key, k.seq, k.action)
-            } else {
-                format!("key {} input {}", k.key, k.seq)
-            }
-        };
+        let slots = self.slots();
+        Self::task_view(s, &mut out);
+        self.keys_view(s, &mut out);
+        self.cache_view(s, &slots, &mut out);
+        self.log_view(s, &slots, &mut out);
+        self.sends_view(s, &mut out);
+        self.checkpoints_view(s, &mut out);
+        self.runs_view(s, &slots, &mut out);
+        out
+    }
+
+    /// Every state key within the bounds, key by key, input by input.
+    fn slots(&self) -> Vec<StateKey> {
+        let b = &self.bounds;
         let mut slots = Vec::new();
         for key in 0..b.keys {
             for seq in 0..b.inputs {
@@ -155,6 +154,21 @@ impl Durable {
                 }
             }
         }
+        slots
+    }
+
+    /// A state key in words: its key and input, and its action when inputs have
+    /// several.
+    fn key_words(&self, k: StateKey) -> String {
+        if self.bounds.actions > 1 {
+            format!("key {} input {} action {}", k.key, k.seq, k.action)
+        } else {
+            format!("key {} input {}", k.key, k.seq)
+        }
+    }
+
+    /// The task: running, failing over or down; its crashes and failed sends.
+    fn task_view(s: &State, out: &mut String) {
         let task = match (s.down, s.failed) {
             (true, _) => "down (crashed, not restored)",
             (false, true) => "failing over (a put error reached the action)",
@@ -165,17 +179,18 @@ impl Durable {
             "task: {task}; crashes {}, failed sends {}",
             s.crashes, s.failed_sends
         );
-        for k in 0..usize::from(b.keys) {
+    }
+
+    /// Per key: inputs delivered, finished and committed, and the running action.
+    fn keys_view(&self, s: &State, out: &mut String) {
+        for k in 0..usize::from(self.bounds.keys) {
+            let name = || self.key_words(s.head(k));
             let running = match s.phase[k] {
                 Phase::Idle => "idle".to_string(),
-                Phase::AtCall(i) => format!("{}: at call {i}", name(s.head(k))),
-                Phase::HaveResult(i) => {
-                    format!("{}: call {i} returned, put not sent", name(s.head(k)))
-                }
-                Phase::AwaitPut(i) => {
-                    format!("{}: put of call {i}'s result in flight", name(s.head(k)))
-                }
-                Phase::AwaitCompletion => format!("{}: completion put in flight", name(s.head(k))),
+                Phase::AtCall(i) => format!("{}: at call {i}", name()),
+                Phase::HaveResult(i) => format!("{}: call {i} returned, put not sent", name()),
+                Phase::AwaitPut(i) => format!("{}: put of call {i}'s result in flight", name()),
+                Phase::AwaitCompletion => format!("{}: completion put in flight", name()),
             };
             let _ = writeln!(
                 out,
@@ -183,31 +198,44 @@ impl Durable {
                 s.next_seq[k], s.finished[k], s.committed_outputs[k]
             );
         }
+    }
+
+    /// The store's cache, with each state's acknowledged offset.
+    fn cache_view(&self, s: &State, slots: &[StateKey], out: &mut String) {
         let cached = slots.iter().filter(|k| s.cached(**k).is_some()).count();
         let _ = writeln!(out, "store cache: {cached} state(s)");
-        for &k in &slots {
+        for &k in slots {
             if let Some(st) = s.cached(k) {
                 let acked = match s.acked_offset.get(k.slot()) {
                     None => String::new(),
                     Some(offset) => format!(", acknowledged at offset {offset}"),
                 };
-                let _ = writeln!(out, "  {}: {}{acked}", name(k), saved(st));
+                let _ = writeln!(out, "  {}: {}{acked}", self.key_words(k), saved_words(st));
             }
         }
-        let ends: Vec<String> = (0..usize::from(b.partitions))
+    }
+
+    /// The log: each partition's end and each state key's latest record.
+    fn log_view(&self, s: &State, slots: &[StateKey], out: &mut String) {
+        let ends: Vec<String> = (0..usize::from(self.bounds.partitions))
             .map(|p| format!("partition {p} holds {}", s.log_len[p]))
             .collect();
         let _ = writeln!(out, "log: {}", ends.join(", "));
-        for &k in &slots {
+        for &k in slots {
             if let Some((st, offset)) = s.latest_record(k) {
                 let _ = writeln!(
                     out,
                     "  {}: latest {} at offset {offset}",
-                    name(k),
-                    saved(st)
+                    self.key_words(k),
+                    saved_words(st)
                 );
             }
         }
+    }
+
+    /// The sends not yet answered: in-flight puts, a crashed incarnation's send, and the
+    /// fences of a restore under way.
+    fn sends_view(&self, s: &State, out: &mut String) {
         for put in s.puts_in_flight() {
             let r = put.record;
             let at = match put.offset {
@@ -217,8 +245,8 @@ impl Durable {
             let _ = writeln!(
                 out,
                 "in-flight put: {}: {}, {at}",
-                name(r.state_key),
-                saved(r.state)
+                self.key_words(r.state_key),
+                saved_words(r.state)
             );
         }
         if let Some(r) = s.zombie {
@@ -230,8 +258,8 @@ impl Durable {
             let _ = writeln!(
                 out,
                 "send of a crashed incarnation, not landed: {}: {}{fenced}",
-                name(r.state_key),
-                saved(r.state)
+                self.key_words(r.state_key),
+                saved_words(r.state)
             );
         }
         if s.fenced_partitions > 0 {
@@ -242,243 +270,282 @@ impl Durable {
                 s.crashes + 1
             );
         }
+    }
+
+    /// The checkpoints: how many were triggered, the pending ones and the latest
+    /// completed one.
+    fn checkpoints_view(&self, s: &State, out: &mut String) {
         let _ = writeln!(out, "checkpoints: {} triggered", s.checkpoints);
-        let show = |c: &Checkpoint| {
-            // Subtask 1's entries are placeholders until it takes its part.
-            let taken = |k: u8| !c.awaiting_subtask || self.owner(s.scaled_in, k) == 0;
-            let keys: Vec<String> = (0..b.keys)
-                .filter(|k| taken(*k))
-                .map(usize::from)
-                .map(|k| {
-                    format!(
-                        "key {k} {} delivered/{} finished",
-                        c.next_seq[k], c.finished[k]
-                    )
-                })
-                .collect();
-            // Only subtask 0's markers while subtask 1 has not taken its part.
-            let subtasks = if c.awaiting_subtask {
-                0..1
-            } else {
-                0..b.subtasks
-            };
-            let marker = self.markers_text(&c.marker, subtasks);
-            let waiting = if c.awaiting_subtask {
-                "; subtask 1's part not taken yet"
-            } else {
-                ""
-            };
-            format!("{}; marker {marker}{waiting}", keys.join(", "))
-        };
         for (id, c) in s.pending_checkpoints() {
-            let _ = writeln!(out, "  pending {id}: {}", show(&c));
+            let _ = writeln!(out, "  pending {id}: {}", self.checkpoint_words(s, &c));
         }
         if let Some(c) = &s.completed {
-            let _ = writeln!(out, "  latest completed: {}", show(c));
+            let _ = writeln!(out, "  latest completed: {}", self.checkpoint_words(s, c));
         }
+    }
+
+    /// A checkpoint's keyed state and markers, as far as its subtasks took their parts.
+    fn checkpoint_words(&self, s: &State, c: &Checkpoint) -> String {
+        let b = &self.bounds;
+        // Subtask 1's entries are placeholders until it takes its part.
+        let taken = |k: u8| !c.awaiting_subtask || self.owner(s.scaled_in, k) == 0;
+        let keys: Vec<String> = (0..b.keys)
+            .filter(|k| taken(*k))
+            .map(usize::from)
+            .map(|k| {
+                format!(
+                    "key {k} {} delivered/{} finished",
+                    c.next_seq[k], c.finished[k]
+                )
+            })
+            .collect();
+        // Only subtask 0's markers while subtask 1 has not taken its part.
+        let subtasks = if c.awaiting_subtask {
+            0..1
+        } else {
+            0..b.subtasks
+        };
+        let marker = self.markers_text(&c.marker, subtasks);
+        let waiting = if c.awaiting_subtask {
+            "; subtask 1's part not taken yet"
+        } else {
+            ""
+        };
+        format!("{}; marker {marker}{waiting}", keys.join(", "))
+    }
+
+    /// The supplier's runs per state key and call, when it ran at all.
+    fn runs_view(&self, s: &State, slots: &[StateKey], out: &mut String) {
         let mut runs = Vec::new();
-        for &k in &slots {
-            for call in 0..b.calls {
+        for &k in slots {
+            for call in 0..self.bounds.calls {
                 let n = s.runs(k, call);
                 if n > 0 {
-                    runs.push(format!("{} call {call}: {n}", name(k)));
+                    runs.push(format!("{} call {call}: {n}", self.key_words(k)));
                 }
             }
         }
         if !runs.is_empty() {
             let _ = writeln!(out, "supplier runs: {}", runs.join("; "));
         }
-        out
     }
 
+    /// What a step does in its state, in the domain's words: one sentence function per
+    /// action kind.
     pub(super) fn step_sentence(&self, s: &State, action: &Action) -> String {
-        let who = |k: u8| {
-            let sk = s.head(k as usize);
-            if self.bounds.actions > 1 {
-                format!("key {} input {} action {}", sk.key, sk.seq, sk.action)
-            } else {
-                format!("key {} input {}", sk.key, sk.seq)
-            }
-        };
-        let call = |k: u8| match s.phase[k as usize] {
-            Phase::AtCall(i) | Phase::HaveResult(i) => i,
-            _ => 0,
-        };
-        let put = |k: u8| {
-            let Some(Put { record: r, .. }) = s.puts[k as usize] else {
-                unreachable!("a put step of key {k} with no put in flight");
-            };
-            let what = if r.state.completed() {
-                "completed state".to_string()
-            } else {
-                format!("state with {} call result(s)", r.state.calls())
-            };
-            let sk = r.state_key;
-            (format!("key {} input {}", sk.key, sk.seq), what, sk.key)
-        };
         match *action {
             Action::DeliverInput(k) => format!(
                 "the source delivers key {k} input {} (sequence number {})",
                 s.next_seq[k as usize], s.next_seq[k as usize]
             ),
-            Action::StartAction(k) => match s.cached(s.head(k as usize)) {
-                Some(st) if st.completed() => {
-                    format!("{}: action skipped, its saved state is completed", who(k))
-                }
-                Some(st) => format!(
-                    "{}: action starts with {} saved call result(s)",
-                    who(k),
-                    st.calls()
-                ),
-                None => format!("{}: action starts, nothing saved", who(k)),
-            },
+            Action::StartAction(k) => self.start_sentence(s, k),
             Action::ReuseResult(k) => {
-                format!("{}: call {} reuses the saved result", who(k), call(k))
-            }
-            Action::CallSupplier(k) => {
-                let i = call(k);
-                let run = s.runs(s.head(k as usize), i) as u32 + 1;
-                format!("{}: supplier called for call {i} (run #{run})", who(k))
-            }
-            Action::SendPut(k) => {
-                let cached = if self.design.caches_before_ack() {
-                    ", cached at once"
-                } else {
-                    ""
-                };
                 format!(
-                    "{}: put of the state with call {}'s result sent{cached}",
-                    who(k),
-                    call(k)
+                    "{}: call {} reuses the saved result",
+                    self.who(s, k),
+                    call_index(s, k)
                 )
             }
-            Action::CompleteAction(k) => {
-                format!(
-                    "{}: all calls done, put of the completed state sent",
-                    who(k)
-                )
-            }
-            Action::LandPut(k) => {
-                let (whose, what, key) = put(k);
-                let p = self.partition(key);
-                format!(
-                    "{whose}: {what} lands at partition {p} offset {}, not yet acknowledged",
-                    s.log_len[p]
-                )
-            }
-            Action::AckPut(k) => {
-                let (whose, what, key) = put(k);
-                let p = self.partition(key);
-                let offset = s.puts[k as usize]
-                    .and_then(|p| p.offset)
-                    .unwrap_or(s.log_len[p]);
-                format!("{whose}: {what} lands at partition {p} offset {offset}, acknowledged")
-            }
-            Action::FailPut { key, landed } => {
-                let (whose, what, _) = put(key);
-                let when = if landed {
-                    "after its record landed"
-                } else {
-                    "before landing"
-                };
-                let then = if self.design.caches_before_ack() {
-                    "the error is not seen and the action goes on"
-                } else if self.catches_put_error(s, key as usize) {
-                    "the action catches the error and goes on, nothing cached"
-                } else {
-                    "the error reaches the action and the task fails"
-                };
-                format!("{whose}: put of {what} fails {when}; {then}")
-            }
-            Action::TriggerCheckpoint => {
-                let apart = self.snapshots_apart(s);
-                let subtasks = if apart { 1 } else { self.bounds.subtasks };
-                let (queued, marker) = self.part_text(s, 0..subtasks);
-                let whose = if apart { " by subtask 0" } else { "" };
-                format!(
-                    "checkpoint {} taken{whose} ({queued}; marker {marker})",
-                    s.checkpoints + 1
-                )
-            }
-            Action::SnapshotSubtask => {
-                let id = s
-                    .pending_checkpoints()
-                    .find(|(_, c)| c.awaiting_subtask)
-                    .map_or(0, |(id, _)| id);
-                let (queued, marker) = self.part_text(s, 1..2);
-                format!("subtask 1 takes its part of checkpoint {id} ({queued}; marker {marker})")
-            }
+            Action::CallSupplier(k) => self.call_sentence(s, k),
+            Action::SendPut(k) => self.send_sentence(s, k),
+            Action::CompleteAction(k) => format!(
+                "{}: all calls done, put of the completed state sent",
+                self.who(s, k)
+            ),
+            Action::LandPut(k) => self.land_sentence(s, k),
+            Action::AckPut(k) => self.ack_sentence(s, k),
+            Action::FailPut { key, landed } => self.fail_sentence(s, key, landed),
+            Action::TriggerCheckpoint => self.trigger_sentence(s),
+            Action::SnapshotSubtask => self.snapshot_subtask_sentence(s),
             Action::CompleteCheckpoint(id) => {
                 let subsumed = self.subsumed(s, id);
                 format!("checkpoint {id} completes; finished states pruned{subsumed}")
             }
-            Action::CompleteCheckpointUnnotified(id) => {
-                format!(
-                    "checkpoint {id} completes at the coordinator, but its notification is lost: \
-                     nothing pruned, its output not yet committed{}",
-                    self.subsumed(s, id)
-                )
-            }
+            Action::CompleteCheckpointUnnotified(id) => format!(
+                "checkpoint {id} completes at the coordinator, but its notification is lost: \
+                 nothing pruned, its output not yet committed{}",
+                self.subsumed(s, id)
+            ),
             Action::AbortCheckpoint(id) => {
                 format!("checkpoint {id} is aborted (expired or declined); the operator forgets it")
             }
-            Action::Crash { landed } => {
-                let unlanded = s.puts_in_flight().filter(|p| p.offset.is_none()).count();
-                let zombie = self.bounds.zombie_sends && s.zombie.is_none();
-                let send = match (unlanded, landed) {
-                    (0, _) => "",
-                    (_, true) => "; the in-flight send lands, unacknowledged",
-                    (1, false) if zombie => {
-                        "; the in-flight send stays with the producer and may land later"
-                    }
-                    (1, false) => "; the in-flight send is lost",
-                    (_, false) => "; the in-flight sends are lost",
-                };
-                format!("the task crashes{send}")
-            }
-            Action::LandZombie => match s.zombie {
-                Some(r) if s.zombie_fenced => {
-                    let p = self.partition(r.state_key.key);
-                    format!(
-                        "the crashed incarnation's send of key {} input {} lands at partition {p} offset {}, behind a fence of a newer epoch: stale, every rebuild skips it",
-                        r.state_key.key,
-                        r.state_key.seq,
-                        s.log_len[p]
-                    )
-                }
-                Some(r) => {
-                    let p = self.partition(r.state_key.key);
-                    format!(
-                        "the crashed incarnation's send of key {} input {} ({} call result(s){}) lands at partition {p} offset {}, over what the key holds",
-                        r.state_key.key,
-                        r.state_key.seq,
-                        r.state.calls(),
-                        if r.state.completed() { ", completed" } else { "" },
-                        s.log_len[p]
-                    )
-                }
-                None => "no send of a crashed incarnation is left".to_string(),
-            },
+            Action::Crash { landed } => self.crash_sentence(s, landed),
+            Action::LandZombie => self.land_zombie_sentence(s),
             Action::FencePartition(p) => format!(
                 "the restoring incarnation (epoch {}) appends its fence to partition {p} at offset {}; older records landing after it are stale",
                 s.crashes + 1,
                 s.log_len[p as usize]
             ),
-            Action::Restore | Action::RestoreScaledIn => {
-                let scaled_in = s.scaled_in || *action == Action::RestoreScaledIn;
-                let how = if *action == Action::RestoreScaledIn {
-                    " at parallelism 1 (subtask 0 takes over every key)"
-                } else {
-                    ""
-                };
-                match s.completed {
-                    Some(c) => format!(
-                        "restore from the completed checkpoint{how}; replay {}",
-                        self.replay_text(&c, scaled_in)
-                    ),
-                    None => format!("restart with no completed checkpoint{how}; nothing replayed"),
-                }
+            Action::Restore => self.restore_sentence(s, false),
+            Action::RestoreScaledIn => self.restore_sentence(s, true),
+        }
+    }
+
+    /// The state key at key `k`'s queue head, in words.
+    fn who(&self, s: &State, k: u8) -> String {
+        self.key_words(s.head(k as usize))
+    }
+
+    /// [`Action::StartAction`]: skipped, or started with what is saved.
+    fn start_sentence(&self, s: &State, k: u8) -> String {
+        match s.cached(s.head(k as usize)) {
+            Some(st) if st.completed() => {
+                format!(
+                    "{}: action skipped, its saved state is completed",
+                    self.who(s, k)
+                )
             }
+            Some(st) => format!(
+                "{}: action starts with {} saved call result(s)",
+                self.who(s, k),
+                st.calls()
+            ),
+            None => format!("{}: action starts, nothing saved", self.who(s, k)),
+        }
+    }
+
+    /// [`Action::CallSupplier`]: which call, and the how-manieth run of it.
+    fn call_sentence(&self, s: &State, k: u8) -> String {
+        let i = call_index(s, k);
+        let run = s.runs(s.head(k as usize), i) as u32 + 1;
+        format!(
+            "{}: supplier called for call {i} (run #{run})",
+            self.who(s, k)
+        )
+    }
+
+    /// [`Action::SendPut`]: in the old put order, cached at once.
+    fn send_sentence(&self, s: &State, k: u8) -> String {
+        let cached = if self.design.caches_before_ack() {
+            ", cached at once"
+        } else {
+            ""
+        };
+        format!(
+            "{}: put of the state with call {}'s result sent{cached}",
+            self.who(s, k),
+            call_index(s, k)
+        )
+    }
+
+    /// [`Action::LandPut`]: where the record lands.
+    fn land_sentence(&self, s: &State, k: u8) -> String {
+        let (whose, what, key) = put_words(s, k);
+        let p = self.partition(key);
+        format!(
+            "{whose}: {what} lands at partition {p} offset {}, not yet acknowledged",
+            s.log_len[p]
+        )
+    }
+
+    /// [`Action::AckPut`]: where the record landed, acknowledged.
+    fn ack_sentence(&self, s: &State, k: u8) -> String {
+        let (whose, what, key) = put_words(s, k);
+        let p = self.partition(key);
+        let offset = s.puts[k as usize]
+            .and_then(|p| p.offset)
+            .unwrap_or(s.log_len[p]);
+        format!("{whose}: {what} lands at partition {p} offset {offset}, acknowledged")
+    }
+
+    /// [`Action::FailPut`]: when the send fails and what the action makes of it.
+    fn fail_sentence(&self, s: &State, key: u8, landed: bool) -> String {
+        let (whose, what, _) = put_words(s, key);
+        let when = if landed {
+            "after its record landed"
+        } else {
+            "before landing"
+        };
+        let then = if self.design.caches_before_ack() {
+            "the error is not seen and the action goes on"
+        } else if self.catches_put_error(s, key as usize) {
+            "the action catches the error and goes on, nothing cached"
+        } else {
+            "the error reaches the action and the task fails"
+        };
+        format!("{whose}: put of {what} fails {when}; {then}")
+    }
+
+    /// [`Action::TriggerCheckpoint`]: what the subtasks taking part now put into it.
+    fn trigger_sentence(&self, s: &State) -> String {
+        let apart = self.snapshots_apart(s);
+        let subtasks = if apart { 1 } else { self.bounds.subtasks };
+        let (queued, marker) = self.part_text(s, 0..subtasks);
+        let whose = if apart { " by subtask 0" } else { "" };
+        format!(
+            "checkpoint {} taken{whose} ({queued}; marker {marker})",
+            s.checkpoints + 1
+        )
+    }
+
+    /// [`Action::SnapshotSubtask`]: what subtask 1 puts into the checkpoint.
+    fn snapshot_subtask_sentence(&self, s: &State) -> String {
+        let id = s
+            .pending_checkpoints()
+            .find(|(_, c)| c.awaiting_subtask)
+            .map_or(0, |(id, _)| id);
+        let (queued, marker) = self.part_text(s, 1..2);
+        format!("subtask 1 takes its part of checkpoint {id} ({queued}; marker {marker})")
+    }
+
+    /// [`Action::Crash`]: what becomes of the sends in flight.
+    fn crash_sentence(&self, s: &State, landed: bool) -> String {
+        let unlanded = s.puts_in_flight().filter(|p| p.offset.is_none()).count();
+        let zombie = self.bounds.zombie_sends && s.zombie.is_none();
+        let send = match (unlanded, landed) {
+            (0, _) => "",
+            (_, true) => "; the in-flight send lands, unacknowledged",
+            (1, false) if zombie => {
+                "; the in-flight send stays with the producer and may land later"
+            }
+            (1, false) => "; the in-flight send is lost",
+            (_, false) => "; the in-flight sends are lost",
+        };
+        format!("the task crashes{send}")
+    }
+
+    /// [`Action::LandZombie`]: where the crashed incarnation's send lands, stale or not.
+    fn land_zombie_sentence(&self, s: &State) -> String {
+        match s.zombie {
+            Some(r) if s.zombie_fenced => {
+                let p = self.partition(r.state_key.key);
+                format!(
+                    "the crashed incarnation's send of key {} input {} lands at partition {p} offset {}, behind a fence of a newer epoch: stale, every rebuild skips it",
+                    r.state_key.key,
+                    r.state_key.seq,
+                    s.log_len[p]
+                )
+            }
+            Some(r) => {
+                let p = self.partition(r.state_key.key);
+                format!(
+                    "the crashed incarnation's send of key {} input {} ({} call result(s){}) lands at partition {p} offset {}, over what the key holds",
+                    r.state_key.key,
+                    r.state_key.seq,
+                    r.state.calls(),
+                    if r.state.completed() { ", completed" } else { "" },
+                    s.log_len[p]
+                )
+            }
+            None => "no send of a crashed incarnation is left".to_string(),
+        }
+    }
+
+    /// [`Action::Restore`] and [`Action::RestoreScaledIn`] (`scale_in`): where the
+    /// replay starts.
+    fn restore_sentence(&self, s: &State, scale_in: bool) -> String {
+        let scaled_in = s.scaled_in || scale_in;
+        let how = if scale_in {
+            " at parallelism 1 (subtask 0 takes over every key)"
+        } else {
+            ""
+        };
+        match s.completed {
+            Some(c) => format!(
+                "restore from the completed checkpoint{how}; replay {}",
+                self.replay_text(&c, scaled_in)
+            ),
+            None => format!("restart with no completed checkpoint{how}; nothing replayed"),
         }
     }
 
@@ -562,4 +629,35 @@ impl Durable {
         let restore = after.iter().position(|(_, a)| *a == Some(Action::Restore));
         matches!((crash, restore), (Some(c), Some(r)) if c < r)
     }
+}
+
+/// What a saved action state holds, in words.
+fn saved_words(st: ActionState) -> String {
+    if st.completed() {
+        format!("completed with {} call result(s)", st.calls())
+    } else {
+        format!("{} call result(s)", st.calls())
+    }
+}
+
+/// The index of the call key `k`'s action is at (0 outside a call).
+fn call_index(s: &State, k: u8) -> u8 {
+    match s.phase[k as usize] {
+        Phase::AtCall(i) | Phase::HaveResult(i) => i,
+        _ => 0,
+    }
+}
+
+/// Key `k`'s put in flight: whose state it carries, what state, and the key.
+fn put_words(s: &State, k: u8) -> (String, String, u8) {
+    let Some(Put { record: r, .. }) = s.puts[k as usize] else {
+        unreachable!("a put step of key {k} with no put in flight");
+    };
+    let what = if r.state.completed() {
+        "completed state".to_string()
+    } else {
+        format!("state with {} call result(s)", r.state.calls())
+    };
+    let sk = r.state_key;
+    (format!("key {} input {}", sk.key, sk.seq), what, sk.key)
 }

@@ -41,54 +41,75 @@ impl Leadership {
 
     /// The lines of the job's own parts.
     pub(super) fn job_view(&self, s: &State) -> Vec<String> {
-        let mut lines = Vec::new();
-        if !s.has_runner {
-            lines.push(format!(
-                "runner: none this epoch (the last was started in epoch {})",
-                s.runner_epoch
-            ));
-        } else {
-            let state = match s.runner {
-                RunnerState::Running => "running",
-                RunnerState::JobCompleted => "job completed",
-                RunnerState::Stopped if s.runner_killed => "died with its JobManager",
-                RunnerState::Stopped if s.runner_terminated => "stopped, close completed",
-                RunnerState::Stopped => "stopped, close under way",
-            };
-            let chain: Vec<String> = s.chain[..usize::from(s.chain_len)]
-                .iter()
-                .map(|op| match op {
-                    ChainOp::Grant(session) => format!("grant {session}"),
-                    ChainOp::Revoke => "revoke".to_string(),
-                    ChainOp::Empty => "-".to_string(),
-                })
-                .collect();
-            let mut line = format!(
-                "runner (epoch {}): {state}, result {}",
-                s.runner_epoch,
-                s.runner_result.word()
-            );
-            if s.result_handled {
-                line.push_str(", handled by the dispatcher");
-            }
-            if !chain.is_empty() {
-                line.push_str(&format!(", chain [{}]", chain.join(", ")));
-            }
-            if s.current != 0 {
-                line.push_str(&format!(", current process {}", s.current));
-            }
-            if s.current_leader != 0 {
-                line.push_str(&format!(" (leader session {})", s.current_leader));
-            }
-            if let Some(status) = s.pending_terminal {
-                line.push_str(&format!(", cached {}", status.word()));
-            }
-            lines.push(line);
-        }
-        for (i, p) in s.processes[..usize::from(s.process_count)]
-            .iter()
-            .enumerate()
-        {
+        let mut lines = vec![runner_line(s)];
+        lines.extend(process_lines(s));
+        lines.push(scheduler_line(s));
+        lines.push(stores_line(s));
+        lines.extend(old_runner_line(s));
+        lines.extend(history_line(s));
+        lines
+    }
+
+    /// The whole state: shared lines, then the job's.
+    pub(super) fn view(&self, s: &State) -> String {
+        let mut lines = self.shared_view(s);
+        lines.extend(self.job_view(s));
+        lines.join("\n")
+    }
+}
+
+/// The runner of this epoch: its state, result, chain and current process.
+fn runner_line(s: &State) -> String {
+    if !s.has_runner {
+        return format!(
+            "runner: none this epoch (the last was started in epoch {})",
+            s.runner_epoch
+        );
+    }
+    let state = match s.runner {
+        RunnerState::Running => "running",
+        RunnerState::JobCompleted => "job completed",
+        RunnerState::Stopped if s.runner_killed => "died with its JobManager",
+        RunnerState::Stopped if s.runner_terminated => "stopped, close completed",
+        RunnerState::Stopped => "stopped, close under way",
+    };
+    let chain: Vec<String> = s.chain[..usize::from(s.chain_len)]
+        .iter()
+        .map(|op| match op {
+            ChainOp::Grant(session) => format!("grant {session}"),
+            ChainOp::Revoke => "revoke".to_string(),
+            ChainOp::Empty => "-".to_string(),
+        })
+        .collect();
+    let mut line = format!(
+        "runner (epoch {}): {state}, result {}",
+        s.runner_epoch,
+        s.runner_result.word()
+    );
+    if s.result_handled {
+        line.push_str(", handled by the dispatcher");
+    }
+    if !chain.is_empty() {
+        line.push_str(&format!(", chain [{}]", chain.join(", ")));
+    }
+    if s.current != 0 {
+        line.push_str(&format!(", current process {}", s.current));
+    }
+    if s.current_leader != 0 {
+        line.push_str(&format!(" (leader session {})", s.current_leader));
+    }
+    if let Some(status) = s.pending_terminal {
+        line.push_str(&format!(", cached {}", status.word()));
+    }
+    line
+}
+
+/// One line per process created so far.
+fn process_lines(s: &State) -> impl Iterator<Item = String> + '_ {
+    s.processes[..usize::from(s.process_count)]
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
             let state = match p.state {
                 ProcessState::Running => "running",
                 ProcessState::Closing => "closing",
@@ -105,75 +126,79 @@ impl Leadership {
             if p.forward_pending {
                 line.push_str(", forward pending");
             }
-            lines.push(line);
-        }
-        lines.push(match s.decided {
-            None => "scheduler: undecided".to_string(),
-            Some(status) => {
-                let mut line = format!(
-                    "scheduler: decided {} in process {}",
-                    status.word(),
-                    s.decider
-                );
-                if s.signal != 0 {
-                    line.push_str(&format!(", signal to process {} in flight", s.signal));
-                }
-                line
-            }
-        });
-        let entry = match s.job_result {
-            JobResultEntry::Absent => "no entry".to_string(),
-            JobResultEntry::Dirty => format!("dirty entry (epoch {})", s.entry_epoch),
-            JobResultEntry::Clean => format!("clean entry (epoch {})", s.entry_epoch),
-        };
-        lines.push(format!(
-            "stores: JobGraph {}, JobResultStore {entry}; cleanup {}",
-            if s.job_graph { "stored" } else { "removed" },
-            cleanup_words(s.cleanup)
-        ));
-        if let Some(o) = s.old {
-            let mut line = format!(
-                "old runner (epoch {}, its dispatcher still stopping): result {}",
-                s.epoch - 1,
-                o.result.word()
-            );
-            if o.current != 0 {
-                line.push_str(&format!(", current process {}", o.current));
-            }
-            if let Some(status) = o.pending_terminal {
-                line.push_str(&format!(", cached {}", status.word()));
-            }
-            line.push_str(if o.terminated {
-                ", close completed"
-            } else {
-                ", close under way"
-            });
-            if o.result_handled {
-                line.push_str(", result handled");
-            }
-            line.push_str(&format!("; cleanup {}", cleanup_words(o.cleanup)));
-            lines.push(line);
-        }
-        let notes: Vec<&str> = [
-            (s.lost_terminal, "a terminal value was lost"),
-            (s.crash_lost, "a crash killed the decision"),
-            (s.fatal_exit, "a JobMaster failure stopped the JobManager"),
-        ]
-        .into_iter()
-        .filter_map(|(set, note)| set.then_some(note))
-        .collect();
-        if !notes.is_empty() {
-            lines.push(format!("history: {}", notes.join("; ")));
-        }
-        lines
-    }
+            line
+        })
+}
 
-    /// The whole state: shared lines, then the job's.
-    pub(super) fn view(&self, s: &State) -> String {
-        let mut lines = self.shared_view(s);
-        lines.extend(self.job_view(s));
-        lines.join("\n")
+/// The scheduler's decision and its signal in flight.
+fn scheduler_line(s: &State) -> String {
+    match s.decided {
+        None => "scheduler: undecided".to_string(),
+        Some(status) => {
+            let mut line = format!(
+                "scheduler: decided {} in process {}",
+                status.word(),
+                s.decider
+            );
+            if s.signal != 0 {
+                line.push_str(&format!(", signal to process {} in flight", s.signal));
+            }
+            line
+        }
     }
+}
+
+/// The JobGraph store, the JobResultStore and the cleanup under way.
+fn stores_line(s: &State) -> String {
+    let entry = match s.job_result {
+        JobResultEntry::Absent => "no entry".to_string(),
+        JobResultEntry::Dirty => format!("dirty entry (epoch {})", s.entry_epoch),
+        JobResultEntry::Clean => format!("clean entry (epoch {})", s.entry_epoch),
+    };
+    format!(
+        "stores: JobGraph {}, JobResultStore {entry}; cleanup {}",
+        if s.job_graph { "stored" } else { "removed" },
+        cleanup_words(s.cleanup)
+    )
+}
+
+/// The old runner, while its dispatcher is still stopping.
+fn old_runner_line(s: &State) -> Option<String> {
+    let o = s.old?;
+    let mut line = format!(
+        "old runner (epoch {}, its dispatcher still stopping): result {}",
+        s.epoch - 1,
+        o.result.word()
+    );
+    if o.current != 0 {
+        line.push_str(&format!(", current process {}", o.current));
+    }
+    if let Some(status) = o.pending_terminal {
+        line.push_str(&format!(", cached {}", status.word()));
+    }
+    line.push_str(if o.terminated {
+        ", close completed"
+    } else {
+        ", close under way"
+    });
+    if o.result_handled {
+        line.push_str(", result handled");
+    }
+    line.push_str(&format!("; cleanup {}", cleanup_words(o.cleanup)));
+    Some(line)
+}
+
+/// The ghost fields that record a loss, when any is set.
+fn history_line(s: &State) -> Option<String> {
+    let notes: Vec<&str> = [
+        (s.lost_terminal, "a terminal value was lost"),
+        (s.crash_lost, "a crash killed the decision"),
+        (s.fatal_exit, "a JobMaster failure stopped the JobManager"),
+    ]
+    .into_iter()
+    .filter_map(|(set, note)| set.then_some(note))
+    .collect();
+    (!notes.is_empty()).then(|| format!("history: {}", notes.join("; ")))
 }
 
 #[cfg(test)]
