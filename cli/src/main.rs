@@ -129,6 +129,12 @@ fn utf8_arguments(
         .collect()
 }
 
+/// Every command, in the order the usage text gives them.
+const COMMANDS: [&str; 12] = [
+    "check", "verdicts", "explore", "models", "conform", "traces", "replay", "departs", "simulate",
+    "validate", "bench", "help",
+];
+
 /// Options of each command, for `steadfast COMMAND --help`.
 fn command_help(command: &str) -> Option<&'static str> {
     Some(match command {
@@ -275,8 +281,9 @@ fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
             Ok(ExitCode::SUCCESS)
         }
         other => Err(UsageError(format!(
-            "unknown command {} (commands: check, verdicts, explore, models, conform, traces, replay, departs, bench, help)",
-            quote(other)
+            "unknown command {} (commands: {})",
+            quote(other),
+            COMMANDS.join(", ")
         ))),
     }
 }

@@ -37,7 +37,10 @@ fn fixed_passes_and_unpatched_fails_with_model_checker_statuses() {
 fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
     let cases: &[(&[&str], &str)] = &[
         (&[], "steadfast: no command given"),
-        (&["frobnicate"], "steadfast: unknown command `frobnicate`"),
+        (
+            &["frobnicate"],
+            "steadfast: unknown command `frobnicate` (commands: check, verdicts, explore, models, conform, traces, replay, departs, simulate, validate, bench, help)",
+        ),
         (&["check"], "steadfast: `check` needs a model"),
         (
             &["traces", "--out", "unused"],
