@@ -414,130 +414,22 @@ impl Dispatcher {
         })
     }
 
+    /// One function per event; each refuses before it changes anything.
     fn apply(&mut self, event: DispatcherEvent) -> Result<Handled, LeadershipError> {
         // An answer refused for want of its request is named by the event's own name.
         let answer = event.name();
-        let mut effects = Vec::new();
-        match event {
-            DispatcherEvent::LeadershipGained => {
-                if self.leader {
-                    return Err(LeadershipError::DispatcherAlreadyLeader);
-                }
-                // Environment assumption: the previous leader's runners terminated first,
-                // and their results were consumed.
-                if let Some((job, _)) = self.runners.iter().find(|(_, r)| !r.done()) {
-                    return Err(LeadershipError::RunnerStillLive { job: *job });
-                }
-                self.leader = true;
-                self.epoch += 1;
-                self.recovering = true;
-                if !self.runners.is_empty() {
-                    self.runners = Arc::default();
-                }
-                effects.push(DispatcherEffect::RecoverJobs { epoch: self.epoch });
-            }
+        let effects = match event {
+            DispatcherEvent::LeadershipGained => self.gain_leadership()?,
             DispatcherEvent::JobsRecovered { epoch, jobs } => {
-                if epoch != self.epoch || !self.leader {
-                    return Ok(Handled::Discarded);
-                }
-                if !self.recovering {
-                    return Err(LeadershipError::UnexpectedDispatcherAnswer { answer });
-                }
-                if let Some(pair) = jobs.windows(2).find(|w| w[0].job >= w[1].job) {
-                    return Err(LeadershipError::DuplicateJob { job: pair[1].job });
-                }
-                self.recovering = false;
-                self.recover(&jobs, &mut effects);
+                return self.jobs_recovered(epoch, &jobs, answer)
             }
-            DispatcherEvent::LeadershipLost => {
-                if !self.leader {
-                    return Err(LeadershipError::DispatcherNotLeader);
-                }
-                self.leader = false;
-                for (job, runner) in Arc::make_mut(&mut self.runners).iter_mut() {
-                    if !runner.closing && !runner.terminated {
-                        runner.closing = true;
-                        effects.push(DispatcherEffect::CloseRunner { job: *job });
-                    }
-                }
-            }
-            DispatcherEvent::JobSubmitted { job } => {
-                if !self.leader {
-                    return Err(LeadershipError::DispatcherNotLeader);
-                }
-                if self.recovering {
-                    return Err(LeadershipError::RecoveryInProgress);
-                }
-                if self.jobs.contains_key(&job) {
-                    return Err(LeadershipError::DuplicateJob { job });
-                }
-                Arc::make_mut(&mut self.jobs).insert(job, JobRecord::Storing);
-                effects.push(DispatcherEffect::PutJobGraph { job });
-            }
-            DispatcherEvent::JobGraphStored { job } => {
-                self.advance(job, JobRecord::Storing, JobRecord::Stored, answer)?;
-                // A dispatcher that lost leadership meanwhile leaves the job to the next
-                // leader's recovery.
-                if self.leader {
-                    self.start_runner(job, false, &mut effects);
-                }
-            }
+            DispatcherEvent::LeadershipLost => self.lose_leadership()?,
+            DispatcherEvent::JobSubmitted { job } => self.submit(job)?,
+            DispatcherEvent::JobGraphStored { job } => self.job_graph_stored(job, answer)?,
             DispatcherEvent::RunnerCompleted { job, result } => {
-                let runner = *self
-                    .runners
-                    .get(&job)
-                    .ok_or(LeadershipError::NoLiveRunner { job })?;
-                if runner.result_received {
-                    return Err(LeadershipError::DuplicateRunnerResult { job });
-                }
-                let record = self.jobs.get(&job).copied();
-                match result {
-                    RunnerResult::Terminal(status) => {
-                        self.write_entry(job, record, status, &mut effects)?
-                    }
-                    RunnerResult::JobAlreadyDone => {
-                        // The runner found an entry this dispatcher did not write: clean
-                        // up after whoever wrote it, unless a cleanup is under way.
-                        if !record.is_some_and(JobRecord::in_flight) {
-                            Arc::make_mut(&mut self.jobs).insert(job, JobRecord::RemovingJobGraph);
-                            effects.push(DispatcherEffect::RemoveJobGraph { job });
-                        }
-                    }
-                    RunnerResult::Suspended => effects.push(DispatcherEffect::LocalCleanup { job }),
-                    // A submitted job whose JobMaster cannot start has FAILED for good
-                    // (Flink's `Dispatcher.runJob` hands it to `jobReachedTerminalState`).
-                    RunnerResult::InitializationFailed if !runner.recovered => {
-                        self.write_entry(job, record, JobStatus::Failed, &mut effects)?
-                    }
-                    // A recovered job that cannot start, a failed JobMaster and an
-                    // exceptional result are fatal: the JobManager process exits.
-                    RunnerResult::NotFinished
-                    | RunnerResult::InitializationFailed
-                    | RunnerResult::JobMasterFailed => {
-                        effects.push(DispatcherEffect::FatalError { job, result })
-                    }
-                }
-                // The job is done with this runner whatever the result: the dispatcher
-                // removes it and closes it (Flink's `removeJob` closes the runner during
-                // cleanup), unless it is closing or closed already.
-                let runner = Arc::make_mut(&mut self.runners)
-                    .get_mut(&job)
-                    .expect("looked up above");
-                runner.result_received = true;
-                if !runner.closing && !runner.terminated {
-                    runner.closing = true;
-                    effects.push(DispatcherEffect::CloseRunner { job });
-                }
+                self.runner_completed(job, result)?
             }
-            DispatcherEvent::RunnerTerminated { job } => {
-                if !self.is_live(job) {
-                    return Err(LeadershipError::NoLiveRunner { job });
-                }
-                let runner = Arc::make_mut(&mut self.runners)
-                    .get_mut(&job)
-                    .expect("live, so present");
-                runner.terminated = true;
-            }
+            DispatcherEvent::RunnerTerminated { job } => self.runner_terminated(job)?,
             DispatcherEvent::DirtyEntryWritten { job } => {
                 self.advance(
                     job,
@@ -545,7 +437,7 @@ impl Dispatcher {
                     JobRecord::RemovingJobGraph,
                     answer,
                 )?;
-                effects.push(DispatcherEffect::RemoveJobGraph { job });
+                vec![DispatcherEffect::RemoveJobGraph { job }]
             }
             DispatcherEvent::JobGraphRemoved { job } => {
                 self.advance(
@@ -554,14 +446,183 @@ impl Dispatcher {
                     JobRecord::MarkingClean,
                     answer,
                 )?;
-                effects.push(DispatcherEffect::MarkEntryClean { job });
+                vec![DispatcherEffect::MarkEntryClean { job }]
             }
             DispatcherEvent::EntryMarkedClean { job, status } => {
                 self.advance(job, JobRecord::MarkingClean, JobRecord::Clean, answer)?;
-                effects.push(DispatcherEffect::GlobalCleanup { job, status });
+                vec![DispatcherEffect::GlobalCleanup { job, status }]
+            }
+        };
+        Ok(Handled::Applied(effects))
+    }
+
+    /// A new epoch: asks the stores for its jobs. The previous epoch's runners must be
+    /// done.
+    fn gain_leadership(&mut self) -> Result<Vec<DispatcherEffect>, LeadershipError> {
+        if self.leader {
+            return Err(LeadershipError::DispatcherAlreadyLeader);
+        }
+        // Environment assumption: the previous leader's runners terminated first,
+        // and their results were consumed.
+        if let Some((job, _)) = self.runners.iter().find(|(_, r)| !r.done()) {
+            return Err(LeadershipError::RunnerStillLive { job: *job });
+        }
+        self.leader = true;
+        self.epoch += 1;
+        self.recovering = true;
+        if !self.runners.is_empty() {
+            self.runners = Arc::default();
+        }
+        Ok(vec![DispatcherEffect::RecoverJobs { epoch: self.epoch }])
+    }
+
+    /// The stores' answer to the recovery read of `epoch`; discarded when that epoch is
+    /// over.
+    fn jobs_recovered(
+        &mut self,
+        epoch: u32,
+        jobs: &[RecoveredJob],
+        answer: &'static str,
+    ) -> Result<Handled, LeadershipError> {
+        if epoch != self.epoch || !self.leader {
+            return Ok(Handled::Discarded);
+        }
+        if !self.recovering {
+            return Err(LeadershipError::UnexpectedDispatcherAnswer { answer });
+        }
+        if let Some(pair) = jobs.windows(2).find(|w| w[0].job >= w[1].job) {
+            return Err(LeadershipError::DuplicateJob { job: pair[1].job });
+        }
+        self.recovering = false;
+        let mut effects = Vec::new();
+        self.recover(jobs, &mut effects);
+        Ok(Handled::Applied(effects))
+    }
+
+    /// Leadership lost: closes every runner not closing or closed already.
+    fn lose_leadership(&mut self) -> Result<Vec<DispatcherEffect>, LeadershipError> {
+        if !self.leader {
+            return Err(LeadershipError::DispatcherNotLeader);
+        }
+        self.leader = false;
+        let mut effects = Vec::new();
+        for (job, runner) in Arc::make_mut(&mut self.runners).iter_mut() {
+            if !runner.closing && !runner.terminated {
+                runner.closing = true;
+                effects.push(DispatcherEffect::CloseRunner { job: *job });
             }
         }
-        Ok(Handled::Applied(effects))
+        Ok(effects)
+    }
+
+    /// A client submitted `job`: its JobGraph is persisted first.
+    fn submit(&mut self, job: JobId) -> Result<Vec<DispatcherEffect>, LeadershipError> {
+        if !self.leader {
+            return Err(LeadershipError::DispatcherNotLeader);
+        }
+        if self.recovering {
+            return Err(LeadershipError::RecoveryInProgress);
+        }
+        if self.jobs.contains_key(&job) {
+            return Err(LeadershipError::DuplicateJob { job });
+        }
+        Arc::make_mut(&mut self.jobs).insert(job, JobRecord::Storing);
+        Ok(vec![DispatcherEffect::PutJobGraph { job }])
+    }
+
+    /// `job`'s JobGraph is persisted: its runner starts.
+    fn job_graph_stored(
+        &mut self,
+        job: JobId,
+        answer: &'static str,
+    ) -> Result<Vec<DispatcherEffect>, LeadershipError> {
+        self.advance(job, JobRecord::Storing, JobRecord::Stored, answer)?;
+        let mut effects = Vec::new();
+        // A dispatcher that lost leadership meanwhile leaves the job to the next
+        // leader's recovery.
+        if self.leader {
+            self.start_runner(job, false, &mut effects);
+        }
+        Ok(effects)
+    }
+
+    /// The runner of `job` completed `result`: the cleanup it calls for, then the
+    /// runner's close.
+    fn runner_completed(
+        &mut self,
+        job: JobId,
+        result: RunnerResult,
+    ) -> Result<Vec<DispatcherEffect>, LeadershipError> {
+        let runner = *self
+            .runners
+            .get(&job)
+            .ok_or(LeadershipError::NoLiveRunner { job })?;
+        if runner.result_received {
+            return Err(LeadershipError::DuplicateRunnerResult { job });
+        }
+        let mut effects = Vec::new();
+        self.consume_result(job, runner, result, &mut effects)?;
+        // The job is done with this runner whatever the result: the dispatcher
+        // removes it and closes it (Flink's `removeJob` closes the runner during
+        // cleanup), unless it is closing or closed already.
+        let runner = Arc::make_mut(&mut self.runners)
+            .get_mut(&job)
+            .expect("looked up above");
+        runner.result_received = true;
+        if !runner.closing && !runner.terminated {
+            runner.closing = true;
+            effects.push(DispatcherEffect::CloseRunner { job });
+        }
+        Ok(effects)
+    }
+
+    /// What `runner`'s `result` means for `job`: global cleanup for a terminal result,
+    /// local cleanup for SUSPENDED, a fatal error for the exceptional ones.
+    fn consume_result(
+        &mut self,
+        job: JobId,
+        runner: StartedRunner,
+        result: RunnerResult,
+        effects: &mut Vec<DispatcherEffect>,
+    ) -> Result<(), LeadershipError> {
+        let record = self.jobs.get(&job).copied();
+        match result {
+            RunnerResult::Terminal(status) => self.write_entry(job, record, status, effects)?,
+            RunnerResult::JobAlreadyDone => {
+                // The runner found an entry this dispatcher did not write: clean
+                // up after whoever wrote it, unless a cleanup is under way.
+                if !record.is_some_and(JobRecord::in_flight) {
+                    Arc::make_mut(&mut self.jobs).insert(job, JobRecord::RemovingJobGraph);
+                    effects.push(DispatcherEffect::RemoveJobGraph { job });
+                }
+            }
+            RunnerResult::Suspended => effects.push(DispatcherEffect::LocalCleanup { job }),
+            // A submitted job whose JobMaster cannot start has FAILED for good
+            // (Flink's `Dispatcher.runJob` hands it to `jobReachedTerminalState`).
+            RunnerResult::InitializationFailed if !runner.recovered => {
+                self.write_entry(job, record, JobStatus::Failed, effects)?
+            }
+            // A recovered job that cannot start, a failed JobMaster and an
+            // exceptional result are fatal: the JobManager process exits.
+            RunnerResult::NotFinished
+            | RunnerResult::InitializationFailed
+            | RunnerResult::JobMasterFailed => {
+                effects.push(DispatcherEffect::FatalError { job, result })
+            }
+        }
+        Ok(())
+    }
+
+    /// The runner of `job` terminated.
+    fn runner_terminated(&mut self, job: JobId) -> Result<Vec<DispatcherEffect>, LeadershipError> {
+        if !self.is_live(job) {
+            return Err(LeadershipError::NoLiveRunner { job });
+        }
+        let runner = Arc::make_mut(&mut self.runners)
+            .get_mut(&job)
+            .expect("live, so present");
+        runner.terminated = true;
+        Ok(Vec::new())
     }
 
     /// Asks for `job`'s dirty JobResultStore entry with `status`; refuses when the job
