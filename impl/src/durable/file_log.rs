@@ -256,94 +256,18 @@ impl FileLog {
         fs.create_dir_all(&dir)
             .map_err(|e| LogError::io(format!("create {}", dir.display()), &e))?;
         let lock = lock_dir(fs, &dir)?;
-        let meta_path = dir.join(META_FILE);
-        let partitions = match fs.read(&meta_path) {
-            Ok(bytes) => {
-                let meta: Meta = serde_json::from_slice(&bytes)
-                    .map_err(|e| LogError::Metadata(format!("{}: {e}", meta_path.display())))?;
-                if meta.version != 1 || meta.partitions == 0 {
-                    return Err(LogError::Metadata(format!(
-                        "{}: unsupported version {} or zero partitions",
-                        meta_path.display(),
-                        meta.version
-                    )));
-                }
-                if let Some(asked) = options.partitions {
-                    if asked != meta.partitions {
-                        return Err(LogError::Metadata(format!(
-                            "{} has {} partitions, {asked} were asked for",
-                            dir.display(),
-                            meta.partitions
-                        )));
-                    }
-                }
-                meta.partitions
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let partitions = options.partitions.unwrap_or(4).max(1);
-                let tmp = dir.join("log.json.tmp");
-                let text = serde_json::to_vec(&Meta {
-                    version: 1,
-                    partitions,
-                })
-                .map_err(|e| LogError::Metadata(e.to_string()))?;
-                fs.write_synced(&tmp, &text)
-                    .map_err(|e| LogError::io(format!("write {}", tmp.display()), &e))?;
-                fs.rename(&tmp, &meta_path)
-                    .map_err(|e| LogError::io(format!("rename {}", tmp.display()), &e))?;
-                sync_dir(fs, &dir)?;
-                partitions
-            }
-            Err(e) => return Err(LogError::io(format!("read {}", meta_path.display()), &e)),
-        };
-
-        let mut found: Vec<Vec<(Offset, PathBuf)>> = vec![Vec::new(); partitions as usize];
-        let entries = fs
-            .list(&dir)
-            .map_err(|e| LogError::io(format!("list {}", dir.display()), &e))?;
-        for path in entries {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if let Some((p, base)) = parse_segment_name(&name) {
-                let slot = found.get_mut(p as usize).ok_or_else(|| {
-                    LogError::Metadata(format!(
-                        "segment {name} belongs to partition {p}, the log has {partitions}"
-                    ))
-                })?;
-                slot.push((base, path));
-            }
-        }
-
+        let partitions = read_or_create_meta(fs, &dir, &options)?;
+        let found = find_segments(fs, &dir, partitions)?;
         let mut report = RecoveryReport::default();
         let mut logs = Vec::with_capacity(partitions as usize);
-        for (p, mut files) in found.into_iter().enumerate() {
-            let partition = p as Partition;
-            files.sort();
-            if files.is_empty() {
-                files.push((0, dir.join(segment_name(partition, 0))));
-            }
-            let count = files.len();
-            let mut segments = Vec::with_capacity(count);
-            let mut next: Offset = files[0].0;
-            for (i, (base, path)) in files.into_iter().enumerate() {
-                if base != next {
-                    return Err(LogError::Metadata(format!(
-                        "{} starts at offset {base}, expected {next} (a segment is missing)",
-                        path.display()
-                    )));
-                }
-                let last = i + 1 == count;
-                let segment = recover_segment(fs, partition, base, path, last, &mut report)?;
-                next = base + segment.positions.len() as Offset;
-                segments.push(segment);
-            }
-            logs.push(PartitionLog {
-                segments,
-                next,
-                durable_end: next,
-            });
+        for (p, files) in found.into_iter().enumerate() {
+            logs.push(recover_partition(
+                fs,
+                &dir,
+                p as Partition,
+                files,
+                &mut report,
+            )?);
         }
         sync_dir(fs, &dir)?;
         tracing::info!(
@@ -395,6 +319,119 @@ impl FileLog {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
+
+/// The partition count from the log's metadata file, checked against `options`; a
+/// directory without one gets one (written synced, then renamed into place).
+fn read_or_create_meta(
+    fs: &dyn Storage,
+    dir: &Path,
+    options: &FileLogOptions,
+) -> Result<u32, LogError> {
+    let meta_path = dir.join(META_FILE);
+    match fs.read(&meta_path) {
+        Ok(bytes) => {
+            let meta: Meta = serde_json::from_slice(&bytes)
+                .map_err(|e| LogError::Metadata(format!("{}: {e}", meta_path.display())))?;
+            if meta.version != 1 || meta.partitions == 0 {
+                return Err(LogError::Metadata(format!(
+                    "{}: unsupported version {} or zero partitions",
+                    meta_path.display(),
+                    meta.version
+                )));
+            }
+            if let Some(asked) = options.partitions {
+                if asked != meta.partitions {
+                    return Err(LogError::Metadata(format!(
+                        "{} has {} partitions, {asked} were asked for",
+                        dir.display(),
+                        meta.partitions
+                    )));
+                }
+            }
+            Ok(meta.partitions)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let partitions = options.partitions.unwrap_or(4).max(1);
+            let tmp = dir.join("log.json.tmp");
+            let text = serde_json::to_vec(&Meta {
+                version: 1,
+                partitions,
+            })
+            .map_err(|e| LogError::Metadata(e.to_string()))?;
+            fs.write_synced(&tmp, &text)
+                .map_err(|e| LogError::io(format!("write {}", tmp.display()), &e))?;
+            fs.rename(&tmp, &meta_path)
+                .map_err(|e| LogError::io(format!("rename {}", tmp.display()), &e))?;
+            sync_dir(fs, dir)?;
+            Ok(partitions)
+        }
+        Err(e) => Err(LogError::io(format!("read {}", meta_path.display()), &e)),
+    }
+}
+
+/// The segment files in `dir`, by partition, as (base offset, path) in listing order;
+/// a segment of a partition the log does not have is refused.
+fn find_segments(
+    fs: &dyn Storage,
+    dir: &Path,
+    partitions: u32,
+) -> Result<Vec<Vec<(Offset, PathBuf)>>, LogError> {
+    let mut found: Vec<Vec<(Offset, PathBuf)>> = vec![Vec::new(); partitions as usize];
+    let entries = fs
+        .list(dir)
+        .map_err(|e| LogError::io(format!("list {}", dir.display()), &e))?;
+    for path in entries {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Some((p, base)) = parse_segment_name(&name) {
+            let slot = found.get_mut(p as usize).ok_or_else(|| {
+                LogError::Metadata(format!(
+                    "segment {name} belongs to partition {p}, the log has {partitions}"
+                ))
+            })?;
+            slot.push((base, path));
+        }
+    }
+    Ok(found)
+}
+
+/// Recovers `partition` from its segment `files` (a partition without one gets an
+/// empty first segment): each segment must start where the one before it ends; only the
+/// last may have a torn tail.
+fn recover_partition(
+    fs: &dyn Storage,
+    dir: &Path,
+    partition: Partition,
+    mut files: Vec<(Offset, PathBuf)>,
+    report: &mut RecoveryReport,
+) -> Result<PartitionLog, LogError> {
+    files.sort();
+    if files.is_empty() {
+        files.push((0, dir.join(segment_name(partition, 0))));
+    }
+    let count = files.len();
+    let mut segments = Vec::with_capacity(count);
+    let mut next: Offset = files[0].0;
+    for (i, (base, path)) in files.into_iter().enumerate() {
+        if base != next {
+            return Err(LogError::Metadata(format!(
+                "{} starts at offset {base}, expected {next} (a segment is missing)",
+                path.display()
+            )));
+        }
+        let last = i + 1 == count;
+        let segment = recover_segment(fs, partition, base, path, last, report)?;
+        next = base + segment.positions.len() as Offset;
+        segments.push(segment);
+    }
+    Ok(PartitionLog {
+        segments,
+        next,
+        durable_end: next,
+    })
 }
 
 fn recover_segment(

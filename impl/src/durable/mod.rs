@@ -22,6 +22,7 @@
 
 mod defect;
 pub mod driver;
+mod error;
 pub mod file_log;
 pub mod log;
 pub mod memory_log;

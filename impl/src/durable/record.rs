@@ -12,8 +12,10 @@
 //! the driver's restore ([`fence_record`]) are the only writers; the format's own tests
 //! are `impl/tests/durable_records.rs`.
 
+use serde::{Deserialize, Serialize};
+
+use super::error::StoreError;
 use super::log::{LogRecord, Partition};
-use super::store::{PutRecord, StoreError};
 use super::{ActionState, CallOutcome, CallResult, Datum, Epoch, StateKey};
 
 /// First byte of every key and value this store writes: the record format's version.
@@ -26,6 +28,17 @@ const FORMAT_1: u8 = 1;
 const KIND_STATE: u8 = 0;
 /// Key byte after the format: a fence record.
 const KIND_FENCE: u8 = 1;
+
+/// The record a put appends: where, and its bytes (this format).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PutRecord {
+    /// Partition of the state's input key.
+    pub partition: Partition,
+    /// Record key bytes.
+    pub key: Vec<u8>,
+    /// Record value bytes.
+    pub value: Vec<u8>,
+}
 
 /// What one record of the log holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
