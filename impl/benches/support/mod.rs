@@ -6,7 +6,7 @@ use steadfast::durable::{Effect, Event, Operator};
 
 /// A call's return, then the acknowledgements of its two puts (the result's, then the
 /// completion's), with offsets counted per partition; the output is left in `effects`.
-pub fn call_return(
+pub(crate) fn call_return(
     op: &mut Operator,
     effects: &mut Vec<Effect>,
     offsets: &mut [u64; 4],

@@ -13,15 +13,15 @@ use steadfast::durable::{
     PendingAck,
 };
 
-pub fn actions() -> Vec<ActionDef> {
+pub(crate) fn actions() -> Vec<ActionDef> {
     vec![ActionDef::new("act", CallChain::new(["f0", "f1", "f2"]))]
 }
 
-pub fn supplier(_: &CallRef, function: &str, args: &Datum) -> CallOutcome {
+pub(crate) fn supplier(_: &CallRef, function: &str, args: &Datum) -> CallOutcome {
     CallOutcome::Value(json!(format!("{function}{args}")))
 }
 
-pub fn driver(log: &MemoryLog) -> Driver<MemoryLog> {
+pub(crate) fn driver(log: &MemoryLog) -> Driver<MemoryLog> {
     let handle = log.clone();
     Driver::new(
         actions(),
@@ -31,7 +31,7 @@ pub fn driver(log: &MemoryLog) -> Driver<MemoryLog> {
     .unwrap()
 }
 
-pub fn call(index: u32) -> CallRef {
+pub(crate) fn call(index: u32) -> CallRef {
     CallRef {
         key: "k".into(),
         seq: 0,
@@ -41,7 +41,7 @@ pub fn call(index: u32) -> CallRef {
 }
 
 /// Append `record` as another producer would (the zombie's): send, flush, await.
-pub fn append_as_zombie(log: &MemoryLog, key: &[u8], value: &[u8]) -> Offset {
+pub(crate) fn append_as_zombie(log: &MemoryLog, key: &[u8], value: &[u8]) -> Offset {
     let mut producer = log.clone();
     let mut ack = producer.send(0, key, value).unwrap();
     producer.flush().unwrap();
@@ -53,7 +53,7 @@ pub fn append_as_zombie(log: &MemoryLog, key: &[u8], value: &[u8]) -> Offset {
 /// and saves both; then incarnation 1's send of f0's result lands; incarnation 2
 /// crashes before f2. The driver of incarnation 3 restores from the checkpoint taken
 /// before any call. Returns the driver after it ran to the end.
-pub fn zombie_run(fencing: bool) -> Driver<MemoryLog> {
+pub(crate) fn zombie_run(fencing: bool) -> Driver<MemoryLog> {
     let log = MemoryLog::new(1);
     let mut d = driver(&log);
     d.set_fencing(fencing);
