@@ -8,7 +8,7 @@
 //! [`Driver::call`] of the request the operator made, checkpoints, completions, aborts
 //! and crashes the driver's methods of those names. A failed put is the
 //! [`MemoryLog`]'s fault injection at the run's last send; a crash while a put waits is
-//! the driver's [`Cancellation`] set before the event (the wait ends with
+//! the driver's [`Cancellation`](steadfast::durable::Cancellation) set before the event (the wait ends with
 //! [`DriverError::Cancelled`]), then [`Driver::crash`].
 //!
 //! The driver's source is replayable: [`Driver::restore`] re-delivers every input

@@ -4,30 +4,30 @@
 //! results after recovery"). An action's external calls are made through durable
 //! calls whose results are saved to a log; a restored job must reuse a saved result
 //! instead of calling again. The pieces:
-//! - [`log`]: the partitioned, offset-addressed log trait (what a Kafka topic offers);
-//! - [`memory_log`]: an in-memory log with fault injection;
-//! - [`file_log`]: the embedded default, append-only checksummed segment files;
+//! - [`Log`]: the partitioned, offset-addressed log trait (what a Kafka topic offers);
+//! - [`MemoryLog`]: an in-memory log with fault injection;
+//! - [`FileLog`]: the embedded default, append-only checksummed segment files;
 //! - [`storage`]: the file operations under the file log (the real file system, or a
 //!   simulated disk in the power-loss test);
 //! - [`store`]: the action state store, a plain value (cache, acknowledged offsets,
 //!   prune, recovery marker, rebuild from records handed to it);
 //! - [`record`]: the store's record format: action states and fences, each with the
 //!   epoch of the incarnation that wrote it (encode, strict decode);
-//! - [`operator`]: the sans-IO action execution operator (events in, effects out; a put
+//! - [`Operator`]: the sans-IO action execution operator (events in, effects out; a put
 //!   is an append and a flush, its acknowledgement an event);
-//! - [`driver`]: the blocking driver, the only owner of a [`Log`]: it executes the
+//! - [`Driver`]: the blocking driver, the only owner of a [`Log`]: it executes the
 //!   operator's effects, groups puts under one flush, crashes and restores the
 //!   operator (fencing the log first), and counts supplier calls;
-//! - [`projection`]: the driver's observable projection of a run.
+//! - [`Projection`]: the driver's observable projection of a run.
 
 mod defect;
-pub mod driver;
+mod driver;
 mod error;
-pub mod file_log;
-pub mod log;
-pub mod memory_log;
-pub mod operator;
-pub mod projection;
+mod file_log;
+mod log;
+mod memory_log;
+mod operator;
+mod projection;
 pub mod record;
 pub mod storage;
 pub mod store;

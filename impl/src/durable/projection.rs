@@ -146,7 +146,7 @@ fn project_key(key: &str, ks: &KeyState) -> KeyProjection {
 }
 
 /// Project an operator's keyed state.
-pub fn project_keys(op: &Operator) -> Vec<KeyProjection> {
+pub(super) fn project_keys(op: &Operator) -> Vec<KeyProjection> {
     let mut keys: Vec<KeyProjection> = op
         .keys()
         .iter()
@@ -158,7 +158,7 @@ pub fn project_keys(op: &Operator) -> Vec<KeyProjection> {
 
 /// Project what each key of an operator is doing: every key with keyed state or an
 /// action in progress.
-pub fn project_activity(op: &Operator) -> Vec<KeyActivityProjection> {
+pub(super) fn project_activity(op: &Operator) -> Vec<KeyActivityProjection> {
     let mut keys: Vec<String> = op.keys().keys().cloned().collect();
     keys.extend(op.keys_in_progress());
     keys.sort_unstable();
@@ -178,7 +178,7 @@ pub fn project_activity(op: &Operator) -> Vec<KeyActivityProjection> {
 }
 
 /// Project a checkpoint.
-pub fn project_checkpoint(cp: &Checkpoint) -> CheckpointProjection {
+pub(super) fn project_checkpoint(cp: &Checkpoint) -> CheckpointProjection {
     CheckpointProjection {
         id: cp.id,
         // A BTreeMap: already sorted by key.
@@ -192,7 +192,7 @@ pub fn project_checkpoint(cp: &Checkpoint) -> CheckpointProjection {
 }
 
 /// Project an operator's store cache.
-pub fn project_cache(op: &Operator) -> Vec<CachedState> {
+pub(super) fn project_cache(op: &Operator) -> Vec<CachedState> {
     let store = op.store();
     let offsets = store.latest_offsets();
     store
@@ -208,7 +208,7 @@ pub fn project_cache(op: &Operator) -> Vec<CachedState> {
 
 /// Decode a partition's action state records (fence records hold no state: they are
 /// left out, and the states keep their offsets).
-pub fn project_log(records: &[LogRecord]) -> Result<Vec<LoggedState>, StoreError> {
+pub(super) fn project_log(records: &[LogRecord]) -> Result<Vec<LoggedState>, StoreError> {
     let mut states = Vec::with_capacity(records.len());
     for r in records {
         if let Some((state_key, state)) = decode_record(r)? {

@@ -1,4 +1,4 @@
-//! The file operations the file log ([`super::file_log`]) makes, behind a trait, so that
+//! The file operations the file log ([`FileLog`](super::FileLog)) makes, behind a trait, so that
 //! a test can run the log on a simulated disk that loses power ([`Storage`]).
 //! [`StdStorage`] is the real one over `std::fs`, the default everywhere.
 //!
@@ -107,7 +107,7 @@ impl Storage for StdStorage {
     /// closed, also when the process dies. The file is opened close-on-exec, so a child
     /// process does not keep the lock once it runs its program; until then (between fork
     /// and exec) it shares the open file, and a relock by this process after its own
-    /// guard is gone waits for that, a bounded moment (see [`HeldLocks`]).
+    /// guard is gone waits for that, a bounded moment (see `HELD_LOCKS`).
     fn lock_exclusive(&self, path: &Path) -> io::Result<LockGuard> {
         let file = OpenOptions::new()
             .read(true)

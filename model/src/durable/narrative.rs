@@ -11,7 +11,7 @@ use super::{
 
 impl Action {
     /// A short phrase for the action in the domain's words, for lists of enabled actions
-    /// (the Explorer's); [`Spec::describe_step`] says what a step does in its state.
+    /// (the Explorer's); [`Spec::describe_step`](crate::Spec::describe_step) says what a step does in its state.
     pub fn phrase(&self) -> String {
         match *self {
             Action::DeliverInput(k) => format!("source delivers key {k}'s next input"),

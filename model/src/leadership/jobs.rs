@@ -581,7 +581,7 @@ impl Spec for Jobs {
         })
     }
 
-    /// Each column has the verdicts of the one-job column it names in [`SCENARIOS`],
+    /// Each column has the verdicts of the one-job column it names in `SCENARIOS`,
     /// but one difference: with JobMaster failures, one job's fatal error ends the
     /// JobManager and kills another job's decision that no JobResultStore entry
     /// recorded yet, as a crash does (`jobmaster-crash`): that job runs again in every

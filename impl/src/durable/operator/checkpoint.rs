@@ -177,7 +177,7 @@ impl Operator {
     }
 
     /// The checkpoints snapshotted whose completion or abort this operator has not been
-    /// told of (and has not forgotten past [`Limits::pending_checkpoints`]), oldest first.
+    /// told of (and has not forgotten past [`Limits::pending_checkpoints`](super::Limits::pending_checkpoints)), oldest first.
     pub fn pending_checkpoint_ids(&self) -> impl Iterator<Item = u64> + '_ {
         self.pending_checkpoints.0.keys().copied()
     }

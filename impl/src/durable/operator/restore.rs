@@ -166,7 +166,7 @@ impl Restoring {
     }
 
     /// The restored operator, once every partition was read up to `log_ends` (the log's
-    /// end offsets). Restored actions start running on [`Event::Resume`].
+    /// end offsets). Restored actions start running on [`Event::Resume`](super::Event::Resume).
     pub fn finish(self, log_ends: &[Offset]) -> Result<(Operator, RebuildReport), OperatorError> {
         let (store, report) = self.rebuild.finish(log_ends)?;
         tracing::info!(

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::Effect;
 
-/// What a [`Runner`] did with an event it accepted: returned with its effects by
-/// [`Runner::step`], and the `outcome` field of its structured log record.
+/// What a [`Runner`](super::Runner) did with an event it accepted: returned with its effects by
+/// [`Runner::step`](super::Runner::step), and the `outcome` field of its structured log record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RunnerOutcome {
     /// A grant or revoke joined the operation chain.
@@ -91,7 +91,7 @@ impl RunnerOutcome {
     }
 }
 
-/// What [`Runner::step`] returns for an accepted event.
+/// What [`Runner::step`](super::Runner::step) returns for an accepted event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Handled {
     /// The effects to execute, in order.
