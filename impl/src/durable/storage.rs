@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -125,7 +125,11 @@ impl Storage for StdStorage {
         drop(held);
         // The holder's id, for the error of whoever is refused next: written in place at
         // a fixed width, so a reader never finds the file empty or half old.
-        let line = format!("{:>10}\n", std::process::id());
+        let line = format!(
+            "{:>width$}\n",
+            std::process::id(),
+            width = HOLDER_LINE_BYTES - 1
+        );
         file.write_all_at(line.as_bytes(), 0)?;
         file.set_len(line.len() as u64)?;
         Ok(Box::new(HeldLock {
@@ -153,6 +157,9 @@ type HeldLocks = BTreeSet<FileId>;
 
 static HELD_LOCKS: Mutex<HeldLocks> = Mutex::new(BTreeSet::new());
 
+/// The holder's line in a lock file: a process id right-aligned in 10 digits, and a newline.
+const HOLDER_LINE_BYTES: usize = 11;
+
 /// How long a lock held only by a starting child is retried before it is refused.
 const FORKED_CHILD_WAIT_MS: u64 = 2_000;
 
@@ -174,12 +181,14 @@ fn flock_allowing_forked_children(file: &File) -> io::Result<()> {
 }
 
 /// Whether the lock file holds this process's id (written by the guard that locked it).
+/// Reads the id's fixed width at offset 0 only, leaving the file's position alone.
 fn names_this_process(file: &File) -> bool {
-    let mut text = String::new();
-    let mut reader = file;
-    reader.rewind().is_ok()
-        && reader.read_to_string(&mut text).is_ok()
-        && text.trim().parse() == Ok(std::process::id())
+    let mut line = [0u8; HOLDER_LINE_BYTES];
+    let Ok(read) = file.read_at(&mut line, 0) else {
+        return false;
+    };
+    std::str::from_utf8(&line[..read])
+        .is_ok_and(|text| text.trim().parse() == Ok(std::process::id()))
 }
 
 /// A lock taken by [`StdStorage::lock_exclusive`]: unlocks by closing the file, then
