@@ -1,4 +1,4 @@
-//! Conformance of the blocking durable-actions driver (`steadfast::durable::Driver` over
+//! Conformance of the blocking durable-actions driver (`steadfast_log::Driver` over
 //! the in-memory log) to the model's `fixed` design at the eager operator's grain, compared
 //! through the driver's own projection: every event at the conformance bounds, with failed
 //! sends, two crashes and aborted checkpoints; a damaged reading of the projection caught
@@ -8,15 +8,13 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 use stateright::{Checker, Model};
-use steadfast::durable::{
-    ActionDef, CallChain, CallOutcome, Driver, DriverError, MemoryLog, OperatorError, Projection,
-    SendFault,
-};
+use steadfast::durable::{ActionDef, CallChain, CallOutcome, OperatorError};
 use steadfast_conformance::cover::{cover, Coverage};
 use steadfast_conformance::durable::driver::{
     DriverBinding, DriverConformant, DriverDurable, Reading,
 };
 use steadfast_conformance::Problem;
+use steadfast_log::{Driver, DriverError, MemoryLog, Projection, SendFault};
 use steadfast_model::durable::Durable;
 use steadfast_model::{Settings, Spec};
 
@@ -380,7 +378,7 @@ fn agrees_with_projection(d: &mut Driver<MemoryLog>) {
             .map(|(c, &n)| (c.key.clone(), c.index, n))
             .collect()
     };
-    let listed = |l: &[steadfast::durable::CallCount]| -> Vec<(String, u32, u32)> {
+    let listed = |l: &[steadfast_log::CallCount]| -> Vec<(String, u32, u32)> {
         l.iter()
             .map(|c| (c.call.key.clone(), c.call.index, c.count))
             .collect()
@@ -518,8 +516,7 @@ fn a_checkpoint_of_a_narrower_log_is_refused_over_a_wider_one() {
     d.complete_checkpoint(id).unwrap();
     let checkpoint = d.completed_checkpoint().unwrap().clone();
     let actions = vec![ActionDef::new("action0", CallChain::new(["f0", "f1"]))];
-    let restored =
-        steadfast::durable::restore_from_log(actions, &checkpoint, &mut MemoryLog::new(2), 2);
+    let restored = steadfast_log::restore_from_log(actions, &checkpoint, &mut MemoryLog::new(2), 2);
     assert!(
         matches!(
             restored,

@@ -23,11 +23,11 @@ use std::time::Duration;
 
 use criterion::{criterion_main, Criterion, Throughput};
 use serde_json::json;
-use steadfast::durable::{
-    append_fences, ActionDef, CallChain, CallOutcome, Cancellation, Driver, FileLog,
-    FileLogOptions, Log, PendingAck, Reopen,
-};
+use steadfast::durable::{ActionDef, CallChain, CallOutcome};
 use steadfast_kafka::KafkaLog;
+use steadfast_log::{
+    append_fences, Cancellation, Driver, FileLog, FileLogOptions, Log, PendingAck, Reopen,
+};
 
 const KEYS: u64 = 16;
 /// Partitions of every topic and file log.

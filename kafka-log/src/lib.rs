@@ -31,7 +31,8 @@
 //! ```no_run
 //! use std::time::Duration;
 //! use serde_json::json;
-//! use steadfast::durable::{ActionDef, CallChain, CallOutcome, Driver};
+//! use steadfast::durable::{ActionDef, CallChain, CallOutcome};
+//! use steadfast_log::Driver;
 //! use steadfast_kafka::{create_topic, KafkaLog, KafkaLogOptions};
 //!
 //! let brokers = "kafka-1:9092,kafka-2:9092";
@@ -62,9 +63,8 @@ use rdkafka::message::{DeliveryResult, Message};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
 use rdkafka::topic_partition_list::{Offset as KafkaOffset, TopicPartitionList};
 use rdkafka::ClientContext;
-use steadfast::durable::{
-    AckError, AckPoll, Cancellation, Log, LogError, LogRecord, Offset, Partition, PendingAck,
-};
+use steadfast::durable::{LogError, LogRecord, Offset, Partition};
+use steadfast_log::{AckError, AckPoll, Cancellation, Log, PendingAck};
 
 /// Where the log lives and how long the client waits.
 #[derive(Clone, Debug)]

@@ -10,10 +10,9 @@ use std::collections::BTreeMap;
 
 use broker::Broker;
 use serde_json::json;
-use steadfast::durable::{
-    ActionBody, ActionDef, ActionStep, CallOutcome, CallRef, Datum, Driver, Log,
-};
+use steadfast::durable::{ActionBody, ActionDef, ActionStep, CallOutcome, CallRef, Datum};
 use steadfast_kafka::{KafkaLog, KafkaLogOptions};
+use steadfast_log::{Driver, Log};
 
 /// The seed's action: a lookup (input 10 gives 70), then a publish of the looked-up
 /// value; the output is the published value.

@@ -1,8 +1,7 @@
-//! The `Log` contract on a real Kafka-protocol broker (tansu, started by the test):
-//! records of a partition land in send order at consecutive offsets, every handle reads
-//! them back from any offset, end offsets count them, and every failure (a partition or
-//! offset out of range, a missing topic, an unreachable or dead broker) is a one-line
-//! `LogError`, never a panic or a hang.
+//! The `Log` contract on a real Kafka-protocol broker (tansu, started by the test): the
+//! contract suite every log runs (`steadfast_log::testing`), and what only a broker can
+//! do wrong: a missing topic, an unreachable or dead broker, each a one-line `LogError`,
+//! never a panic or a hang.
 
 mod broker;
 
@@ -10,8 +9,10 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use broker::Broker;
-use steadfast::durable::{AckError, Cancellation, Log, LogError, PendingAck};
+use steadfast::durable::LogError;
 use steadfast_kafka::{KafkaLog, KafkaLogOptions};
+use steadfast_log::testing::{run_all, LogFactory};
+use steadfast_log::{AckError, Cancellation, Log, PendingAck};
 
 /// A hang guard for waits that end by themselves long before it.
 const GUARD: Duration = Duration::from_secs(180);
@@ -21,95 +22,28 @@ fn assert_one_line(err: &LogError) {
     assert!(!text.contains('\n'), "error spans lines: {text:?}");
 }
 
-#[test]
-fn records_land_in_send_order_and_read_back_from_any_offset() {
-    let broker = Broker::start();
-    broker.create_topic("order", 3);
-    let mut log = broker.open("order");
-    assert_eq!(log.partition_count(), 3);
-    assert_eq!(log.end_offsets().unwrap(), vec![0, 0, 0]);
+/// Topics on one broker; a reopened log is another producer and consumer on the topic.
+struct Topics(Broker);
 
-    // Thirty sends before one flush, round robin over the partitions: a group commit.
-    let mut acks = Vec::new();
-    for i in 0..30u32 {
-        let p = i % 3;
-        let ack = log
-            .send(p, format!("k{i}").as_bytes(), format!("v{i}").as_bytes())
-            .unwrap();
-        acks.push((p, i, ack));
+impl LogFactory for Topics {
+    type Log = KafkaLog;
+    fn create(&mut self, name: &str, partitions: u32) -> KafkaLog {
+        self.0.create_topic(name, partitions);
+        self.0.open(name)
     }
-    log.flush().unwrap();
-    let cancel = Cancellation::new();
-    for (p, i, ack) in &mut acks {
-        let offset = ack.wait(&cancel).unwrap();
-        assert_eq!(offset, u64::from(*i / 3), "partition {p} send {i}");
-        // An answered acknowledgement keeps its answer.
-        assert_eq!(
-            ack.poll(),
-            steadfast::durable::AckPoll::Acked(u64::from(*i / 3))
-        );
+    fn reopen(&mut self, name: &str) -> KafkaLog {
+        self.0.open(name)
     }
-    assert_eq!(log.end_offsets().unwrap(), vec![10, 10, 10]);
-
-    // Another handle, as a restored job opens one, reads the same records.
-    let mut other = broker.open("order");
-    for reader in [&mut log, &mut other] {
-        let all = reader.read(1, 0, 100).unwrap();
-        assert_eq!(all.len(), 10);
-        for (n, r) in all.iter().enumerate() {
-            let i = 3 * n + 1;
-            assert_eq!((r.partition, r.offset), (1, n as u64));
-            assert_eq!(r.key, format!("k{i}").into_bytes());
-            assert_eq!(r.value, format!("v{i}").into_bytes());
-        }
-        // From the middle, in batches, as a restore reads from its marker.
-        let first = reader.read(2, 4, 3).unwrap();
-        let next = reader.read(2, 7, 3).unwrap();
-        let offsets: Vec<u64> = first.iter().chain(&next).map(|r| r.offset).collect();
-        assert_eq!(offsets, vec![4, 5, 6, 7, 8, 9]);
-        assert_eq!(next[2].value, b"v29");
-        // At the end: nothing; past it: an error.
-        assert!(reader.read(0, 10, 5).unwrap().is_empty());
-        assert!(reader.read(0, 3, 0).unwrap().is_empty());
-        let err = reader.read(0, 11, 5).unwrap_err();
-        assert_eq!(
-            err,
-            LogError::OffsetOutOfRange {
-                partition: 0,
-                offset: 11,
-                end: 10
-            }
-        );
-    }
-
-    // A record sent after a read is seen by the next read at the old end.
-    let mut ack = log.send(0, b"late", b"late").unwrap();
-    log.flush().unwrap();
-    assert_eq!(ack.wait(&cancel).unwrap(), 10);
-    let late = other.read(0, 10, 5).unwrap();
-    assert_eq!(late.len(), 1);
-    assert_eq!(late[0].key, b"late");
-    assert_eq!(other.end_offsets().unwrap(), vec![11, 10, 10]);
 }
 
 #[test]
-fn partitions_out_of_range_and_missing_topics_are_one_line_errors() {
-    let broker = Broker::start();
-    broker.create_topic("small", 2);
-    let mut log = broker.open("small");
-    let err = log.send(2, b"k", b"v").unwrap_err();
-    assert_eq!(
-        err,
-        LogError::UnknownPartition {
-            partition: 2,
-            partitions: 2
-        }
-    );
-    assert!(matches!(
-        log.read(7, 0, 1),
-        Err(LogError::UnknownPartition { partition: 7, .. })
-    ));
+fn the_kafka_log_keeps_the_log_contract() {
+    run_all(&mut Topics(Broker::start()));
+}
 
+#[test]
+fn missing_topics_are_one_line_errors_and_topics_keep_their_partitions() {
+    let broker = Broker::start();
     let err = KafkaLog::open(broker.options("no-such-topic")).unwrap_err();
     assert_one_line(&err);
     assert!(
@@ -120,6 +54,7 @@ fn partitions_out_of_range_and_missing_topics_are_one_line_errors() {
     assert!(KafkaLog::open(broker.options("no-such-topic")).is_err());
 
     // Creating a topic that exists leaves it as it is.
+    broker.create_topic("small", 2);
     broker.create_topic("small", 5);
     assert_eq!(broker.open("small").partition_count(), 2);
 }

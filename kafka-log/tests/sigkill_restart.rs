@@ -27,9 +27,10 @@ use std::time::{Duration, Instant};
 
 use broker::{append_line, write_atomically, Broker};
 use serde_json::json;
-use steadfast::durable::{partition_for, ActionDef, CallChain, CallOutcome, Checkpoint, Driver};
+use steadfast::durable::{partition_for, ActionDef, CallChain, CallOutcome, Checkpoint};
 use steadfast_conformance::validate::{validate, Options, Verdict};
 use steadfast_kafka::{KafkaLog, KafkaLogOptions};
+use steadfast_log::Driver;
 
 /// The worker's environment: broker, topic, state directory, and the call whose
 /// supplier blocks until the process is killed (`key/seq/index`; none in the restart).

@@ -42,11 +42,12 @@ use rustix::process::{kill_process, Pid, Signal};
 use serde_json::json;
 use steadfast::durable::store::decode_entry;
 use steadfast::durable::{
-    partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Driver, Entry, Log,
-    LogError, LogRecord, Offset, Partition,
+    partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Entry, LogError,
+    LogRecord, Offset, Partition,
 };
 use steadfast_conformance::validate::{validate, Options, Validation, Verdict};
 use steadfast_kafka::{KafkaAck, KafkaLog, KafkaLogOptions};
+use steadfast_log::{Driver, Log};
 
 /// The worker's environment: broker, topic, state directory, which worker, fencing.
 const ENV_BROKER: &str = "STEADFAST_ZOMBIE_BROKER";
@@ -199,7 +200,7 @@ impl Worker {
     }
 
     /// Answers call `index` with `answer(index)`, after writing the run down.
-    fn supplier(&self) -> steadfast::durable::Supplier {
+    fn supplier(&self) -> steadfast_log::Supplier {
         let calls = self.dir.join("calls.log");
         Box::new(move |call: &CallRef, _f: &str, _args: &serde_json::Value| {
             append_line(&calls, &format!("{}/{}/{}", call.key, call.seq, call.index));

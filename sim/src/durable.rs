@@ -61,12 +61,14 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::json;
-use steadfast::durable::storage::{LockGuard, StdStorage, Storage, StorageFile};
 use steadfast::durable::{
-    append_fences, partition_for, restart_without_checkpoint, restore_from_log, AckPoll, ActionDef,
-    CallChain, CallOutcome, CallRef, Cancellation, Checkpoint, Defect, Effect, Event, FileLog,
-    FileLogOptions, Limits, Log, LogError, Operator, OperatorError, PendingAck, PutId, PutRecord,
-    StateKey, StoreError,
+    partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Defect, Effect, Event,
+    Limits, LogError, Operator, OperatorError, PutId, PutRecord, StateKey, StoreError,
+};
+use steadfast_log::storage::{LockGuard, StdStorage, Storage, StorageFile};
+use steadfast_log::{
+    append_fences, group_commit, restart_without_checkpoint, restore_from_log, AckError, AckPoll,
+    Cancellation, Cancelled, FileLog, FileLogOptions, Log, PendingAck,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -849,7 +851,7 @@ impl Sim {
     fn flush(&mut self) -> Result<(), String> {
         self.flusher_armed = false;
         let queued = std::mem::take(&mut self.queue);
-        let mut sent = Vec::new();
+        let mut puts = Vec::new();
         let mut answers = Vec::new();
         for q in queued {
             let call = self.put_calls.remove(&q.put);
@@ -866,36 +868,29 @@ impl Sim {
                 });
                 continue;
             }
-            let ack = self
-                .log()?
-                .send(q.record.partition, &q.record.key, &q.record.value)
-                .map_err(|e| format!("sending a record: {e}"))?;
-            self.outcome.records_sent += 1;
-            sent.push((q, ack));
+            puts.push(((q.key, q.put, q.fate), q.record));
         }
-        if !sent.is_empty() {
-            self.log()?
-                .flush()
-                .map_err(|e| format!("flushing the log: {e}"))?;
+        // The file log answers a flushed send at once: an acknowledgement still pending
+        // after the flush breaks its contract, and stops the run (as a cancelled wait).
+        let committed = group_commit(self.log()?, puts, |ack| match ack.poll() {
+            AckPoll::Acked(offset) => Ok(offset),
+            AckPoll::Failed(e) => Err(AckError::Log(e)),
+            AckPoll::Pending => Err(AckError::Cancelled),
+        })
+        .map_err(|Cancelled| "a flushed send is unacknowledged".to_string())?;
+        self.outcome.records_sent += committed.answers.len() as u64;
+        if committed.flushed {
             self.outcome.flushes += 1;
         }
-        for (q, mut ack) in sent {
-            let offset = match ack.poll() {
-                AckPoll::Acked(offset) => offset,
-                AckPoll::Failed(e) => return Err(format!("the log failed a send: {e}")),
-                AckPoll::Pending => return Err("a flushed send is unacknowledged".into()),
-            };
-            answers.push(match q.fate {
+        for ((key, put, fate), _, answer) in committed.answers {
+            let offset = answer.map_err(|e| format!("the log failed a put: {e}"))?;
+            answers.push(match fate {
                 Fate::FailAfterLanding => Event::PutFailed {
-                    key: q.key,
-                    put: q.put,
+                    key,
+                    put,
                     error: LogError::SendFailed("injected failure after the record landed".into()),
                 },
-                _ => Event::PutAcked {
-                    key: q.key,
-                    put: q.put,
-                    offset,
-                },
+                _ => Event::PutAcked { key, put, offset },
             });
         }
         for answer in answers {

@@ -8,7 +8,7 @@
 //! [`Driver::call`] of the request the operator made, checkpoints, completions, aborts
 //! and crashes the driver's methods of those names. A failed put is the
 //! [`MemoryLog`]'s fault injection at the run's last send; a crash while a put waits is
-//! the driver's [`Cancellation`](steadfast::durable::Cancellation) set before the event (the wait ends with
+//! the driver's [`Cancellation`](steadfast_log::Cancellation) set before the event (the wait ends with
 //! [`DriverError::Cancelled`]), then [`Driver::crash`].
 //!
 //! The driver's source is replayable: [`Driver::restore`] re-delivers every input
@@ -32,7 +32,8 @@ use std::marker::PhantomData;
 use serde::Serialize;
 use serde_json::json;
 use stateright::{Model, Property};
-use steadfast::durable::{Driver, DriverError, MemoryLog, Projection, RebuildReport, SendFault};
+use steadfast::durable::RebuildReport;
+use steadfast_log::{Driver, DriverError, MemoryLog, Projection, SendFault};
 use steadfast_model::durable::{self as model, Action, Durable};
 use steadfast_model::{Expectation, Param, Settings, SettingsError, Spec};
 
@@ -358,12 +359,12 @@ pub struct DriverRuntime<R> {
 }
 
 /// The scripted supplier, as the driver takes it.
-fn scripted() -> steadfast::durable::Supplier {
+fn scripted() -> steadfast_log::Supplier {
     Box::new(|_, function, args| supplier(function, args))
 }
 
 /// Opens `log` again: a handle on the same records.
-fn reopen(log: &MemoryLog) -> steadfast::durable::Reopen<MemoryLog> {
+fn reopen(log: &MemoryLog) -> steadfast_log::Reopen<MemoryLog> {
     let log = log.clone();
     Box::new(move || Ok(log.clone()))
 }

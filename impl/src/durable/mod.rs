@@ -3,55 +3,35 @@
 //! This is the production side of flink-agents issue 1158 ("Reuse saved Kafka action
 //! results after recovery"). An action's external calls are made through durable
 //! calls whose results are saved to a log; a restored job must reuse a saved result
-//! instead of calling again. The pieces:
-//! - [`Log`]: the partitioned, offset-addressed log trait (what a Kafka topic offers);
-//! - [`MemoryLog`]: an in-memory log with fault injection;
-//! - [`FileLog`]: the embedded default, append-only checksummed segment files;
-//! - [`storage`]: the file operations under the file log (the real file system, or a
-//!   simulated disk in the power-loss test);
+//! instead of calling again. The pieces here are sans-IO:
+//! - [`Partition`], [`Offset`], [`LogRecord`], [`LogError`]: the vocabulary of the
+//!   partitioned, offset-addressed log the store writes to (what a Kafka topic offers);
 //! - [`store`]: the action state store, a plain value (cache, acknowledged offsets,
 //!   prune, recovery marker, rebuild from records handed to it);
 //! - [`record`]: the store's record format: action states and fences, each with the
 //!   epoch of the incarnation that wrote it (encode, strict decode);
 //! - [`Operator`]: the sans-IO action execution operator (events in, effects out; a put
-//!   is an append and a flush, its acknowledgement an event);
-//! - [`Driver`]: the blocking driver, the only owner of a [`Log`]: it executes the
-//!   operator's effects, groups puts under one flush, crashes and restores the
-//!   operator (fencing the log first), and counts supplier calls;
-//! - [`Projection`]: the driver's observable projection of a run.
+//!   is an append and a flush, its acknowledgement an event).
+//!
+//! The log itself (the `Log` trait, the in-memory, file and Kafka logs) and the blocking
+//! driver that executes the operator's effects on one are in the `steadfast-log` and
+//! `steadfast-kafka` crates.
 
 mod defect;
-mod driver;
 mod error;
-mod file_log;
 mod log;
-mod memory_log;
 mod operator;
-mod projection;
 pub mod record;
-pub mod storage;
 pub mod store;
 
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "defects")]
 pub use defect::Defect;
-pub use driver::{
-    append_fences, restart_without_checkpoint, restore_from_log, Driver, DriverError, Reopen,
-    RequestedCall, Supplier,
-};
-pub use file_log::{FileAck, FileLog, FileLogOptions, RecoveryReport, TruncatedTail};
-pub use log::{
-    AckError, AckPoll, Cancellation, Log, LogError, LogRecord, Offset, Partition, PendingAck,
-};
-pub use memory_log::{MemoryAck, MemoryLog, SendFault};
+pub use log::{LogError, LogRecord, Offset, Partition};
 pub use operator::{
     ActionBody, ActionDef, ActionStep, CallChain, Checkpoint, Effect, Event, KeyActivity, KeyState,
     Limits, Operator, OperatorError, PendingInput, PutId, QueuedAction, Restoring, Scheduling,
-};
-pub use projection::{
-    CachedState, CallCount, CheckpointProjection, KeyActivityProjection, KeyProjection,
-    LoggedState, OutputRecord, Projection,
 };
 pub use record::Entry;
 pub use store::{

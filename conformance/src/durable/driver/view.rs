@@ -1,7 +1,7 @@
 //! The driver's projection in model indices: one function per part of the view (keys,
 //! cache, log partitions, checkpoints, supplier runs).
 
-use steadfast::durable::{CachedState, CheckpointProjection, KeyProjection, LoggedState};
+use steadfast_log::{CachedState, CheckpointProjection, KeyProjection, LoggedState};
 
 use super::*;
 

@@ -224,7 +224,7 @@ impl Operator {
     /// A restart's restore from its own empty checkpoint, whose marker is at the log's
     /// end after this incarnation's fences: its levels are `epoch` itself, which
     /// [`Operator::restore`] refuses for a checkpoint of an earlier incarnation.
-    pub(crate) fn restore_after_own_fences(
+    pub fn restore_after_own_fences(
         actions: Vec<ActionDef>,
         checkpoint: &Checkpoint,
         epoch: Epoch,

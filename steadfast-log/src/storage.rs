@@ -1,4 +1,4 @@
-//! The file operations the file log ([`FileLog`](super::FileLog)) makes, behind a trait, so that
+//! The file operations the file log ([`FileLog`](crate::FileLog)) makes, behind a trait, so that
 //! a test can run the log on a simulated disk that loses power ([`Storage`]).
 //! [`StdStorage`] is the real one over `std::fs`, the default everywhere.
 //!

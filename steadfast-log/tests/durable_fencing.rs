@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 use serde_json::json;
 use steadfast::durable::store::{encode_record, fence_record};
 use steadfast::durable::{
-    ActionState, ActionStateStore, CallOutcome, CallResult, Checkpoint, Driver, DriverError, Epoch,
-    LogError, LogRecord, MemoryLog, Offset, Operator, OperatorError, Ownership, Rebuild,
-    RebuildReport, RecoveryMarker, SendFault, StateKey, StoreError,
+    ActionState, ActionStateStore, CallOutcome, CallResult, Checkpoint, Epoch, LogError, LogRecord,
+    Offset, Operator, OperatorError, Ownership, Rebuild, RebuildReport, RecoveryMarker, StateKey,
+    StoreError,
 };
+use steadfast_log::{Driver, DriverError, MemoryLog, SendFault};
 
 fn sk(key: &str) -> StateKey {
     StateKey {

@@ -14,9 +14,9 @@ use criterion::{criterion_main, Criterion, Throughput};
 use serde_json::json;
 use steadfast::durable::store::{decode_record, encode_record};
 use steadfast::durable::{
-    args_digest, ActionDef, ActionState, CallChain, CallOutcome, CallResult, Cancellation, Driver,
-    FileLog, FileLogOptions, Log, LogRecord, MemoryLog, PendingAck, StateKey,
+    args_digest, ActionDef, ActionState, CallChain, CallOutcome, CallResult, LogRecord, StateKey,
 };
+use steadfast_log::{Cancellation, Driver, FileLog, FileLogOptions, Log, MemoryLog, PendingAck};
 
 fn state() -> ActionState {
     ActionState {

@@ -14,10 +14,8 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 
 use rustix::process::{kill_process, Pid, Signal};
 use serde_json::json;
-use steadfast::durable::{
-    ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Driver, DriverError, FileLog,
-    FileLogOptions, LogError, Supplier,
-};
+use steadfast::durable::{ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, LogError};
+use steadfast_log::{Driver, DriverError, FileLog, FileLogOptions, Supplier};
 
 const CHILD_DIR: &str = "STEADFAST_LOCK_CHILD_DIR";
 const DRIVER_DIR: &str = "STEADFAST_LOCK_DRIVER_DIR";
@@ -90,7 +88,7 @@ fn supplier(dir: &Path) -> Supplier {
     })
 }
 
-fn reopen(dir: &Path) -> steadfast::durable::Reopen<FileLog> {
+fn reopen(dir: &Path) -> steadfast_log::Reopen<FileLog> {
     let log = dir.join("log");
     let options = FileLogOptions {
         partitions: Some(2),

@@ -9,10 +9,8 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use serde_json::json;
-use steadfast::durable::{
-    ActionDef, CallChain, CallOutcome, CallRef, Datum, Driver, FileLog, FileLogOptions, Log,
-    MemoryLog, SendFault, StateKey,
-};
+use steadfast::durable::{ActionDef, CallChain, CallOutcome, CallRef, Datum, StateKey};
+use steadfast_log::{Driver, FileLog, FileLogOptions, Log, MemoryLog, SendFault};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -60,7 +58,7 @@ fn supplier(_: &CallRef, function: &str, args: &Datum) -> CallOutcome {
 
 type Outputs = BTreeMap<String, Vec<(u64, Vec<Datum>)>>;
 
-fn by_key(records: &[steadfast::durable::OutputRecord]) -> Outputs {
+fn by_key(records: &[steadfast_log::OutputRecord]) -> Outputs {
     let mut out = Outputs::new();
     for r in records {
         out.entry(r.key.clone())
@@ -275,7 +273,7 @@ fn run<L: Log + Clone>(
             d.run_until_idle()?;
             let id = d.checkpoint()?;
             d.complete_checkpoint(id)?;
-            Ok::<_, steadfast::durable::DriverError>(())
+            Ok::<_, steadfast_log::DriverError>(())
         })();
         match step {
             Ok(()) if d.requested_calls().is_empty() => {

@@ -8,9 +8,8 @@ use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-use steadfast::durable::{
-    Cancellation, FileLog, FileLogOptions, Log, LogError, LogRecord, PendingAck,
-};
+use steadfast::durable::{LogError, LogRecord};
+use steadfast_log::{Cancellation, FileLog, FileLogOptions, Log, PendingAck};
 
 fn options(partitions: u32, segment_bytes: u64) -> FileLogOptions {
     FileLogOptions {
@@ -82,11 +81,11 @@ fn group_commit_acknowledges_every_send_with_one_flush() {
         .collect();
     // Unflushed sends are invisible to readers and unresolved.
     assert_eq!(log.end_offsets().unwrap(), vec![0]);
-    assert_eq!(acks[0].poll(), steadfast::durable::AckPoll::Pending);
+    assert_eq!(acks[0].poll(), steadfast_log::AckPoll::Pending);
     // Waiting on the last one flushes them all.
     assert_eq!(acks[9].wait(&Cancellation::new()).unwrap(), 9);
     for (i, ack) in acks.iter_mut().enumerate() {
-        assert_eq!(ack.poll(), steadfast::durable::AckPoll::Acked(i as u64));
+        assert_eq!(ack.poll(), steadfast_log::AckPoll::Acked(i as u64));
     }
     assert_eq!(log.end_offsets().unwrap(), vec![10]);
 }

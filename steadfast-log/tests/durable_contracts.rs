@@ -14,10 +14,10 @@ use std::time::Duration;
 use serde_json::json;
 use steadfast::durable::{
     args_digest, ActionBody, ActionDef, ActionStateStore, ActionStep, CallOutcome, CallRef,
-    Checkpoint, Datum, Driver, DriverError, Effect, Event, FileLog, FileLogOptions, Log, LogError,
-    MemoryLog, Offset, Operator, OperatorError, Ownership, PutId, Rebuild, RecoveryMarker,
-    Scheduling, SendFault, StateKey, StoreError,
+    Checkpoint, Datum, Effect, Event, LogError, Offset, Operator, OperatorError, Ownership, PutId,
+    Rebuild, RecoveryMarker, Scheduling, StateKey, StoreError,
 };
+use steadfast_log::{Driver, DriverError, FileLog, FileLogOptions, Log, MemoryLog, SendFault};
 
 /// The seed's action: ask an external service (input 10 gives 70), then publish
 /// that value with a second call; the output is the published value.
@@ -1119,7 +1119,7 @@ fn projection_reports_keys_cache_log_outputs_and_calls() {
     assert_eq!(p.committed[0].outputs, vec![json!(70)]);
     let text = serde_json::to_string(&p).unwrap();
     assert_eq!(
-        serde_json::from_str::<steadfast::durable::Projection>(&text).unwrap(),
+        serde_json::from_str::<steadfast_log::Projection>(&text).unwrap(),
         p
     );
 

@@ -8,10 +8,8 @@
 
 use serde_json::json;
 use steadfast::durable::store::encode_record;
-use steadfast::durable::{
-    args_digest, ActionDef, CallChain, CallOutcome, CallRef, Datum, Driver, Log, MemoryLog, Offset,
-    PendingAck,
-};
+use steadfast::durable::{args_digest, ActionDef, CallChain, CallOutcome, CallRef, Datum, Offset};
+use steadfast_log::{Driver, Log, MemoryLog, PendingAck};
 
 pub(crate) fn actions() -> Vec<ActionDef> {
     vec![ActionDef::new("act", CallChain::new(["f0", "f1", "f2"]))]

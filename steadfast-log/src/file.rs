@@ -33,10 +33,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 
-use super::log::{
-    AckError, AckPoll, Cancellation, Log, LogError, LogRecord, Offset, Partition, PendingAck,
-};
-use super::storage::{LockGuard, StdStorage, Storage, StorageFile};
+use steadfast::durable::{LogError, LogRecord, Offset, Partition};
+
+use crate::log::{io_error, AckError, AckPoll, Cancellation, Log, PendingAck};
+use crate::storage::{LockGuard, StdStorage, Storage, StorageFile};
 
 const META_FILE: &str = "log.json";
 /// The directory's lock file (module documentation).
@@ -173,7 +173,7 @@ fn lock_dir(storage: &dyn Storage, dir: &Path) -> Result<LockGuard, LogError> {
             dir: dir.display().to_string(),
             holder: lock_holder(storage, &path),
         }),
-        Err(e) => Err(LogError::io(format!("lock {}", path.display()), &e)),
+        Err(e) => Err(io_error(format!("lock {}", path.display()), &e)),
     }
 }
 
@@ -187,13 +187,13 @@ fn lock_holder(storage: &dyn Storage, path: &Path) -> Option<u32> {
 fn sync_dir(storage: &dyn Storage, dir: &Path) -> Result<(), LogError> {
     storage
         .sync_dir(dir)
-        .map_err(|e| LogError::io(format!("sync directory {}", dir.display()), &e))
+        .map_err(|e| io_error(format!("sync directory {}", dir.display()), &e))
 }
 
 fn open_segment_file(storage: &dyn Storage, path: &Path) -> Result<Box<dyn StorageFile>, LogError> {
     storage
         .open_append(path)
-        .map_err(|e| LogError::io(format!("open {}", path.display()), &e))
+        .map_err(|e| io_error(format!("open {}", path.display()), &e))
 }
 
 /// A frame at `pos` that checks out: returns (payload offset field, frame length).
@@ -254,7 +254,7 @@ impl FileLog {
         let dir = dir.as_ref().to_path_buf();
         let fs = &*storage;
         fs.create_dir_all(&dir)
-            .map_err(|e| LogError::io(format!("create {}", dir.display()), &e))?;
+            .map_err(|e| io_error(format!("create {}", dir.display()), &e))?;
         let lock = lock_dir(fs, &dir)?;
         let partitions = read_or_create_meta(fs, &dir, &options)?;
         let found = find_segments(fs, &dir, partitions)?;
@@ -360,13 +360,13 @@ fn read_or_create_meta(
             })
             .map_err(|e| LogError::Metadata(e.to_string()))?;
             fs.write_synced(&tmp, &text)
-                .map_err(|e| LogError::io(format!("write {}", tmp.display()), &e))?;
+                .map_err(|e| io_error(format!("write {}", tmp.display()), &e))?;
             fs.rename(&tmp, &meta_path)
-                .map_err(|e| LogError::io(format!("rename {}", tmp.display()), &e))?;
+                .map_err(|e| io_error(format!("rename {}", tmp.display()), &e))?;
             sync_dir(fs, dir)?;
             Ok(partitions)
         }
-        Err(e) => Err(LogError::io(format!("read {}", meta_path.display()), &e)),
+        Err(e) => Err(io_error(format!("read {}", meta_path.display()), &e)),
     }
 }
 
@@ -380,7 +380,7 @@ fn find_segments(
     let mut found: Vec<Vec<(Offset, PathBuf)>> = vec![Vec::new(); partitions as usize];
     let entries = fs
         .list(dir)
-        .map_err(|e| LogError::io(format!("list {}", dir.display()), &e))?;
+        .map_err(|e| io_error(format!("list {}", dir.display()), &e))?;
     for path in entries {
         let name = path
             .file_name()
@@ -445,7 +445,7 @@ fn recover_segment(
     let mut file = open_segment_file(fs, &path)?;
     let bytes = fs
         .read(&path)
-        .map_err(|e| LogError::io(format!("read {}", path.display()), &e))?;
+        .map_err(|e| io_error(format!("read {}", path.display()), &e))?;
     let mut positions = Vec::new();
     let mut pos = 0usize;
     let mut expected = base;
@@ -476,7 +476,7 @@ fn recover_segment(
         let dropped = (bytes.len() - pos) as u64;
         file.set_len(pos as u64)
             .and_then(|_| file.sync_all())
-            .map_err(|e| LogError::io(format!("truncate {}", path.display()), &e))?;
+            .map_err(|e| io_error(format!("truncate {}", path.display()), &e))?;
         tracing::warn!(
             component = "durable.file_log",
             event = "tail_truncated",
@@ -526,7 +526,7 @@ impl Inner {
             for seg in part.segments.iter_mut().filter(|s| s.dirty) {
                 if sync {
                     if let Err(e) = seg.file.sync_data() {
-                        failure = Some(LogError::io(format!("fsync {}", seg.path.display()), &e));
+                        failure = Some(io_error(format!("fsync {}", seg.path.display()), &e));
                         break;
                     }
                 }
@@ -601,7 +601,7 @@ impl Inner {
             // longer opens (found by the power-loss test).
             if self.options.sync {
                 if let Err(e) = active.file.sync_data() {
-                    let err = LogError::io(format!("fsync {}", active.path.display()), &e);
+                    let err = io_error(format!("fsync {}", active.path.display()), &e);
                     self.broken = Some(err.clone());
                     return Err(err);
                 }
@@ -631,10 +631,7 @@ impl Inner {
         if let Err(e) = seg.file.append(frame) {
             // Cut a partial frame off so later appends stay aligned.
             let _ = seg.file.set_len(seg.len);
-            return Err(LogError::io(
-                format!("append to {}", seg.path.display()),
-                &e,
-            ));
+            return Err(io_error(format!("append to {}", seg.path.display()), &e));
         }
         seg.positions.push(seg.len);
         seg.len += frame.len() as u64;
@@ -649,7 +646,7 @@ impl Inner {
         let seg = &part.segments[idx];
         let pos = seg.positions[(offset - seg.base) as usize];
         let mut header = [0u8; HEADER];
-        let io = |e: std::io::Error| LogError::io(format!("read {}", seg.path.display()), &e);
+        let io = |e: std::io::Error| io_error(format!("read {}", seg.path.display()), &e);
         seg.file.read_exact_at(&mut header, pos).map_err(io)?;
         let len = u32::from_le_bytes(header[0..4].try_into().expect("4")) as usize;
         let mut frame = vec![0u8; HEADER + len.min(MAX_PAYLOAD)];

@@ -16,10 +16,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use steadfast::durable::storage::{Storage, StorageFile};
-use steadfast::durable::{
-    Cancellation, FileLog, FileLogOptions, Log, LogError, Offset, Partition, PendingAck,
-};
+use steadfast::durable::{LogError, Offset, Partition};
+use steadfast_log::storage::{Storage, StorageFile};
+use steadfast_log::{Cancellation, FileLog, FileLogOptions, Log, PendingAck};
 
 /// SplitMix64: small, seeded, the same sequence on every machine.
 struct Rng(u64);
@@ -289,7 +288,7 @@ fn workload(log: &mut FileLog, rng: &mut Rng, steps: u64, acked: &mut Acked) {
     }
     // Acknowledgements that resolved without being awaited count too.
     for (p, key, value, mut ack) in pending {
-        if let steadfast::durable::AckPoll::Acked(offset) = ack.poll() {
+        if let steadfast_log::AckPoll::Acked(offset) = ack.poll() {
             acked.insert((p, offset), (key, value));
         }
     }

@@ -10,7 +10,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use steadfast::durable::{FileLog, FileLogOptions, LogError};
+use steadfast::durable::LogError;
+use steadfast_log::{FileLog, FileLogOptions};
 
 const REOPENS: usize = 400;
 

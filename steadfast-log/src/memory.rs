@@ -22,9 +22,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::log::{
-    AckError, AckPoll, Cancellation, Log, LogError, LogRecord, Offset, Partition, PendingAck,
-};
+use crate::log::{AckError, AckPoll, Cancellation, Log, PendingAck};
+use steadfast::durable::{LogError, LogRecord, Offset, Partition};
 
 /// A fault applied to one send when its record would land.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -1,5 +1,5 @@
 //! The observable projection of a durable-actions run, as the blocking driver
-//! ([`super::Driver::projection`]) reports it: a serde value for tests and tools that
+//! ([`crate::Driver::projection`]) reports it: a serde value for tests and tools that
 //! inspect a run. Conformance compares it with the model: the `durable-driver` binding
 //! (`steadfast_conformance::durable::driver`) maps it onto the model's view after every
 //! event the driver takes.
@@ -12,10 +12,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::log::{LogRecord, Offset, Partition};
-use super::operator::{Checkpoint, KeyState, Operator};
-use super::store::{decode_record, StoreError};
-use super::{ActionState, CallRef, Datum, StateKey};
+use steadfast::durable::store::decode_record;
+use steadfast::durable::{
+    ActionState, CallRef, Checkpoint, Datum, KeyState, LogRecord, Offset, Operator, Partition,
+    StateKey, StoreError,
+};
 
 /// Keyed state of one key, as projected.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,7 +147,7 @@ fn project_key(key: &str, ks: &KeyState) -> KeyProjection {
 }
 
 /// Project an operator's keyed state.
-pub(super) fn project_keys(op: &Operator) -> Vec<KeyProjection> {
+pub(crate) fn project_keys(op: &Operator) -> Vec<KeyProjection> {
     let mut keys: Vec<KeyProjection> = op
         .keys()
         .iter()
@@ -158,7 +159,7 @@ pub(super) fn project_keys(op: &Operator) -> Vec<KeyProjection> {
 
 /// Project what each key of an operator is doing: every key with keyed state or an
 /// action in progress.
-pub(super) fn project_activity(op: &Operator) -> Vec<KeyActivityProjection> {
+pub(crate) fn project_activity(op: &Operator) -> Vec<KeyActivityProjection> {
     let mut keys: Vec<String> = op.keys().keys().cloned().collect();
     keys.extend(op.keys_in_progress());
     keys.sort_unstable();
@@ -178,7 +179,7 @@ pub(super) fn project_activity(op: &Operator) -> Vec<KeyActivityProjection> {
 }
 
 /// Project a checkpoint.
-pub(super) fn project_checkpoint(cp: &Checkpoint) -> CheckpointProjection {
+pub(crate) fn project_checkpoint(cp: &Checkpoint) -> CheckpointProjection {
     CheckpointProjection {
         id: cp.id,
         // A BTreeMap: already sorted by key.
@@ -192,7 +193,7 @@ pub(super) fn project_checkpoint(cp: &Checkpoint) -> CheckpointProjection {
 }
 
 /// Project an operator's store cache.
-pub(super) fn project_cache(op: &Operator) -> Vec<CachedState> {
+pub(crate) fn project_cache(op: &Operator) -> Vec<CachedState> {
     let store = op.store();
     let offsets = store.latest_offsets();
     store
@@ -208,7 +209,7 @@ pub(super) fn project_cache(op: &Operator) -> Vec<CachedState> {
 
 /// Decode a partition's action state records (fence records hold no state: they are
 /// left out, and the states keep their offsets).
-pub(super) fn project_log(records: &[LogRecord]) -> Result<Vec<LoggedState>, StoreError> {
+pub(crate) fn project_log(records: &[LogRecord]) -> Result<Vec<LoggedState>, StoreError> {
     let mut states = Vec::with_capacity(records.len());
     for r in records {
         if let Some((state_key, state)) = decode_record(r)? {

@@ -25,7 +25,7 @@
 //! any other the driver reads the log back from where it ended before the delivery,
 //! since a put that failed may have landed all the same.
 //!
-//! Every incarnation has an epoch ([`super::Epoch`]): the first is 1, and each restore
+//! Every incarnation has an epoch ([`Epoch`]): the first is 1, and each restore
 //! takes the next. Before a restore reads the log it appends a fence record of its epoch
 //! to every partition and waits for their acknowledgements (`durable.driver fence`), so
 //! that a send of a crashed incarnation landing later is stale to every later replay
@@ -38,18 +38,19 @@
 
 use std::collections::BTreeMap;
 
-use super::log::{AckError, Cancellation, Log, LogError, LogRecord, Offset, PendingAck};
-use super::operator::{
-    ActionDef, Checkpoint, Effect, Event, Operator, OperatorError, PutId, Restoring,
+use steadfast::durable::store::{decode_record, fence_record};
+use steadfast::durable::{
+    partition_for, ActionDef, ActionState, CallOutcome, CallRef, Checkpoint, Datum, Effect, Epoch,
+    Event, LogError, LogRecord, Offset, Operator, OperatorError, PutId, PutRecord, RebuildReport,
+    RecoveryMarker, Restoring, StateKey, StoreError,
 };
-use super::projection::{
+
+use crate::group::{group_commit, Cancelled};
+use crate::log::{AckError, Cancellation, Log, PendingAck};
+use crate::projection::{
     project_activity, project_cache, project_checkpoint, project_keys, project_log, CallCount,
     OutputRecord, Projection,
 };
-use super::store::{
-    decode_record, fence_record, PutRecord, RebuildReport, RecoveryMarker, StoreError,
-};
-use super::{partition_for, ActionState, CallOutcome, CallRef, Datum, Epoch, StateKey};
 
 /// The external call behind durable calls: (call, function, arguments) to outcome.
 pub type Supplier = Box<dyn FnMut(&CallRef, &str, &Datum) -> CallOutcome + Send>;
@@ -310,8 +311,7 @@ impl<L: Log> Driver<L> {
     fn execute(&mut self, mut effects: Vec<Effect>) -> Result<(), DriverError> {
         self.acked.clear();
         loop {
-            let mut sends: Vec<(String, PutId, PutRecord, L::Ack)> = Vec::new();
-            let mut answers: Vec<Event> = Vec::new();
+            let mut puts: Vec<((String, PutId), PutRecord)> = Vec::new();
             let mut flush = false;
             for effect in effects.drain(..) {
                 match effect {
@@ -329,53 +329,52 @@ impl<L: Log> Driver<L> {
                         self.emitted.push(out.clone());
                         self.uncommitted.push(out);
                     }
-                    Effect::Append { key, put, record } => {
-                        let log = self.log.as_mut().ok_or(DriverError::NotRunning)?;
-                        match log.send(record.partition, &record.key, &record.value) {
-                            Ok(ack) => sends.push((key, put, record, ack)),
-                            Err(error) => answers.push(Event::PutFailed { key, put, error }),
-                        }
-                    }
+                    Effect::Append { key, put, record } => puts.push(((key, put), record)),
                     Effect::Flush => flush = true,
                 }
             }
-            if flush && !sends.is_empty() {
-                let log = self.log.as_mut().ok_or(DriverError::NotRunning)?;
-                self.flushes += 1;
-                if let Err(error) = log.flush() {
-                    // A failed flush fails every send it covered.
-                    for (key, put, _, _) in sends.drain(..) {
-                        answers.push(Event::PutFailed {
-                            key,
-                            put,
-                            error: error.clone(),
-                        });
-                    }
-                }
-            }
-            for (key, put, record, mut ack) in sends {
-                match ack.wait(&self.cancel) {
-                    Ok(offset) => {
-                        self.acked.push(LogRecord {
-                            partition: record.partition,
-                            offset,
-                            key: record.key,
-                            value: record.value,
-                        });
-                        answers.push(Event::PutAcked { key, put, offset });
-                    }
-                    Err(AckError::Log(error)) => answers.push(Event::PutFailed { key, put, error }),
-                    Err(AckError::Cancelled) => return Err(DriverError::Cancelled),
-                }
-            }
-            if answers.is_empty() {
+            // The operator asks for a flush after every append.
+            debug_assert!(flush || puts.is_empty(), "appends without a flush");
+            if puts.is_empty() {
                 return Ok(());
             }
+            let answers = self.commit(puts)?;
             for answer in answers {
                 let more = self.op_mut()?.handle(answer)?;
                 effects.extend(more);
             }
         }
+    }
+
+    /// Make `puts` durable by one group commit, keep the acknowledged records for the
+    /// projection, and return the operator's answers.
+    fn commit(
+        &mut self,
+        puts: Vec<((String, PutId), PutRecord)>,
+    ) -> Result<Vec<Event>, DriverError> {
+        let log = self.log.as_mut().ok_or(DriverError::NotRunning)?;
+        let cancel = &self.cancel;
+        let committed = group_commit(log, puts, |ack| ack.wait(cancel))
+            .map_err(|Cancelled| DriverError::Cancelled)?;
+        if committed.flushed {
+            self.flushes += 1;
+        }
+        let mut answers = Vec::with_capacity(committed.answers.len());
+        for ((key, put), record, answer) in committed.answers {
+            answers.push(match answer {
+                Ok(offset) => {
+                    self.acked.push(LogRecord {
+                        partition: record.partition,
+                        offset,
+                        key: record.key,
+                        value: record.value,
+                    });
+                    Event::PutAcked { key, put, offset }
+                }
+                Err(error) => Event::PutFailed { key, put, error },
+            });
+        }
+        Ok(answers)
     }
 
     fn op_mut(&mut self) -> Result<&mut Operator, DriverError> {
@@ -844,7 +843,7 @@ impl<L: Log> Driver<L> {
 
     /// An independent copy of this driver, to explore another future from here: the
     /// same operator, source, calls, checkpoints, outputs and counts, over the log
-    /// `reopen` opens (a copy of this driver's, such as a [`super::MemoryLog::fork`]),
+    /// `reopen` opens (a copy of this driver's, such as a [`crate::MemoryLog::fork`]),
     /// with `supplier`. Its cancellation signal is its own, set if this one's is.
     #[cfg(any(test, feature = "testkit"))]
     pub fn fork(&self, mut reopen: Reopen<L>, supplier: Supplier) -> Result<Self, DriverError> {
