@@ -14,7 +14,7 @@
 //! fences or, unfenced, the first put. So the first append of a fresh producer and the
 //! fences of a warm one are measured too.
 //!
-//! `cargo bench -p steadfast-kafka --bench kafka_put` (needs `tansu`, as the tests do).
+//! `cargo bench -p steadfast-kafka --bench kafka_put` (needs the test broker that `scripts/test` builds, as the tests do).
 
 #[path = "../tests/broker/mod.rs"]
 mod broker;

@@ -1,6 +1,7 @@
-//! A real Kafka-protocol broker for the tests: the `tansu` binary (crates.io, installed
-//! by `.ci/run`) started on a free loopback port in a temporary directory, storing its
-//! topics in an SQLite file there, and killed when the handle drops.
+//! A real Kafka-protocol broker for the tests: tansu's broker, built by `scripts/test`
+//! from the `tansu-broker` crate (`kafka-log/test-broker/`, the binary
+//! `steadfast-test-broker`), started on a free loopback port in a temporary directory,
+//! storing its topics in an SQLite file there, and killed when the handle drops.
 //!
 //! The SQLite engine, not tansu's in-memory one: in tansu 0.6.0 the in-memory engine
 //! stores a record batch as one object and a fetch returns only batches whose base
@@ -27,25 +28,21 @@ use steadfast_kafka::{create_topic, KafkaLog, KafkaLogOptions};
 const START_GUARD: Duration = Duration::from_secs(120);
 
 /// How to get the broker, for the one-line failure.
-pub(crate) const INSTALL_HINT: &str =
-    "cargo install tansu --version 0.6.0 --locked --features libsql";
+pub(crate) const INSTALL_HINT: &str = "scripts/test builds it, or: cargo build --release --locked \
+     --manifest-path kafka-log/test-broker/Cargo.toml --target-dir target/test-broker";
 
-/// The broker binary: `$STEADFAST_TANSU`, else `tansu` on `PATH`, else cargo's bin
-/// directory.
+/// The broker binary: `$STEADFAST_TANSU` (a `tansu` binary of 0.6.0 with the `libsql`
+/// feature takes the same arguments), else `steadfast-test-broker` where `scripts/test`
+/// builds it, in `test-broker/release/` of the target directory this test runs from.
 fn tansu_binary() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("STEADFAST_TANSU") {
         return Some(PathBuf::from(path));
     }
-    let on_path = std::env::var_os("PATH").into_iter().flat_map(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("tansu"))
-            .collect::<Vec<_>>()
-    });
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-        .map(|home| home.join("bin").join("tansu"));
-    on_path.chain(cargo_home).find(|p| p.is_file())
+    // This test is `<target>/<profile>/deps/<name>`.
+    let exe = std::env::current_exe().ok()?;
+    let target = exe.parent()?.parent()?.parent()?;
+    let built = target.join("test-broker/release/steadfast-test-broker");
+    built.is_file().then_some(built)
 }
 
 /// A running broker.
@@ -59,7 +56,7 @@ impl Broker {
     /// Start a broker, waiting until it accepts connections.
     pub(crate) fn start() -> Broker {
         let Some(binary) = tansu_binary() else {
-            panic!("tansu broker binary not found (PATH, ~/.cargo/bin, $STEADFAST_TANSU); install it: {INSTALL_HINT}");
+            panic!("the test broker is not built (target/test-broker, $STEADFAST_TANSU): {INSTALL_HINT}");
         };
         let dir = tempfile::tempdir().expect("temporary directory for the broker");
         // A port the system just handed out and we released: another process could
