@@ -10,7 +10,7 @@
 //! Decoding is strict: a damaged record is an error naming the part and the problem,
 //! never a panic and never a silently different state. The store ([`super::store`]) and
 //! the driver's restore ([`fence_record`]) are the only writers; the format's own tests
-//! are `impl/tests/durable_records.rs`.
+//! are `steadfast/tests/durable_records.rs`.
 
 use serde::{Deserialize, Serialize};
 

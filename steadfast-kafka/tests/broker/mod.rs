@@ -1,5 +1,5 @@
 //! A real Kafka-protocol broker for the tests: tansu's broker, built by `scripts/test`
-//! from the `tansu-broker` crate (`kafka-log/test-broker/`, the binary
+//! from the `tansu-broker` crate (`steadfast-kafka/test-broker/`, the binary
 //! `steadfast-test-broker`), started on a free loopback port in a temporary directory,
 //! storing its topics in an SQLite file there, and killed when the handle drops.
 //!
@@ -29,7 +29,7 @@ const START_GUARD: Duration = Duration::from_secs(120);
 
 /// How to get the broker, for the one-line failure.
 pub(crate) const INSTALL_HINT: &str = "scripts/test builds it, or: cargo build --release --locked \
-     --manifest-path kafka-log/test-broker/Cargo.toml --target-dir target/test-broker";
+     --manifest-path steadfast-kafka/test-broker/Cargo.toml --target-dir target/test-broker";
 
 /// The broker binary: `$STEADFAST_TANSU` (a `tansu` binary of 0.6.0 with the `libsql`
 /// feature takes the same arguments), else `steadfast-test-broker` where `scripts/test`

@@ -1,5 +1,5 @@
 //! The operator's call-return pattern, shared by the operator bench and the
-//! instruction-count example (`impl/examples/operator_events.rs`), so that the two
+//! instruction-count example (`steadfast/examples/operator_events.rs`), so that the two
 //! measure the same events.
 
 use steadfast::durable::{Effect, Event, Operator};

@@ -17,7 +17,7 @@
 //! every model step whole; the cleanup's other two requests are answered whenever etcd
 //! answers.
 //! It keeps the environment assumptions the model makes of a driver
-//! (`sim/src/leadership.rs` lists them): a JobMaster that is closed never decides
+//! (`steadfast-sim/src/leadership.rs` lists them): a JobMaster that is closed never decides
 //! afterwards, and its service's termination is sent after a signal already on its way,
 //! on the same ordered channel, so a terminal signal in flight reaches the process before
 //! its service terminates.

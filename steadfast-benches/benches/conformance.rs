@@ -1,6 +1,6 @@
 //! Conformance benchmarks: every transition of the fixed leadership model (FLINK-39704)
 //! and of the fixed durable-actions model (flink-agents issue 1158, at the conformance
-//! bounds of `conformance/tests/durable.rs`) replayed on the runtime with the refusal
+//! bounds of `steadfast-conformance/tests/durable.rs`) replayed on the runtime with the refusal
 //! probes, reported as runtime steps per second; the same steps with nothing checked
 //! (`*_unchecked`), which is what a replay costs before its projections are built and
 //! compared, so the floor under the checked figure; and the generation of each model's

@@ -41,7 +41,7 @@
 //!
 //! Two runtimes write such logs: the simulated task (`steadfast simulate durable`) and
 //! the blocking `Driver`, whose run over a Kafka log across a SIGKILL and a restart in
-//! another process is validated in `kafka-log/tests/sigkill_restart.rs`.
+//! another process is validated in `steadfast-kafka/tests/sigkill_restart.rs`.
 
 use std::borrow::Cow;
 use std::io::Read;
