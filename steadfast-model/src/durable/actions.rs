@@ -464,6 +464,11 @@ impl Durable {
             if s.landed_states(sk).contains(ActionState::COMPLETED) {
                 next.events.finished_rerun = true;
             }
+            // The head is input `finished[ku]`; the sink committed the outputs of the
+            // inputs below `committed_outputs[ku]`, and this one's action runs again.
+            if s.finished[ku] < s.committed_outputs[ku] {
+                next.events.committed_rerun = true;
+            }
             next.phase[ku] = Phase::AtCall(0);
         }
         Some(next)

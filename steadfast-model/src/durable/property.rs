@@ -11,6 +11,11 @@ pub const CALL_AT_MOST_ONCE: &str = "call at most once";
 /// holds (the store should have restored it and skipped the action), nor one of an input
 /// the latest completed checkpoint counts finished.
 pub const FINISHED_STAYS_FINISHED: &str = "finished stays finished";
+/// No action runs again (starts at its first call instead of being skipped) for an
+/// input whose output the sink committed: what a user of the exactly-once sink observes. Weaker than [`FINISHED_STAYS_FINISHED`], which also counts
+/// an action whose completion record landed but whose output was never committed (a
+/// zombie's record, say): that one is the store's promise, this one the user's.
+pub const COMMITTED_NOT_RERUN: &str = "committed input not rerun";
 /// No output is emitted again for an input whose output is committed.
 pub const SAME_OUTPUT: &str = "same output";
 /// Outside an in-flight put, every cached state is a record in the log.
@@ -37,13 +42,14 @@ pub const CHECKPOINT_WITH_QUEUED: &str =
 pub const OUTPUT_AFTER_RESTORE: &str = "an output is committed after a restore";
 
 /// The safety properties.
-pub const SAFETY: [&str; 6] = [
+pub const SAFETY: [&str; 7] = [
     CALL_AT_MOST_ONCE,
     FINISHED_STAYS_FINISHED,
     SAME_OUTPUT,
     CACHE_HOLDS_LOG,
     BOUNDED_TRACKING,
     MARKER_IS_SAFE,
+    COMMITTED_NOT_RERUN,
 ];
 /// The reachability properties.
 pub const REACHABILITY: [&str; 5] = [
@@ -97,6 +103,9 @@ pub(super) fn all() -> Vec<Property<Durable>> {
                         || offset >= m.replay_marker(&c, sk.key, s.scaled_in)
                 }
             })
+        }),
+        Property::always(COMMITTED_NOT_RERUN, |_, s: &State| {
+            !s.events.committed_rerun
         }),
         Property::sometimes(REUSED_AFTER_RESTORE, |_, s: &State| {
             s.crashes > 0 && s.events.reused

@@ -164,6 +164,7 @@ impl Phase {
     /// Written as tests of the variant rather than one `match`, which compiles to an
     /// indirect jump per key.
     #[inline(always)]
+    /// The first eight flags in a byte ([`Events::committed_rerun`] is packed apart).
     fn code(self) -> u8 {
         let call = match self {
             Phase::AtCall(i) | Phase::HaveResult(i) | Phase::AwaitPut(i) => i,
@@ -469,6 +470,8 @@ pub struct Events {
     pub finished_rerun: bool,
     /// An output was emitted for an input whose output is already committed.
     pub duplicate_output: bool,
+    /// An action started for an input whose output the sink already committed.
+    pub committed_rerun: bool,
 }
 
 impl Events {
@@ -482,6 +485,7 @@ impl Events {
         repeated_call: false,
         finished_rerun: false,
         duplicate_output: false,
+        committed_rerun: false,
     };
 
     fn code(self) -> u8 {
@@ -850,7 +854,9 @@ impl std::hash::Hash for State {
             | (self.failed_sends as u64) << 48
             | (self.events.code() as u64) << 56;
         let keys1 = le3(self.next_seq) | le3(self.finished) << 24;
-        let keys2 = le3(self.next_action) | le3(self.phase.map(Phase::code)) << 24;
+        let keys2 = le3(self.next_action)
+            | le3(self.phase.map(Phase::code)) << 24
+            | (self.events.committed_rerun as u64) << 48;
         let zombie = self
             .zombie
             .map_or(0xFF, |r| (r.state_key.slot() as u8) << 3 | r.state.index());
@@ -1051,6 +1057,7 @@ mod tests {
             })
         });
         with(&|s| s.events.duplicate_output = true);
+        with(&|s| s.events.committed_rerun = true);
         with(&|s| {
             s.pending[2] = Some(Checkpoint {
                 next_seq: [0; MAX_KEYS],
