@@ -397,27 +397,34 @@ fn a_lost_completion_is_forgotten_at_the_next_snapshot_and_committed_at_the_rest
 
 /// The fixed design with a put error the action catches (`handled-put-errors`): the
 /// runtime does not implement it. It fails the task on any put error, because the model
-/// shows that catching one whose record landed repeats a call. Along the model's
-/// shortest repeated call the runtime agrees up to the failed put and departs there.
+/// shows that catching one repeats a call: after landing (the marker passes the record)
+/// and before it (the call index stays behind and the next result takes the failed
+/// one's slot). Along each of the model's shortest repeated calls the runtime agrees up
+/// to the failed put and departs there.
 #[test]
 fn a_handled_put_error_departs_where_the_runtime_fails_the_task() {
-    let m = model(
-        "fixed",
-        &[
-            ("handled-put-errors", "true"),
-            ("send-failures", "1"),
-            ("fail-after-landing", "true"),
-        ],
-    );
-    let path = check::shortest(&m, property::CALL_AT_MOST_ONCE).expect("a counterexample");
-    let actions = path.into_actions();
-    let failed_put = actions
-        .iter()
-        .position(|a| matches!(a, Action::FailPut { landed: true, .. }))
-        .expect("a put fails after landing");
-    let (step, fields) = run(&m, &actions).unwrap_err();
-    assert_eq!(step, failed_put + 1);
-    assert!(fields.contains("failed: false | true"), "{fields}");
+    for after_landing in [true, false] {
+        let m = model(
+            "fixed",
+            &[
+                ("handled-put-errors", "true"),
+                ("send-failures", "1"),
+                (
+                    "fail-after-landing",
+                    if after_landing { "true" } else { "false" },
+                ),
+            ],
+        );
+        let path = check::shortest(&m, property::CALL_AT_MOST_ONCE).expect("a counterexample");
+        let actions = path.into_actions();
+        let failed_put = actions
+            .iter()
+            .position(|a| matches!(a, Action::FailPut { landed, .. } if *landed == after_landing))
+            .expect("a put fails");
+        let (step, fields) = run(&m, &actions).unwrap_err();
+        assert_eq!(step, failed_put + 1, "after landing: {after_landing}");
+        assert!(fields.contains("failed: false | true"), "{fields}");
+    }
 }
 
 #[test]

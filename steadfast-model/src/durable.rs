@@ -37,7 +37,8 @@
 //!   subsumes the older pending ones, as Flink's coordinator and the operator do;
 //! - *faults*, each a setting off by default beyond one crash: sends that fail before or
 //!   after landing, checkpoints aborted without a crash, completion notifications that
-//!   never arrive, put errors the action catches, and sends that outlive their crash
+//!   never arrive, put errors the action catches (leaving its call index behind, so
+//!   the next result takes the failed one's slot), and sends that outlive their crash
 //!   (zombies), landing later unless the restore fences the old producer;
 //! - *subtasks* (`subtasks` 2): keys split between two operator subtasks sharing the
 //!   partitions, each marker covering its own keys; a restore replays from the minimum
@@ -300,7 +301,9 @@ pub struct Bounds {
     /// A checkpoint may complete without its notification reaching the operator.
     pub lost_completions: bool,
     /// A failed put of a call's result reaches the action as an error it catches and
-    /// continues from; otherwise (and always for a completion's put) the task fails.
+    /// continues from, its call index not advanced (flink-agents' `recordCallCompletion`
+    /// advances it after the persist), so the next call's result takes the failed one's
+    /// slot; otherwise (and always for a completion's put) the task fails.
     pub handled_put_errors: bool,
     /// A crash may leave its unlanded send with the producer, to land later (sequential
     /// puts; one such send at a time).

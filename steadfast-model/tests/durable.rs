@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use stateright::{Checker, HasDiscoveries, Model, Path};
 use steadfast_model::check::{self, CheckOptions, Traces};
-use steadfast_model::durable::{property, Action, Design, Durable, State, StateKey, DESIGNS};
+use steadfast_model::durable::{
+    property, Action, ActionState, Design, Durable, State, StateKey, DESIGNS,
+};
 use steadfast_model::{Settings, Spec, Verdict};
 
 fn verdicts_of(model: &Durable) -> (usize, BTreeMap<&'static str, Verdict>) {
@@ -744,12 +746,14 @@ fn fault_scenarios_have_pinned_counts() {
             [111_973, 53_419, 53_915, 53_419, 60_145],
         ),
         (
+            // The designs that see a put error keep the call index behind and the lists
+            // that skip a call; the old put order never sees the error.
             "handled-put-errors",
-            [155_583, 80_265, 77_481, 77_009, 81_903],
+            [155_583, 80_265, 90_285, 89_771, 94_671],
         ),
         (
             "handled-put-errors-after-landing",
-            [163_505, 107_467, 101_287, 100_761, 106_099],
+            [163_505, 107_467, 137_383, 136_675, 143_497],
         ),
         (
             "zombie-sends",
@@ -940,15 +944,74 @@ fn a_handled_put_error_after_landing_repeats_a_call_in_the_fixed_design() {
         trace.shape.as_deref(),
         Some("a record landed but its send failed; the marker skips it")
     );
-    // Failing the task instead (the default) holds, as does catching an error of a
-    // send that never landed.
-    for scenario in ["fail-after-landing", "handled-put-errors"] {
-        let model = Durable::scenario(Design::Fixed, scenario).unwrap();
-        assert!(
-            check::shortest(&model, property::CALL_AT_MOST_ONCE).is_none(),
-            "{scenario}"
-        );
-    }
+    // Failing the task instead (the default) holds.
+    let model = Durable::scenario(Design::Fixed, "fail-after-landing").unwrap();
+    assert!(check::shortest(&model, property::CALL_AT_MOST_ONCE).is_none());
+}
+
+/// The fixed design's shortest repeated call when the action catches a put error whose
+/// record never landed: the call index stays at call 0's slot, call 1's result takes
+/// it, and that list lands; the restored action's call 0 finds call 1's result at index
+/// 0, clears the list from there and runs, and call 1 then finds nothing and runs again
+/// although the log held its result. Failing the task instead holds (`failed-send`).
+#[test]
+fn a_handled_put_error_before_landing_repeats_a_later_call_in_the_fixed_design() {
+    use Action::*;
+    let model = Durable::scenario(Design::Fixed, "handled-put-errors").unwrap();
+    let path = check::shortest(&model, property::CALL_AT_MOST_ONCE).expect("a counterexample");
+    assert_eq!(
+        path.clone().into_actions(),
+        [
+            DeliverInput(0),
+            StartAction(0),
+            CallSupplier(0),
+            SendPut(0),
+            FailPut {
+                key: 0,
+                landed: false
+            },
+            CallSupplier(0),
+            TriggerCheckpoint,
+            SendPut(0),
+            CompleteCheckpoint(1),
+            Crash { landed: true },
+            Restore,
+            StartAction(0),
+            CallSupplier(0),
+            SendPut(0),
+            AckPut(0),
+            CallSupplier(0),
+        ]
+    );
+    let skipped = ActionState::holding([1]);
+    let trace = check::trace_of(&model, path.clone());
+    assert!(
+        trace.steps[4]
+            .description
+            .contains("call index not advanced"),
+        "{}",
+        trace.steps[4].description
+    );
+    assert!(
+        trace.steps[11].description.contains("(of calls 1)"),
+        "{}",
+        trace.steps[11].description
+    );
+    assert_eq!(
+        trace.shape.as_deref(),
+        Some(
+            "a caught put error left a gap in the saved list; the restore clears it from \
+             the gap and calls a saved call again"
+        )
+    );
+    // The list that landed skips call 0; the repeated call is call 1.
+    let states = path.into_states();
+    let last = states.last().unwrap();
+    let sk = last.head(0);
+    assert!(last.landed(sk, skipped));
+    assert_eq!((last.runs(sk, 0), last.runs(sk, 1)), (2, 2));
+    let model = Durable::scenario(Design::Fixed, "failed-send").unwrap();
+    assert!(check::shortest(&model, property::CALL_AT_MOST_ONCE).is_none());
 }
 
 /// A send a crash did not stop (`zombie-sends`): its shortest repeated call in the fixed

@@ -276,6 +276,33 @@ fn shortest_paths_of_every_scenario_finding() {
             ],
         ),
         (
+            // The caught error's record never landed; call 1's result took call 0's slot, and the restored action clears it there and calls call 1 again.
+            Fixed,
+            "handled-put-errors",
+            CALL_AT_MOST_ONCE,
+            vec![
+                DeliverInput(0),
+                StartAction(0),
+                CallSupplier(0),
+                SendPut(0),
+                FailPut {
+                    key: 0,
+                    landed: false,
+                },
+                CallSupplier(0),
+                TriggerCheckpoint,
+                SendPut(0),
+                CompleteCheckpoint(1),
+                Crash { landed: true },
+                Restore,
+                StartAction(0),
+                CallSupplier(0),
+                SendPut(0),
+                AckPut(0),
+                CallSupplier(0),
+            ],
+        ),
+        (
             // Input 1's put lands with the crash after a checkpoint past input 0's records; the restore replays it.
             Fixed,
             "default",

@@ -5,7 +5,7 @@
 
 use super::{
     Action, ActionState, Checkpoint, Durable, Events, Phase, Put, Record, Records, State,
-    MAX_CONCURRENT, MAX_PARTITIONS,
+    MAX_CALLS, MAX_CONCURRENT, MAX_PARTITIONS,
 };
 
 /// Guards: the enabled steps of each phase, in the order the checker explores them.
@@ -64,8 +64,7 @@ impl Durable {
                     }
                 }
                 Phase::AtCall(i) if i < b.calls => {
-                    let saved = s.cached(s.head(ku));
-                    if saved.is_some_and(|st| !st.completed() && st.calls() > i) {
+                    if self.finds_own_result(s, ku, i) {
                         actions.push(Action::ReuseResult(k));
                     } else {
                         actions.push(Action::CallSupplier(k));
@@ -181,8 +180,45 @@ impl Durable {
     }
 }
 
+// A call that follows a caught put error keeps the results of the calls below the
+// previous one (`list_after_call`); that is the runtime's list as long as no call comes
+// after two caught failures in a row, which takes more calls than the model allows.
+const _: () = assert!(
+    MAX_CALLS <= 3,
+    "a failure streak before a call is at most two long"
+);
+
 /// Helpers the transitions share.
 impl Durable {
+    /// Whether call `i` of key `k`'s running action finds its own result at the call
+    /// index and returns it (a hit of flink-agents' digest comparison; every call of an
+    /// action has its own function id). The action works on the list it was started
+    /// with, which the store's cache holds until the action's next acknowledged put
+    /// replaces it with the action's own; a slot holding the previous call's unsaved
+    /// result (the index stayed behind) never matches.
+    fn finds_own_result(&self, s: &State, k: usize, i: u8) -> bool {
+        !s.call_index_behind[k]
+            && s.cached(s.head(k))
+                .is_some_and(|st| !st.completed() && st.holds(i))
+    }
+
+    /// The list call `i`'s put carries: the saved results below the call index (a
+    /// mismatch there cleared the rest: a later call's result from a list that skipped
+    /// one, or the previous call's unsaved result when the index stayed behind), with
+    /// call `i`'s result appended at the index.
+    fn list_after_call(&self, s: &State, k: usize, i: u8) -> ActionState {
+        let below = if s.call_index_behind[k] { i - 1 } else { i };
+        let kept = s
+            .cached(s.head(k))
+            .map_or(ActionState::with_calls(0), |st| st.results_before(below));
+        let list = kept.with_result(i);
+        debug_assert!(
+            self.bounds.handled_put_errors || list == ActionState::with_calls(i + 1),
+            "without a caught put error, results are saved in call order"
+        );
+        list
+    }
+
     /// The head action of key `k` is done: advance the queue; the last action of an
     /// input finishes it and emits its output.
     fn finish_action(&self, next: &mut State, k: usize) {
@@ -511,9 +547,9 @@ impl Durable {
         let ku = k as usize;
         let sk = s.head(ku);
         let (state, phase) = match s.phase[ku] {
-            // Results 0..i are reused or appended in order, so the new state holds
-            // exactly i + 1 results.
-            Phase::HaveResult(i) => (ActionState::with_calls(i + 1), Phase::AwaitPut(i)),
+            // Results 0..i are reused or appended in order (the new state holds exactly
+            // i + 1 results) unless a put error the action caught left a gap.
+            Phase::HaveResult(i) => (self.list_after_call(s, ku, i), Phase::AwaitPut(i)),
             _ => (ActionState::COMPLETED, Phase::AwaitCompletion),
         };
         debug_assert!(
@@ -532,6 +568,9 @@ impl Durable {
             next.cache.set(sk.slot(), Some(state));
         }
         next.phase[ku] = phase;
+        // The list sent puts the new result at the index; whether the index passes it
+        // is the answer's to decide.
+        next.call_index_behind[ku] = false;
         Some(next)
     }
 
@@ -569,8 +608,8 @@ impl Durable {
     }
 
     /// [`Action::FailPut`]: the send fails (after landing, when `landed`); the old put
-    /// order does not see it, a handled error lets the action go on, otherwise the task
-    /// fails.
+    /// order does not see it, a handled error lets the action go on with its call index
+    /// behind, otherwise the task fails.
     pub(super) fn fail_put(&self, s: &State, key: u8, landed: bool) -> Option<State> {
         let k = key as usize;
         let put = s.puts[k]?;
@@ -586,9 +625,12 @@ impl Durable {
             self.after_put(&mut next, k);
         } else if self.catches_put_error(s, k) {
             // The error reaches the action's code, which catches it and goes on to its
-            // next call: nothing cached, no offset tracked; the action's own state keeps
-            // the result, so its next put carries it.
+            // next call: nothing cached, no offset tracked. The runtime appended the
+            // result before the persist and advances the call index only after it, so
+            // the unsaved result sits at the index, where the next call's digest
+            // comparison fails and clears it.
             self.after_put(&mut next, k);
+            next.call_index_behind[k] = true;
         } else {
             next.failed = true;
         }

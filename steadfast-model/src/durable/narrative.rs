@@ -187,6 +187,11 @@ impl Durable {
             let name = || self.key_words(s.head(k));
             let running = match s.phase[k] {
                 Phase::Idle => "idle".to_string(),
+                Phase::AtCall(i) if s.call_index_behind[k] => format!(
+                    "{}: at call {i}, the call index still at call {}'s unsaved result",
+                    name(),
+                    i - 1
+                ),
                 Phase::AtCall(i) => format!("{}: at call {i}", name()),
                 Phase::HaveResult(i) => format!("{}: call {i} returned, put not sent", name()),
                 Phase::AwaitPut(i) => format!("{}: put of call {i}'s result in flight", name()),
@@ -396,9 +401,9 @@ impl Durable {
                 )
             }
             Some(st) => format!(
-                "{}: action starts with {} saved call result(s)",
+                "{}: action starts with {} saved",
                 self.who(s, k),
-                st.calls()
+                results_words(st)
             ),
             None => format!("{}: action starts, nothing saved", self.who(s, k)),
         }
@@ -459,7 +464,8 @@ impl Durable {
         let then = if self.design.caches_before_ack() {
             "the error is not seen and the action goes on"
         } else if self.catches_put_error(s, key as usize) {
-            "the action catches the error and goes on, nothing cached"
+            "the action catches the error and goes on, nothing cached, its call index not \
+             advanced"
         } else {
             "the error reaches the action and the task fails"
         };
@@ -519,10 +525,10 @@ impl Durable {
             Some(r) => {
                 let p = self.partition(r.state_key.key);
                 format!(
-                    "the crashed incarnation's send of key {} input {} ({} call result(s){}) lands at partition {p} offset {}, over what the key holds",
+                    "the crashed incarnation's send of key {} input {} ({}{}) lands at partition {p} offset {}, over what the key holds",
                     r.state_key.key,
                     r.state_key.seq,
-                    r.state.calls(),
+                    results_words(r.state),
                     if r.state.completed() { ", completed" } else { "" },
                     s.log_len[p]
                 )
@@ -564,6 +570,10 @@ impl Durable {
                 .any(|(s, a)| *a == Some(Action::Restore) && s.completed.is_none());
             let shape = if restored_nothing {
                 "restart without a completed checkpoint".to_string()
+            } else if self.repeats_past_a_gap(path) {
+                "a caught put error left a gap in the saved list; the restore clears it from \
+                 the gap and calls a saved call again"
+                    .to_string()
             } else if failed_after_landing {
                 "a record landed but its send failed; the marker skips it".to_string()
             } else if snapshot_in_put {
@@ -602,6 +612,22 @@ impl Durable {
         None
     }
 
+    /// Whether a path ending in a repeated supplier call repeats a call whose result a
+    /// landed list holds after a skipped call: the digest comparison at the skipped
+    /// call's index fails and clears that result with the rest of the list.
+    fn repeats_past_a_gap(&self, path: &[(State, Option<Action>)]) -> bool {
+        let Some((before, Some(Action::CallSupplier(k)))) = path.iter().rev().nth(1) else {
+            return false;
+        };
+        let Phase::AtCall(call) = before.phase[*k as usize] else {
+            return false;
+        };
+        before
+            .landed_states(before.head(*k as usize))
+            .iter()
+            .any(|st| st.holds(call) && !st.results_before(call + 1).in_call_order())
+    }
+
     /// Whether a path ending in a repeated supplier call has the seed's shape: the call's
     /// result landed, then a checkpoint was taken with its input unfinished, then a crash
     /// and a restore came before the supplier ran again.
@@ -634,9 +660,23 @@ impl Durable {
 /// What a saved action state holds, in words.
 fn saved_words(st: ActionState) -> String {
     if st.completed() {
-        format!("completed with {} call result(s)", st.calls())
+        format!("completed with {}", results_words(st))
     } else {
+        results_words(st)
+    }
+}
+
+/// How many call results a list holds, and of which calls when it skips one.
+fn results_words(st: ActionState) -> String {
+    if st.in_call_order() {
         format!("{} call result(s)", st.calls())
+    } else {
+        let held: Vec<String> = st.held().map(|c| c.to_string()).collect();
+        format!(
+            "{} call result(s) (of calls {})",
+            st.calls(),
+            held.join(", ")
+        )
     }
 }
 
@@ -656,7 +696,7 @@ fn put_words(s: &State, k: u8) -> (String, String, u8) {
     let what = if r.state.completed() {
         "completed state".to_string()
     } else {
-        format!("state with {} call result(s)", r.state.calls())
+        format!("state with {}", results_words(r.state))
     };
     let sk = r.state_key;
     (format!("key {} input {}", sk.key, sk.seq), what, sk.key)

@@ -132,7 +132,7 @@ pub(super) const PARAMS: &[Param] = &[
     },
     Param {
         name: "handled-put-errors",
-        help: "a failed put of a call's result reaches the action, which catches it and goes on",
+        help: "a failed put of a call's result reaches the action, which catches it and goes on (its call index not advanced)",
         kind: ParamKind::Bool { default: false },
     },
     Param {

@@ -19,26 +19,37 @@ use super::{MAX_ACTIONS, MAX_CALLS, MAX_CONCURRENT, MAX_INPUTS, MAX_KEYS, MAX_PA
 /// Number of state keys (key, sequence number, action) a model can name.
 pub const MAX_SLOTS: usize = MAX_KEYS * MAX_INPUTS * MAX_ACTIONS;
 
-/// One action's saved state: how many call results it holds and whether it completed
-/// (completing clears the call results).
+/// One action's saved state: which calls' results it holds, in the order they were
+/// saved, and whether it completed (completing clears the call results).
 ///
-/// Held as one non-zero byte, so that `Option<ActionState>` is one byte too and the
-/// fingerprint reads a slot's state without a branch; the fields are read through
+/// Results are appended at the action's call index, and the runtime advances that index
+/// only once the put of a result succeeded; after a put error the action catches, the
+/// next call's result takes the failed one's place, so a saved list may skip a call
+/// (`[call 0, call 2]`). Calls run in order, so the list is increasing and is kept as
+/// the set of calls it holds.
+///
+/// Held as one non-zero byte (one plus the held calls' bits shifted past the completed
+/// bit), so that `Option<ActionState>` is one byte too and the fingerprint reads a
+/// slot's state without a branch; the fields are read through [`ActionState::holds`],
 /// [`ActionState::calls`] and [`ActionState::completed`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(transparent)]
 pub struct ActionState(NonZeroU8);
 
+/// The bits of a set of calls below [`MAX_CALLS`].
+const ALL_CALLS: u8 = (1 << MAX_CALLS) - 1;
+
 impl ActionState {
     /// The state of a completed action.
     pub const COMPLETED: ActionState = ActionState::new(0, true);
 
-    const fn new(calls: u8, completed: bool) -> ActionState {
+    const fn new(held: u8, completed: bool) -> ActionState {
+        assert!(held & !ALL_CALLS == 0, "a call beyond the model's bound");
         assert!(
-            calls <= MAX_CALLS as u8,
-            "more call results than the model's bound"
+            !completed || held == 0,
+            "completing clears the call results"
         );
-        match NonZeroU8::new(1 + ((calls << 1) | completed as u8)) {
+        match NonZeroU8::new(1 + ((held << 1) | completed as u8)) {
             Some(code) => ActionState(code),
             None => unreachable!(),
         }
@@ -46,12 +57,51 @@ impl ActionState {
 
     /// The state holding the first `calls` call results.
     pub const fn with_calls(calls: u8) -> ActionState {
-        ActionState::new(calls, false)
+        ActionState::new((1 << calls) - 1, false)
     }
 
-    /// Saved call results, in call order.
-    pub fn calls(self) -> u8 {
+    /// The state holding the results of the calls in `calls`, in call order.
+    pub fn holding(calls: impl IntoIterator<Item = u8>) -> ActionState {
+        let held = calls.into_iter().fold(0, |bits, c| bits | 1 << c);
+        ActionState::new(held, false)
+    }
+
+    fn held_bits(self) -> u8 {
         (self.0.get() - 1) >> 1
+    }
+
+    /// Saved call results.
+    pub fn calls(self) -> u8 {
+        self.held_bits().count_ones() as u8
+    }
+
+    /// Whether call `call`'s result is saved.
+    pub fn holds(self, call: u8) -> bool {
+        self.held_bits() & (1 << call) != 0
+    }
+
+    /// The calls whose results are saved, in call (and list) order.
+    pub fn held(self) -> impl Iterator<Item = u8> {
+        (0..MAX_CALLS as u8).filter(move |&c| self.holds(c))
+    }
+
+    /// The list holds the first [`ActionState::calls`] calls' results, none skipped.
+    pub fn in_call_order(self) -> bool {
+        self.held_bits() & self.held_bits().wrapping_add(1) == 0
+    }
+
+    /// The results of the calls below `call` only (the list cleared from there).
+    pub fn results_before(self, call: u8) -> ActionState {
+        ActionState::new(self.held_bits() & ((1 << call) - 1), false)
+    }
+
+    /// This list with call `call`'s result appended (`call` above every held call).
+    pub fn with_result(self, call: u8) -> ActionState {
+        debug_assert!(
+            self.held_bits() >> call == 0,
+            "results are appended in call order"
+        );
+        ActionState::new(self.held_bits() | 1 << call, false)
     }
 
     /// The action finished; its output is part of the state.
@@ -59,7 +109,7 @@ impl ActionState {
         (self.0.get() - 1) & 1 == 1
     }
 
-    /// Three bits: the member index of a [`StateSet`].
+    /// Four bits: the member index of a [`StateSet`].
     fn index(self) -> u8 {
         self.0.get() - 1
     }
@@ -71,17 +121,22 @@ impl ActionState {
 
 impl std::fmt::Debug for ActionState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ActionState")
-            .field("calls", &self.calls())
-            .field("completed", &self.completed())
-            .finish()
+        let mut d = f.debug_struct("ActionState");
+        d.field("calls", &self.calls());
+        if !self.in_call_order() {
+            d.field("held", &self.held().collect::<Vec<_>>());
+        }
+        d.field("completed", &self.completed()).finish()
     }
 }
 
-/// The fields' form: `{"calls": n, "completed": b}`.
+/// The fields' form: `{"calls": n, "completed": b}`, with `"held": [..]`, the calls
+/// whose results the list holds, when it skips a call.
 #[derive(Serialize, serde::Deserialize)]
 struct ActionStateFields {
     calls: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    held: Option<Vec<u8>>,
     completed: bool,
 }
 
@@ -89,6 +144,7 @@ impl Serialize for ActionState {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         ActionStateFields {
             calls: self.calls(),
+            held: (!self.in_call_order()).then(|| self.held().collect()),
             completed: self.completed(),
         }
         .serialize(s)
@@ -98,13 +154,23 @@ impl Serialize for ActionState {
 impl<'de> serde::Deserialize<'de> for ActionState {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ActionState, D::Error> {
         let f = ActionStateFields::deserialize(d)?;
-        if f.calls as usize > MAX_CALLS {
+        let held = f.held.unwrap_or_else(|| (0..f.calls).collect());
+        if held.len() != f.calls as usize || held.iter().any(|&c| c as usize >= MAX_CALLS) {
             return Err(serde::de::Error::custom(format!(
-                "an action state holds at most {MAX_CALLS} call results, not {}",
+                "an action state holds at most {MAX_CALLS} call results, of calls below \
+                 {MAX_CALLS}, as many as `calls` ({}) says",
                 f.calls
             )));
         }
-        Ok(ActionState::new(f.calls, f.completed))
+        if f.completed && f.calls > 0 {
+            return Err(serde::de::Error::custom(
+                "a completed action state holds no call results",
+            ));
+        }
+        if f.completed {
+            return Ok(ActionState::COMPLETED);
+        }
+        Ok(ActionState::holding(held))
     }
 }
 
@@ -191,12 +257,12 @@ pub struct Put {
 
 /// A set of [`ActionState`]s (every state that fits [`MAX_CALLS`] calls).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct StateSet(u8);
+pub struct StateSet(u16);
 
-// The largest index, `MAX_CALLS` results and completed, is a bit of a u8.
+// The largest index, every call's bit and the completed bit, is a bit of a u16.
 const _: () = assert!(
-    2 * MAX_CALLS + 1 < 8,
-    "an action state's index is a bit of a u8"
+    ((ALL_CALLS as usize) << 1) + 1 < 16,
+    "an action state's index is a bit of a u16"
 );
 
 impl StateSet {
@@ -210,20 +276,19 @@ impl StateSet {
         self.0 |= 1 << state.index();
     }
 
-    /// Whether the set holds an uncompleted state with more than `calls` results, that
-    /// is, one that saved call `calls`'s result.
-    pub fn holds_call(self, calls: u8) -> bool {
-        self.iter().any(|st| !st.completed() && st.calls() > calls)
+    /// Whether the set holds a state that saved call `call`'s result.
+    pub fn holds_call(self, call: u8) -> bool {
+        self.iter().any(|st| st.holds(call))
     }
 
-    /// One byte naming the set: equal for equal sets, different otherwise.
-    pub fn code(self) -> u8 {
+    /// Two bytes naming the set: equal for equal sets, different otherwise.
+    pub fn code(self) -> u16 {
         self.0
     }
 
     /// The members, in code order.
     pub fn iter(self) -> impl Iterator<Item = ActionState> {
-        (0..8u8)
+        (0..16u8)
             .filter(move |c| self.0 & (1 << c) != 0)
             .map(ActionState::of_index)
     }
@@ -282,7 +347,7 @@ pub struct Log {
     /// The latest record's state code, zero for none.
     latest: [u8; MAX_SLOTS],
     offset: [u8; MAX_SLOTS],
-    landed: [u8; MAX_SLOTS],
+    landed: [u16; MAX_SLOTS],
 }
 
 impl Log {
@@ -600,6 +665,10 @@ pub struct State {
     pub next_action: [u8; MAX_KEYS],
     /// Per key, where its running action is.
     pub phase: [Phase; MAX_KEYS],
+    /// Per key, its running action's call index was not advanced past the previous
+    /// call, whose put failed with an error the action caught (`handled-put-errors`):
+    /// that call's unsaved result sits at the index, where the next call finds it.
+    pub call_index_behind: [bool; MAX_KEYS],
     /// A put failed with the fixed put order: the error reached the action and the task
     /// fails over (only a crash follows).
     pub failed: bool,
@@ -661,6 +730,7 @@ impl State {
             finished: [0; MAX_KEYS],
             next_action: [0; MAX_KEYS],
             phase: [Phase::Idle; MAX_KEYS],
+            call_index_behind: [false; MAX_KEYS],
             failed: false,
             down: false,
             scaled_in: false,
@@ -772,6 +842,18 @@ fn le3(a: [u8; 3]) -> u64 {
     a[0] as u64 | (a[1] as u64) << 8 | (a[2] as u64) << 16
 }
 
+/// The four words of an 18-entry array of two-byte values and its four-byte tail.
+#[inline(always)]
+fn words16(a: [u16; MAX_SLOTS]) -> ([u64; 4], u64) {
+    let word = |i: usize| {
+        a[i] as u64 | (a[i + 1] as u64) << 16 | (a[i + 2] as u64) << 32 | (a[i + 3] as u64) << 48
+    };
+    (
+        [word(0), word(4), word(8), word(12)],
+        a[16] as u64 | (a[17] as u64) << 16,
+    )
+}
+
 /// The two words of an 18-byte array and its two-byte tail.
 #[inline(always)]
 fn words(a: [u8; MAX_SLOTS]) -> (u64, u64, u64) {
@@ -802,7 +884,7 @@ fn checkpoint_words(c: &Option<Checkpoint>) -> (u64, u64) {
 
 /// Odd constants with well-spread bits (golden-ratio, SplitMix, SHA-2 words): the keys of
 /// the NH-style compression in [`State`]'s hash.
-const NH_KEYS: [u64; 22] = [
+const NH_KEYS: [u64; 24] = [
     0x9e37_79b9_7f4a_7c15,
     0xbf58_476d_1ce4_e5b9,
     0x94d0_49bb_1331_11eb,
@@ -825,12 +907,14 @@ const NH_KEYS: [u64; 22] = [
     0x9b05_688c_2b3e_6c1f,
     0x1f83_d9ab_fb41_bd6b,
     0x5be0_cd19_137e_2179,
+    0x7137_4491_23ef_65cd,
+    0xb5c0_fbcf_ec4d_3b2f,
 ];
 
 impl std::hash::Hash for State {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         // Every field but the `supplier_runs` ghost, as bytes (the per-state-key arrays
-        // as they are held; one byte per phase, put field and counter), laid out as 22
+        // as they are held; one byte per phase, put field and counter), laid out as 24
         // words, compressed NH-style (sum of products of key-offset word pairs, 128
         // bits) and handed to the hasher as two words: far fewer hasher rounds than the
         // fields one by one.
@@ -841,9 +925,13 @@ impl std::hash::Hash for State {
         let (a0, a1, at) = words(acked);
         let (l0, l1, lt) = words(self.log.latest);
         let (o0, o1, ot) = words(offset);
-        let (d0, d1, dt) = words(landed);
+        let ([d0, d1, d2, d3], dt) = words16(landed);
         let tails = ct | at << 16 | lt << 32 | ot << 48;
-        let flags = dt
+        debug_assert!(
+            self.checkpoints < 8 && self.crashes < 4,
+            "three and two bits"
+        );
+        let flags = (dt & 0xFFFF)
             | (self.log_len[0] as u64) << 16
             | (self.log_len[1] as u64) << 24
             | (self.failed as u64) << 32
@@ -851,29 +939,38 @@ impl std::hash::Hash for State {
             | (self.zombie_fenced as u64) << 34
             | (self.fenced_partitions as u64) << 35
             | (self.down as u64) << 40
+            | (self.checkpoints as u64) << 41
+            | (self.crashes as u64) << 44
             | (self.failed_sends as u64) << 48
             | (self.events.code() as u64) << 56;
         let keys1 = le3(self.next_seq) | le3(self.finished) << 24;
         let keys2 = le3(self.next_action)
             | le3(self.phase.map(Phase::code)) << 24
-            | (self.events.committed_rerun as u64) << 48;
-        let zombie = self
-            .zombie
-            .map_or(0xFF, |r| (r.state_key.slot() as u8) << 3 | r.state.index());
-        let keys3 =
-            le3(self.committed_outputs) | le3(self.key_boundary) << 24 | (zombie as u64) << 48;
-        // Per key, its put's record (slot and state; the slot names the key) and offset.
+            | (self.events.committed_rerun as u64) << 48
+            | (self
+                .call_index_behind
+                .iter()
+                .rev()
+                .fold(0, |bits, &b| bits << 1 | b as u64))
+                << 49;
+        let zombie = self.zombie.map_or(0xFFFF, |r| {
+            (r.state_key.slot() as u16) << 4 | r.state.index() as u16
+        });
+        let keys3 = le3(self.committed_outputs) | le3(self.key_boundary) << 24 | (dt >> 16) << 48;
+        // Per key, its put's record (its state key within the key, and its state) and
+        // offset.
         let puts = self.puts.iter().enumerate().fold(0, |word, (k, put)| {
             let (record, offset) = match put {
                 Some(p) => (
-                    (p.record.state_key.slot() as u8) << 3 | p.record.state.index(),
+                    ((p.record.state_key.slot() - k * MAX_INPUTS * MAX_ACTIONS) as u8) << 4
+                        | p.record.state.index(),
                     p.offset.unwrap_or(NO_OFFSET),
                 ),
                 None => (0xFF, NO_OFFSET),
             };
             word | (record as u64 | (offset as u64) << 8) << (16 * k)
         });
-        let misc = puts | (self.checkpoints as u64) << 48 | (self.crashes as u64) << 56;
+        let misc = puts | (zombie as u64) << 48;
         let (p0, p1) = checkpoint_words(&self.pending[0]);
         let (r0, r1) = checkpoint_words(&self.pending[1]);
         let (t0, t1) = checkpoint_words(&self.pending[2]);
@@ -889,6 +986,8 @@ impl std::hash::Hash for State {
             o1,
             d0,
             d1,
+            d2,
+            d3,
             tails,
             flags,
             keys1,
@@ -903,7 +1002,7 @@ impl std::hash::Hash for State {
             r1 | t1 << 32,
         ];
         let mut acc = 0u128;
-        for i in 0..11 {
+        for i in 0..12 {
             let x = words[2 * i].wrapping_add(NH_KEYS[2 * i]);
             let y = words[2 * i + 1].wrapping_add(NH_KEYS[2 * i + 1]);
             acc = acc.wrapping_add(x as u128 * y as u128);
@@ -930,6 +1029,30 @@ mod tests {
         assert!(set.holds_call(0));
         assert!(!set.holds_call(1));
         assert_eq!(set.iter().count(), 2);
+        // A list that skipped call 0 (its put failed, call 1's result took its place).
+        set.insert(ActionState::holding([1]));
+        assert!(set.holds_call(1) && !set.holds_call(2));
+        assert_eq!(set.iter().count(), 3);
+    }
+
+    #[test]
+    fn a_list_that_skips_a_call_keeps_which_calls_it_holds() {
+        let skipped = ActionState::holding([0, 2]);
+        assert_eq!(skipped.calls(), 2);
+        assert!(!skipped.in_call_order() && ActionState::with_calls(2).in_call_order());
+        assert!(skipped.holds(0) && !skipped.holds(1) && skipped.holds(2));
+        assert_eq!(skipped.results_before(2), ActionState::with_calls(1));
+        assert_eq!(
+            ActionState::with_calls(1).with_result(2),
+            skipped,
+            "appended at the index"
+        );
+        assert_eq!(ActionState::of_index(skipped.index()), skipped);
+        let json = serde_json::to_string(&skipped).unwrap();
+        assert_eq!(json, r#"{"calls":2,"held":[0,2],"completed":false}"#);
+        assert_eq!(serde_json::from_str::<ActionState>(&json).unwrap(), skipped);
+        let aligned = serde_json::to_string(&ActionState::with_calls(2)).unwrap();
+        assert_eq!(aligned, r#"{"calls":2,"completed":false}"#);
     }
 
     #[test]
@@ -1029,6 +1152,21 @@ mod tests {
             )
         });
         with(&|s| s.phase[2] = Phase::AtCall(0));
+        with(&|s| s.call_index_behind[2] = true);
+        with(&|s| s.call_index_behind[0] = true);
+        with(&|s| s.cache.set(0, Some(ActionState::holding([1]))));
+        with(&|s| {
+            s.log.set(
+                17,
+                Some(Records {
+                    latest: ActionState::holding([0, 2]),
+                    offset: 0,
+                    landed: StateSet(1 << ActionState::holding([0, 2]).index()),
+                }),
+            )
+        });
+        with(&|s| s.checkpoints = 4);
+        with(&|s| s.crashes = 3);
         with(&|s| s.phase[2] = Phase::AwaitCompletion);
         let put = |slot, offset| {
             Some(Put {

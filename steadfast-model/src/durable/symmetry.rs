@@ -14,7 +14,7 @@ pub type Renaming = [u8; MAX_KEYS];
 
 const SLOTS_PER_KEY: usize = MAX_INPUTS * MAX_ACTIONS;
 const SIGNATURE: usize =
-    7 + 3 * (MAX_CONCURRENT + 1) + 4 + 3 + 9 * SLOTS_PER_KEY + SLOTS_PER_KEY * MAX_CALLS;
+    8 + 3 * (MAX_CONCURRENT + 1) + 4 + 3 + 10 * SLOTS_PER_KEY + SLOTS_PER_KEY * MAX_CALLS;
 
 /// A phase as bytes that order like the phase's parts.
 fn phase_bytes(p: Phase) -> [u8; 2] {
@@ -27,9 +27,13 @@ fn phase_bytes(p: Phase) -> [u8; 2] {
     }
 }
 
-/// An optional action state as bytes (presence first).
+/// An optional action state as bytes (presence first; the held calls as bits, which
+/// order lists in call order by length).
 fn state_bytes(st: Option<ActionState>) -> [u8; 3] {
-    st.map_or([0; 3], |st| [1, st.calls(), st.completed() as u8])
+    st.map_or([0; 3], |st| {
+        let held = st.held().fold(0, |bits, c| bits | 1 << c);
+        [1, held, st.completed() as u8]
+    })
 }
 
 fn checkpoint_of(c: &Option<Checkpoint>, k: usize) -> [u8; 3] {
@@ -54,6 +58,7 @@ fn signature(s: &State, k: usize) -> [u8; SIGNATURE] {
         call,
         s.key_boundary[k],
         s.committed_outputs[k],
+        s.call_index_behind[k] as u8,
     ] {
         put(b);
     }
@@ -90,7 +95,9 @@ fn signature(s: &State, k: usize) -> [u8; SIGNATURE] {
             put(b);
         }
         put(log.map_or(0, |r| r.offset));
-        put(log.map_or(0, |r| r.landed.code()));
+        let [hi, lo] = log.map_or(0, |r| r.landed.code()).to_be_bytes();
+        put(hi);
+        put(lo);
     }
     for slot in first..first + SLOTS_PER_KEY {
         for c in 0..MAX_CALLS as u8 {
@@ -110,6 +117,7 @@ pub fn rename(s: &State, to: &Renaming) -> State {
         t.finished[n] = s.finished[k];
         t.next_action[n] = s.next_action[k];
         t.phase[n] = s.phase[k];
+        t.call_index_behind[n] = s.call_index_behind[k];
         t.key_boundary[n] = s.key_boundary[k];
         t.committed_outputs[n] = s.committed_outputs[k];
         let pending = t.pending.iter_mut().zip(&s.pending);
