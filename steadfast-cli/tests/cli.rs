@@ -97,17 +97,6 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
             "steadfast: `--symmetry` needs `--dfs`: stateright ignores symmetry reduction in breadth-first runs",
         ),
         (
-            &[
-                "conform",
-                "leadership",
-                "--dispatcher-overlap",
-                "true",
-                "--jobmaster-failures",
-                "true",
-            ],
-            "steadfast: the model's old dispatcher does nothing with a JobMaster failure",
-        ),
-        (
             &["conform", "durable", "--design", "commit-on-snapshot"],
             "steadfast: the mutant design `commit-on-snapshot` is a sink that commits when a \
              checkpoint is taken",
@@ -119,8 +108,9 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
         (
             &["check", "leadership", "--dfs", "--symmetry", "--statuses", "1"],
             "steadfast: `--symmetry`: model leadership (design fixed, decide-while-closing=false \
-             dispatcher-overlap=false epochs=3 fenced-result-store=false grants=3 jobmaster-crash=false \
-             jobmaster-failures=false jobs=1 late-signal=false old-runner-first=true ordering=all statuses=1) \
+             dispatcher-overlap=false epochs=3 failures-before-decision=false fenced-result-store=false \
+             grants=3 jobmaster-crash=false jobmaster-failures=false jobs=1 late-signal=false \
+             old-runner-first=true ordering=all rerun-decides=false statuses=1) \
              has no \
              interchangeable components to reduce by symmetry",
         ),
@@ -202,14 +192,17 @@ fn several_jobs_are_checked_and_the_counterexample_names_the_job() {
         "{}",
         v["settings"]
     );
-    // A several-jobs scenario routes there too; with JobMaster failures one job's fatal
-    // error kills the other's unrecorded decision, and the trace says which job.
+    // A several-jobs scenario routes there too; with JobMaster failures only before a
+    // decision, one job's fatal error kills the other's unrecorded decision, and the
+    // trace says which job.
     let report = std::env::temp_dir().join(format!("steadfast-jobs-{}.html", std::process::id()));
     let o = steadfast(&[
         "check",
         "leadership",
         "--scenario",
         "two-jobs-jobmaster-failures",
+        "--failures-before-decision",
+        "true",
         "--design",
         "fixed",
         "--report",

@@ -144,11 +144,6 @@ pub fn start_checked(init: &State, make: impl FnOnce() -> Runtime) -> Runtime {
 /// Binds [`Leadership`] to the production leadership machines.
 pub struct LeadershipBinding;
 
-/// Why the binding refuses overlapping dispatchers with JobMaster failures.
-pub const OVERLAP_FAILURES_UNSUPPORTED: &str = "the model's old dispatcher does nothing with \
-    a JobMaster failure, while the runtime's writes an entry or exits the old JobManager: \
-    `dispatcher-overlap` with `jobmaster-failures` has no counterpart";
-
 /// The model's steps the runtime takes by itself, as soon as they are possible.
 const OWN_STEPS: [Action; 2] = [Action::CloseRunner, Action::CloseOldRunner];
 
@@ -302,7 +297,8 @@ fn apply(
         Action::DecideTerminal(_) => {}
         Action::DeliverTerminalSignal(id) => {
             let session = process_session(before, id);
-            let status = status(before.decided.ok_or("a signal without a decision")?);
+            let decision = before.processes[usize::from(id) - 1].decision;
+            let status = status(decision.ok_or("a signal without its scheduler's decision")?);
             // A process whose runner is gone receives nothing.
             if owns(rt.driver.runner(), session) || owns(rt.driver.old_runner(), session) {
                 to_owner(
@@ -381,13 +377,6 @@ impl Binding for LeadershipBinding {
     type Action = Action;
     type Runtime = Runtime;
     type Projection = Observation;
-
-    fn supports(model: &Leadership) -> Result<(), String> {
-        if model.dispatcher_overlap && model.jobmaster_failures {
-            return Err(OVERLAP_FAILURES_UNSUPPORTED.to_string());
-        }
-        Ok(())
-    }
 
     fn start(model: &Leadership, init: &State) -> Runtime {
         start_checked(init, || Runtime::for_model(model))

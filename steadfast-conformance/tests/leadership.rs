@@ -157,10 +157,10 @@ fn every_transition_conforms_when_a_jobmanager_may_crash() {
 fn every_transition_conforms_when_a_jobmaster_fails() {
     let failures = [("jobmaster-failures", "true")];
     let c = full_coverage("fixed, jobmaster-failures", &fixed(&failures));
-    assert_eq!((c.unique_states, c.transitions), (34_267, 56_968));
+    assert_eq!((c.unique_states, c.transitions), (77_038, 130_312));
     let both = [("jobmaster-failures", "true"), ("jobmaster-crash", "true")];
     let c = full_coverage("fixed, jobmaster-failures, jobmaster-crash", &fixed(&both));
-    assert_eq!((c.unique_states, c.transitions), (72_979, 144_497));
+    assert_eq!((c.unique_states, c.transitions), (147_280, 302_266));
 }
 
 /// The dispatcher tells a submitted job that cannot start (FAILED, recorded) from a
@@ -1286,24 +1286,57 @@ fn every_transition_conforms_when_dispatcher_leaders_overlap() {
     }
 }
 
-/// The model's old dispatcher does nothing with a JobMaster failure, the runtime's
-/// does: that combination is refused by name, before anything is replayed.
+/// The old JobManager's fatal error beside the next leader: the old dispatcher writes
+/// FAILED for a submitted job that cannot start, or its JobManager exits, in the model
+/// as in the runtime. Every transition conforms, fenced or not.
 #[test]
-fn overlapping_leaders_with_jobmaster_failures_are_refused_by_name() {
-    let m = fixed(&[
-        ("dispatcher-overlap", "true"),
-        ("jobmaster-failures", "true"),
-    ]);
-    let why = LeadershipBinding::supports(&m).unwrap_err();
-    assert!(why.contains("`jobmaster-failures`"), "{why}");
-    let file = trace::to_json(&m, 0, &[Action::GrantLeadership(1)]).expect("a model path");
-    let loaded = trace::parse("overlap.json", &serde_json::to_string(&file).unwrap()).unwrap();
-    match trace::replay::<LeadershipBinding>(&loaded) {
-        Err(TraceError::Settings { file, problem }) => {
-            assert_eq!(file, "overlap.json");
-            assert_eq!(problem, why);
-        }
-        other => panic!("{other:?}"),
+fn every_transition_conforms_with_overlapping_leaders_and_jobmaster_failures() {
+    for (what, fenced, counts) in [
+        ("unfenced", "false", (467_229, 1_257_690)),
+        ("fenced", "true", (370_893, 964_962)),
+    ] {
+        let m = fixed(&[
+            ("dispatcher-overlap", "true"),
+            ("jobmaster-failures", "true"),
+            ("fenced-result-store", fenced),
+        ]);
+        assert_eq!(LeadershipBinding::supports(&m), Ok(()));
+        let c = full_coverage(what, &m);
+        assert_eq!((c.unique_states, c.transitions), counts, "{what}");
+    }
+}
+
+/// Every run's scheduler deciding: the stores keep the first writer's entry and the
+/// second dispatcher cleans up after it, in the model as in the runtime.
+#[test]
+fn every_transition_conforms_when_reruns_decide() {
+    for (what, settings, counts) in [
+        (
+            "overlap",
+            &[
+                ("dispatcher-overlap", "true"),
+                ("fenced-result-store", "false"),
+            ],
+            (115_759, 332_079),
+        ),
+        (
+            "fenced overlap",
+            &[
+                ("dispatcher-overlap", "true"),
+                ("fenced-result-store", "true"),
+            ],
+            (77_794, 207_231),
+        ),
+        (
+            "failures and crashes",
+            &[("jobmaster-failures", "true"), ("jobmaster-crash", "true")],
+            (650_857, 1_358_200),
+        ),
+    ] {
+        let mut all = settings.to_vec();
+        all.push(("rerun-decides", "true"));
+        let c = full_coverage(what, &fixed(&all));
+        assert_eq!((c.unique_states, c.transitions), counts, "{what}");
     }
 }
 

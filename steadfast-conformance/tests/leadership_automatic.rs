@@ -221,11 +221,11 @@ fn every_automatic_event_conforms_when_a_jobmanager_crashes_or_a_jobmaster_fails
         (vec![("jobmaster-crash", "true")], (9_531, 19_879, 106_985)),
         (
             vec![("jobmaster-failures", "true")],
-            (21_227, 37_366, 256_201),
+            (54_026, 99_277, 663_151),
         ),
         (
             vec![("jobmaster-failures", "true"), ("jobmaster-crash", "true")],
-            (48_023, 95_959, 590_781),
+            (106_382, 224_385, 1_319_310),
         ),
     ] {
         let what = format!("fixed, automatic, {settings:?}");

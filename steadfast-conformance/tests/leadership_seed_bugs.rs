@@ -100,7 +100,7 @@ fn a_process_closing_with_not_finished_at_once_is_the_runner_fix_only_design() {
         (11_418, 128_567),
         (16_614, 192_851),
         (25_645, 306_244),
-        (57_493, 725_731),
+        (101_167, 1_283_083),
         (57_545, 684_189),
     ];
     for (scenario, want) in SCENARIOS.into_iter().zip(counts) {
@@ -116,7 +116,7 @@ fn a_revoke_that_clears_the_leader_is_the_revoke_clears_leader_design() {
         (11_219, 126_179),
         (21_167, 245_402),
         (23_531, 281_677),
-        (58_457, 737_185),
+        (107_081, 1_358_415),
         (70_183, 840_974),
     ];
     for (scenario, want) in SCENARIOS.into_iter().zip(counts) {

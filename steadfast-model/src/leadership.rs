@@ -33,7 +33,8 @@
 //! Faults, each a setting that is off by default: a JobManager crash
 //! ([`Action::CrashJobManager`], `jobmaster-crash`), JobMaster failures
 //! ([`Action::FailInitialization`], [`Action::FailJobMaster`], `jobmaster-failures`;
-//! a fatal one ends the JobManager as a crash does), and overlapping dispatcher leaders
+//! a failure may win the race against a decided terminal signal, and a fatal one ends
+//! the JobManager as a crash does, the old one's too), and overlapping dispatcher leaders
 //! on different hosts (`dispatcher-overlap`: the old runner goes on beside the next
 //! leader, [`Action::CloseOldRunner`], [`Action::OldDispatcherHandlesResult`], and the
 //! old dispatcher's own cleanup, [`Action::OldRemoveJobGraph`],
@@ -48,8 +49,9 @@
 //!   a crash, or `dispatcher-overlap`, lifts this;
 //! - unless `late-signal` is set, the scheduler's terminal signal reaches its process
 //!   before the process's JobMaster service terminates;
-//! - the scheduler decides at most once per run: a second decision could only follow a
-//!   reanimation, which is already a violation.
+//! - each run's scheduler decides at most once, and unless `rerun-decides` is set only
+//!   the first run's does (a rerun follows a reanimation, already a violation; with the
+//!   setting, what the JobResultStore then keeps is checked too).
 //!
 //! This file holds the designs, settings and actions; the rest is split by concern:
 //! `actions` (each component's enabled steps and one transition function per action),
@@ -290,7 +292,17 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "jobmaster-failures",
-        help: "a JobMaster may fail to initialise or fail while running, before its scheduler decides",
+        help: "a JobMaster may fail to initialise (before its scheduler decides) or fail while its process's result is open",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
+        name: "failures-before-decision",
+        help: "with jobmaster-failures: a JobMaster fails only before its scheduler decides, and a failed one decides nothing (an idealisation, not Flink's code)",
+        kind: ParamKind::Bool { default: false },
+    },
+    Param {
+        name: "rerun-decides",
+        help: "every run's scheduler may decide once, a rerun's after a reanimation too (without it, only the first run decides)",
         kind: ParamKind::Bool { default: false },
     },
     Param {
@@ -329,6 +341,20 @@ const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
         "all-late-signal",
         &[("ordering", "all"), ("late-signal", "true")],
     ),
+    // Ordering A is the one column a decision during a close widens (orderings B and
+    // all already reach the same states by deciding just before the close).
+    (
+        "ordering-a-decide-while-closing",
+        &[("ordering", "a"), ("decide-while-closing", "true")],
+    ),
+    (
+        "ordering-a-late-signal-decide-while-closing",
+        &[
+            ("ordering", "a"),
+            ("late-signal", "true"),
+            ("decide-while-closing", "true"),
+        ],
+    ),
     (
         "jobmaster-crash",
         &[("ordering", "all"), ("jobmaster-crash", "true")],
@@ -336,6 +362,14 @@ const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
     (
         "jobmaster-failures",
         &[("ordering", "all"), ("jobmaster-failures", "true")],
+    ),
+    (
+        "jobmaster-failures-before-decision",
+        &[
+            ("ordering", "all"),
+            ("jobmaster-failures", "true"),
+            ("failures-before-decision", "true"),
+        ],
     ),
     (
         "dispatcher-overlap",
@@ -347,6 +381,49 @@ const SCENARIOS: &[(&str, &[(&str, &str)])] = &[
             ("ordering", "all"),
             ("dispatcher-overlap", "true"),
             ("fenced-result-store", "true"),
+        ],
+    ),
+    (
+        "dispatcher-overlap-jobmaster-failures",
+        &[
+            ("ordering", "all"),
+            ("dispatcher-overlap", "true"),
+            ("jobmaster-failures", "true"),
+        ],
+    ),
+    // The faults after which a rerun runs the job, with the rerun's scheduler deciding
+    // too: what the JobResultStore then records.
+    (
+        "jobmaster-crash-rerun-decides",
+        &[
+            ("ordering", "all"),
+            ("jobmaster-crash", "true"),
+            ("rerun-decides", "true"),
+        ],
+    ),
+    (
+        "jobmaster-failures-rerun-decides",
+        &[
+            ("ordering", "all"),
+            ("jobmaster-failures", "true"),
+            ("rerun-decides", "true"),
+        ],
+    ),
+    (
+        "dispatcher-overlap-rerun-decides",
+        &[
+            ("ordering", "all"),
+            ("dispatcher-overlap", "true"),
+            ("rerun-decides", "true"),
+        ],
+    ),
+    (
+        "dispatcher-overlap-fenced-rerun-decides",
+        &[
+            ("ordering", "all"),
+            ("dispatcher-overlap", "true"),
+            ("fenced-result-store", "true"),
+            ("rerun-decides", "true"),
         ],
     ),
 ];
@@ -390,6 +467,12 @@ pub struct Leadership {
     pub jobmaster_crash: bool,
     /// Whether a JobMaster may fail to initialise or fail while running.
     pub jobmaster_failures: bool,
+    /// Whether JobMaster failures come only before the scheduler decides, and a failed
+    /// JobMaster's scheduler decides nothing (the idealisation of the
+    /// `jobmaster-failures-before-decision` column).
+    pub failures_before_decision: bool,
+    /// Whether every run's scheduler may decide (once), a rerun's too.
+    pub rerun_decides: bool,
     /// Whether the next dispatcher leader may start while the old one still stops.
     pub dispatcher_overlap: bool,
     /// Whether the HA stores refuse the writes of a dispatcher no longer leader.
@@ -477,6 +560,7 @@ impl Leadership {
             cleanup: Cleanup::Idle,
             decided: None,
             decider: 0,
+            entry_not_first: false,
             lost_terminal: false,
             crash_lost: false,
             fatal_exit: false,
@@ -697,6 +781,8 @@ impl Leadership {
             old_runner_first: settings.flag("old-runner-first"),
             jobmaster_crash: settings.flag("jobmaster-crash"),
             jobmaster_failures: settings.flag("jobmaster-failures"),
+            failures_before_decision: settings.flag("failures-before-decision"),
+            rerun_decides: settings.flag("rerun-decides"),
             dispatcher_overlap: settings.flag("dispatcher-overlap"),
             fenced_result_store: settings.flag("fenced-result-store"),
             focus: None,

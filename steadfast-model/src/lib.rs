@@ -228,7 +228,7 @@ mod tests {
             e.0,
             "unknown scenario `ordering-c` for model leadership \
              (scenarios: default, ordering-a, ordering-b, all, ordering-a-late-signal, \
-             ordering-b-late-signal, all-late-signal, jobmaster-crash, jobmaster-failures, dispatcher-overlap, dispatcher-overlap-fenced)"
+             ordering-b-late-signal, all-late-signal, ordering-a-decide-while-closing, ordering-a-late-signal-decide-while-closing, jobmaster-crash, jobmaster-failures, jobmaster-failures-before-decision, dispatcher-overlap, dispatcher-overlap-fenced, dispatcher-overlap-jobmaster-failures, jobmaster-crash-rerun-decides, jobmaster-failures-rerun-decides, dispatcher-overlap-rerun-decides, dispatcher-overlap-fenced-rerun-decides)"
         );
     }
 }

@@ -41,35 +41,70 @@ impl Leadership {
         }
     }
 
-    /// The scheduler of the current process decides, once.
+    /// The scheduler of the current process decides, once; with `rerun-decides` every
+    /// run's scheduler does, one signal in flight at a time, and otherwise only the
+    /// first run's.
     pub(super) fn scheduler_steps(&self, s: &State, actions: &mut Vec<Action>) {
-        if s.decided.is_some() {
+        let Some(p) = Self::current_process(s) else {
             return;
-        }
-        if let Some(p) = Self::current_process(s) {
-            let live = p.state == ProcessState::Running
-                || (self.decide_while_closing && p.state == ProcessState::Closing);
-            if live && p.result == Outcome::Unset {
-                for status in Status::ALL.iter().take(self.statuses as usize) {
-                    actions.push(Action::DecideTerminal(*status));
-                }
+        };
+        let may_decide = if self.rerun_decides {
+            p.decision.is_none() && s.signal == 0
+        } else {
+            s.decided.is_none()
+        };
+        if may_decide && self.scheduler_runs(p) {
+            for status in Status::ALL.iter().take(self.statuses as usize) {
+                actions.push(Action::DecideTerminal(*status));
             }
         }
     }
 
-    /// The current process's JobMaster may fail before its scheduler decides.
+    /// Whether `p`'s scheduler still runs: its JobMaster service runs (and, with
+    /// `decide-while-closing`, drains during the close), whatever the process's result
+    /// future holds. In Flink the scheduler never reads that future: the unpatched
+    /// close completes it with `JobNotFinishedException` and only then closes the
+    /// service, and `jobMasterFailed` completes it while the JobMaster goes on.
+    fn scheduler_runs(&self, p: &Process) -> bool {
+        let service_runs = p.state == ProcessState::Running
+            || (self.decide_while_closing && p.state == ProcessState::Closing);
+        let result_allows = match p.result {
+            Outcome::Unset => true,
+            // No service was ever created.
+            Outcome::InitFailed => false,
+            Outcome::JobMasterFailed => !self.failures_before_decision,
+            // NotFinished from the unpatched close (a running process never holds one).
+            _ => p.state == ProcessState::Closing,
+        };
+        service_runs && result_allows
+    }
+
+    /// The current process's JobMaster may fail to initialise before its scheduler
+    /// exists (so before it decides), and may fail at any time its process's result is
+    /// still open, closing or not, decided or not: Flink's
+    /// `DefaultJobMasterServiceProcess.jobMasterFailed` completes the result future
+    /// with no check of a decision, and the terminal signal, queued on the JobMaster's
+    /// executor, loses the race when the failure comes first.
     pub(super) fn jobmaster_failure_steps(&self, s: &State, actions: &mut Vec<Action>) {
         if !self.jobmaster_failures {
             return;
         }
-        if let Some(p) = Self::current_process(s) {
-            if p.state == ProcessState::Running
-                && p.result == Outcome::Unset
-                && s.decider != s.current
-            {
-                actions.push(Action::FailInitialization);
-                actions.push(Action::FailJobMaster);
-            }
+        let Some(p) = Self::current_process(s) else {
+            return;
+        };
+        if p.result != Outcome::Unset {
+            return;
+        }
+        if p.state == ProcessState::Running && s.decider != s.current {
+            actions.push(Action::FailInitialization);
+        }
+        let open = if self.failures_before_decision {
+            p.state == ProcessState::Running && s.decider != s.current
+        } else {
+            matches!(p.state, ProcessState::Running | ProcessState::Closing)
+        };
+        if open {
+            actions.push(Action::FailJobMaster);
         }
     }
 
@@ -226,13 +261,19 @@ impl Leadership {
         pending_terminal.map_or(Outcome::Suspended, Outcome::Terminal)
     }
 
-    /// Writes the dirty entry of `epoch`'s dispatcher; false when the store already
-    /// holds one (it refuses the write).
-    fn record_entry(state: &mut State, epoch: u8) -> bool {
+    /// Writes the dirty entry of `epoch`'s dispatcher if the store holds none; false
+    /// when it holds one (the first writer's entry stays). `decision` is the decided
+    /// status the entry records, `None` for a submitted job's initialisation failure
+    /// (FAILED, but no scheduler's decision: after a decision it records a later run's
+    /// failure instead, whatever the names, which keeps the statuses interchangeable).
+    fn record_entry(state: &mut State, epoch: u8, decision: Option<Status>) -> bool {
         let absent = state.job_result == JobResultEntry::Absent;
         if absent {
             state.job_result = JobResultEntry::Dirty;
             state.entry_epoch = epoch;
+            if state.decided.is_some() && state.decided != decision {
+                state.entry_not_first = true;
+            }
         }
         absent
     }
@@ -411,19 +452,22 @@ impl Leadership {
         if !valid_leader {
             return Some(next);
         }
-        match next.pending_terminal.filter(|_| self.design.runner_fix()) {
+        let cached = next.pending_terminal.filter(|_| self.design.runner_fix());
+        // The grant asks the JobResultStore first: an entry there wins over a cached
+        // result (the runtime's order; it matters only when a rerun decided too).
+        match cached {
+            // The runner completes with "already done" and, as after any result it
+            // completed, takes no further grant.
+            _ if next.job_result != JobResultEntry::Absent => {
+                if next.runner_result == Outcome::Unset {
+                    next.runner_result = Outcome::AlreadyDone;
+                }
+                next.runner = RunnerState::JobCompleted;
+            }
             Some(status) => {
                 // Flush instead of creating a process.
                 if next.runner_result == Outcome::Unset {
                     next.runner_result = Outcome::Terminal(status);
-                }
-                next.runner = RunnerState::JobCompleted;
-            }
-            // The runner completes with "already done" and, as after any result it
-            // completed, takes no further grant.
-            None if next.job_result != JobResultEntry::Absent => {
-                if next.runner_result == Outcome::Unset {
-                    next.runner_result = Outcome::AlreadyDone;
                 }
                 next.runner = RunnerState::JobCompleted;
             }
@@ -436,6 +480,7 @@ impl Leadership {
                     epoch: next.epoch,
                     result: Outcome::Unset,
                     forward_pending: false,
+                    decision: None,
                 };
                 next.current = id;
                 if self.design.runner_fix() {
@@ -465,9 +510,13 @@ impl Leadership {
     /// is in flight.
     pub(super) fn decide_terminal(&self, s: &State, status: Status) -> Option<State> {
         let mut next = *s;
-        next.decided = Some(status);
-        next.decider = next.current;
-        next.signal = next.current;
+        let current = next.current;
+        Self::process_mut(&mut next, current).decision = Some(status);
+        if next.decided.is_none() {
+            next.decided = Some(status);
+            next.decider = current;
+        }
+        next.signal = current;
         Some(next)
     }
 
@@ -476,7 +525,9 @@ impl Leadership {
     pub(super) fn deliver_terminal_signal(&self, s: &State, id: u8) -> Option<State> {
         let mut next = *s;
         next.signal = 0;
-        let status = next.decided.expect("a signal follows a decision");
+        let status = Self::process(&next, id)
+            .decision
+            .expect("a signal follows its scheduler's decision");
         let runner_unset = if Self::process(&next, id).epoch == next.epoch {
             next.runner_result == Outcome::Unset
         } else {
@@ -586,8 +637,12 @@ impl Leadership {
         let mut next = *s;
         next.result_handled = true;
         match next.runner_result {
-            Outcome::Terminal(_) => {
-                if Self::record_entry(&mut next, s.epoch) {
+            // The entry is written if missing (Flink's
+            // `createDirtyJobResultEntryIfMissingAsync`: the first writer's stays) and
+            // the global cleanup follows either way, unless one is under way.
+            Outcome::Terminal(status) => {
+                Self::record_entry(&mut next, s.epoch, Some(status));
+                if next.cleanup == Cleanup::Idle {
                     next.cleanup = Cleanup::RemovingJobGraph;
                 }
             }
@@ -601,7 +656,7 @@ impl Leadership {
             // A submitted job whose JobMaster cannot start has FAILED for good; a
             // recovered one is a fatal error (Flink's `Dispatcher.runJob`).
             Outcome::InitFailed if next.epoch == 1 => {
-                if Self::record_entry(&mut next, 1) {
+                if Self::record_entry(&mut next, 1, None) {
                     next.cleanup = Cleanup::RemovingJobGraph;
                 }
             }
@@ -689,9 +744,28 @@ impl Leadership {
         // The old dispatcher is no longer leader: fenced stores refuse its requests, so
         // it starts no cleanup.
         let open = !self.fenced_result_store;
+        let old_epoch = s.epoch - 1;
         let cleans = match o.result {
-            Outcome::Terminal(_) => open && Self::record_entry(&mut next, s.epoch - 1),
+            Outcome::Terminal(status) => {
+                open && {
+                    Self::record_entry(&mut next, old_epoch, Some(status));
+                    o.cleanup == Cleanup::Idle
+                }
+            }
+            // A submitted job whose JobMaster cannot start is FAILED for good, whichever
+            // dispatcher hears of it.
+            Outcome::InitFailed if old_epoch == 1 => {
+                open && {
+                    Self::record_entry(&mut next, old_epoch, None);
+                    o.cleanup == Cleanup::Idle
+                }
+            }
             Outcome::AlreadyDone => open && o.cleanup == Cleanup::Idle,
+            // Any other failure is a fatal error: the old JobManager process exits.
+            Outcome::InitFailed | Outcome::JobMasterFailed => {
+                Self::old_jobmanager_exits(&mut next);
+                return Some(next);
+            }
             _ => false,
         };
         if cleans {
@@ -700,6 +774,31 @@ impl Leadership {
         next.old = Some(o);
         Self::retire_old(&mut next);
         Some(next)
+    }
+
+    /// The old JobManager's fatal error ends its process: its dispatcher, runner and
+    /// processes vanish beside the leader, which goes on (it runs on another host).
+    fn old_jobmanager_exits(next: &mut State) {
+        // As with the leader's crash, a decision no entry recorded dies with it.
+        if next.decided.is_some() && next.job_result == JobResultEntry::Absent {
+            next.crash_lost = true;
+        }
+        let epoch = next.epoch - 1;
+        for p in next.processes[..usize::from(next.process_count)].iter_mut() {
+            if p.epoch == epoch {
+                p.state = ProcessState::Killed;
+                p.forward_pending = false;
+            }
+        }
+        if next.signal != 0 && Self::process(next, next.signal).epoch == epoch {
+            next.signal = 0;
+        }
+        next.old = None;
+        // When the leader started no runner, the old one was the latest: none is left.
+        if !next.has_runner {
+            next.runner_killed = true;
+        }
+        next.fatal_exit = true;
     }
 
     /// [`Action::CrashJobManager`]: the current epoch's JobManager process dies.

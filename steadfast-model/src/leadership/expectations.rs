@@ -1,10 +1,10 @@
 //! The expected-verdict table of specs/leadership.md, per design and scenario.
 
 use super::property::{
-    ALREADY_DONE, CLOSE_FLUSHES, CRASH_LOSES, DECIDED_ENDS_CLEAN, FAILED_AT_START,
-    FAILOVER_RECOVERS, FATAL_EXIT, JOB_FINISHES, JOB_SUSPENDED, NO_MASKING, NO_REANIMATION,
-    ONE_LIVE_PROCESS, ONLY_A_CRASH_LOSES, REGRANT, REGRANT_FLUSHES, SET_ONCE, STORES_AGREE,
-    WINDOW_A, WINDOW_B,
+    ALREADY_DONE, CLOSE_FLUSHES, CRASH_LOSES, DECIDED_ENDS_CLEAN, ENTRY_RECORDS_FIRST,
+    FAILED_AT_START, FAILOVER_RECOVERS, FATAL_EXIT, JOB_FINISHES, JOB_SUSPENDED, NO_MASKING,
+    NO_REANIMATION, ONE_LIVE_PROCESS, ONLY_A_CRASH_LOSES, REGRANT, REGRANT_FLUSHES, SET_ONCE,
+    STORES_AGREE, WINDOW_A, WINDOW_B,
 };
 use super::Design;
 use crate::Expectation;
@@ -17,7 +17,7 @@ type Row = (&'static str, [Verdict; 3]);
 type Cell = (&'static str, &'static str, Verdict);
 
 /// Per design: the safety verdicts under ordering A, ordering B and all, signal on time.
-const SAFETY: [(Design, [Row; 7]); 5] = [
+const SAFETY: [(Design, [Row; 8]); 5] = [
     (
         Design::Unpatched,
         [
@@ -28,6 +28,7 @@ const SAFETY: [(Design, [Row; 7]); 5] = [
             (STORES_AGREE, [Holds; 3]),
             (ONLY_A_CRASH_LOSES, [Counterexample; 3]),
             (DECIDED_ENDS_CLEAN, [Counterexample; 3]),
+            (ENTRY_RECORDS_FIRST, [Holds; 3]),
         ],
     ),
     (
@@ -40,6 +41,7 @@ const SAFETY: [(Design, [Row; 7]); 5] = [
             (STORES_AGREE, [Holds; 3]),
             (ONLY_A_CRASH_LOSES, [Counterexample; 3]),
             (DECIDED_ENDS_CLEAN, [Counterexample; 3]),
+            (ENTRY_RECORDS_FIRST, [Holds; 3]),
         ],
     ),
     (
@@ -52,6 +54,7 @@ const SAFETY: [(Design, [Row; 7]); 5] = [
             (STORES_AGREE, [Holds; 3]),
             (ONLY_A_CRASH_LOSES, [Holds, Counterexample, Counterexample]),
             (DECIDED_ENDS_CLEAN, [Holds, Counterexample, Counterexample]),
+            (ENTRY_RECORDS_FIRST, [Holds; 3]),
         ],
     ),
     (
@@ -64,6 +67,7 @@ const SAFETY: [(Design, [Row; 7]); 5] = [
             (STORES_AGREE, [Holds; 3]),
             (ONLY_A_CRASH_LOSES, [Holds; 3]),
             (DECIDED_ENDS_CLEAN, [Holds; 3]),
+            (ENTRY_RECORDS_FIRST, [Holds; 3]),
         ],
     ),
     // The mutant loses a terminal result forwarded after a revoke under every
@@ -78,6 +82,7 @@ const SAFETY: [(Design, [Row; 7]); 5] = [
             (STORES_AGREE, [Holds; 3]),
             (ONLY_A_CRASH_LOSES, [Counterexample; 3]),
             (DECIDED_ENDS_CLEAN, [Counterexample; 3]),
+            (ENTRY_RECORDS_FIRST, [Holds; 3]),
         ],
     ),
 ];
@@ -91,33 +96,68 @@ const LOST_TO_A_LATE_SIGNAL: [&str; 5] = [
     DECIDED_ENDS_CLEAN,
 ];
 
+/// The safety properties a JobMaster failure after the decision breaks in every design:
+/// the decision is lost, and a rerun that cannot start writes FAILED for the submitted
+/// job.
+const LOST_TO_A_JOBMASTER_FAILURE: [&str; 6] = [
+    NO_REANIMATION,
+    NO_MASKING,
+    SET_ONCE,
+    ONLY_A_CRASH_LOSES,
+    DECIDED_ENDS_CLEAN,
+    ENTRY_RECORDS_FIRST,
+];
+
 /// The scenarios' names, from the one table that defines them.
 struct Columns {
     /// Each ordering on time: A, B, all.
     on_time: [&'static str; 3],
     /// Each ordering with late signals: A, B, all.
     late: [&'static str; 3],
+    /// Ordering A with decisions during a close, on time and late.
+    decide_while_closing: [&'static str; 2],
     crash: &'static str,
     failures: &'static str,
+    /// JobMaster failures only before a decision (the earlier idealisation).
+    failures_before_decision: &'static str,
     overlap: &'static str,
     fenced: &'static str,
+    /// Overlapping dispatchers with JobMaster failures.
+    overlap_failures: &'static str,
+    /// The crash, failures, overlap and fenced columns with every rerun deciding too.
+    rerun_decides: [&'static str; 4],
 }
 
 impl Columns {
     fn of_scenarios() -> Columns {
-        let &[(ordering_a, _), (ordering_b, _), (all, _), (late_a, _), (late_b, _), (late_all, _), (crash, _), (failures, _), (overlap, _), (fenced, _)] =
+        let &[(ordering_a, _), (ordering_b, _), (all, _), (late_a, _), (late_b, _), (late_all, _), (closing_a, _), (closing_late_a, _), (crash, _), (failures, _), (failures_before_decision, _), (overlap, _), (fenced, _), (overlap_failures, _), (crash_rerun, _), (failures_rerun, _), (overlap_rerun, _), (fenced_rerun, _)] =
             super::SCENARIOS
         else {
-            unreachable!("the leadership model has ten scenarios");
+            unreachable!("the leadership model has eighteen scenarios");
         };
         Columns {
             on_time: [ordering_a, ordering_b, all],
             late: [late_a, late_b, late_all],
+            decide_while_closing: [closing_a, closing_late_a],
             crash,
             failures,
+            failures_before_decision,
             overlap,
             fenced,
+            overlap_failures,
+            rerun_decides: [crash_rerun, failures_rerun, overlap_rerun, fenced_rerun],
         }
+    }
+
+    /// Each fault's column and its column with reruns deciding.
+    fn with_reruns(&self) -> [(&'static str, &'static str); 4] {
+        let [crash, failures, overlap, fenced] = self.rerun_decides;
+        [
+            (self.crash, crash),
+            (self.failures, failures),
+            (self.overlap, overlap),
+            (self.fenced, fenced),
+        ]
     }
 }
 
@@ -160,14 +200,23 @@ fn safety_cells(
     // start with the signal in flight (ordering B and all), as runner-fix-only does on
     // time. Ordering A never closes with a signal in flight, so nothing can be late
     // there.
-    for (i, scenario) in c.late.into_iter().enumerate() {
+    let late = |i: usize| {
         let lost = design == Design::Fixed && i > 0 && LOST_TO_A_LATE_SIGNAL.contains(&property);
-        cells.push((
-            scenario,
-            property,
-            if lost { Counterexample } else { verdicts[i] },
-        ));
+        if lost {
+            Counterexample
+        } else {
+            verdicts[i]
+        }
+    };
+    for (i, scenario) in c.late.into_iter().enumerate() {
+        cells.push((scenario, property, late(i)));
     }
+    // A decision during a close puts a signal in flight there after all: ordering A
+    // then has the `all` column's verdicts, on time and late (runner-fix-only loses its
+    // ordering-A holds: its close completed NotFinished before the decision).
+    let [closing_a, closing_late_a] = c.decide_while_closing;
+    cells.push((closing_a, property, verdicts[2]));
+    cells.push((closing_late_a, property, late(2)));
     // A JobManager crash (ordering all) kills a decision the JobResultStore has not
     // recorded in every design: the next leader runs the job again, and its runner ends
     // SUSPENDED. Every other row keeps its `all` verdict: the fixed design loses a
@@ -178,12 +227,81 @@ fn safety_cells(
         property,
         if killed { Counterexample } else { verdicts[2] },
     ));
-    // JobMaster failures (before a decision) change no verdict: a failure that passes
-    // the leadership check is a fatal error, and the rerun it causes reruns an
-    // undecided job.
-    cells.push((c.failures, property, verdicts[2]));
+    // A JobMaster failure may complete the process's result before the terminal
+    // signal does, in every design: the decision is lost (dropped, masked by the
+    // failure, or rerun after the fatal error it causes). Failures only before a
+    // decision keep the `all` verdicts of the older properties: the rerun they cause
+    // reruns an undecided job.
+    cells.push((
+        c.failures,
+        property,
+        if LOST_TO_A_JOBMASTER_FAILURE.contains(&property) {
+            Counterexample
+        } else {
+            verdicts[2]
+        },
+    ));
+    // A reanimated run whose JobMaster cannot start writes FAILED for the submitted
+    // job over the first decision: every design that reanimates under `all`.
+    let reanimated_run_fails = property == ENTRY_RECORDS_FIRST && design != Design::Fixed;
+    cells.push((
+        c.failures_before_decision,
+        property,
+        if reanimated_run_fails {
+            Counterexample
+        } else {
+            verdicts[2]
+        },
+    ));
     cells.extend(overlap_cells(c, property, verdicts[2]));
+    let both = overlap_failures_cell(c, property, &cells);
+    cells.push(both);
+    cells.extend(rerun_cells(design, c, property, &cells));
     cells
+}
+
+/// Overlapping dispatchers with JobMaster failures, from the two columns' `cells`: each
+/// fault keeps every counterexample it has alone.
+fn overlap_failures_cell(c: &Columns, property: &'static str, cells: &[Cell]) -> Cell {
+    let verdict = |column: &str| {
+        cells
+            .iter()
+            .find(|(scenario, _, _)| *scenario == column)
+            .map(|(_, _, verdict)| *verdict)
+            .expect("both fault columns come first")
+    };
+    let expected = if [c.failures, c.overlap]
+        .into_iter()
+        .any(|column| verdict(column) == Counterexample)
+    {
+        Counterexample
+    } else {
+        verdict(c.failures)
+    };
+    (c.overlap_failures, property, expected)
+}
+
+/// The fault columns with reruns deciding, from the fault columns' `cells`: a rerun
+/// that decides writes its own status where nothing fences it, so the entry records
+/// the first decision only where every rerun follows a crash that killed it (the fixed
+/// design under crashes); every other verdict is the fault column's.
+fn rerun_cells(design: Design, c: &Columns, property: &'static str, cells: &[Cell]) -> Vec<Cell> {
+    c.with_reruns()
+        .into_iter()
+        .map(|(fault, rerun)| {
+            let (_, _, verdict) = *cells
+                .iter()
+                .find(|(scenario, _, _)| *scenario == fault)
+                .expect("every fault column comes first");
+            let only_crashes_rerun = fault == c.crash && design == Design::Fixed;
+            let expected = if property == ENTRY_RECORDS_FIRST && !only_crashes_rerun {
+                Counterexample
+            } else {
+                verdict
+            };
+            (rerun, property, expected)
+        })
+        .collect()
 }
 
 /// Overlapping dispatcher leaders (ordering all), unfenced and fenced, from the `all`
@@ -211,11 +329,22 @@ fn overlap_cells(c: &Columns, property: &'static str, all: Verdict) -> [Cell; 2]
 
 /// A fault's own reachability property comes with its setting only. Only an unfenced
 /// old dispatcher writes the entry a later grant finds.
-fn fault_cells(c: &Columns) -> [Cell; 5] {
+fn fault_cells(c: &Columns) -> [Cell; 15] {
+    let [crash_rerun, failures_rerun, overlap_rerun, fenced_rerun] = c.rerun_decides;
     [
+        (c.overlap_failures, FAILED_AT_START, Reached),
+        (c.overlap_failures, FATAL_EXIT, Reached),
+        (c.overlap_failures, ALREADY_DONE, Reached),
+        (crash_rerun, CRASH_LOSES, Reached),
+        (failures_rerun, FAILED_AT_START, Reached),
+        (failures_rerun, FATAL_EXIT, Reached),
+        (overlap_rerun, ALREADY_DONE, Reached),
+        (fenced_rerun, ALREADY_DONE, Unreached),
         (c.crash, CRASH_LOSES, Reached),
         (c.failures, FAILED_AT_START, Reached),
         (c.failures, FATAL_EXIT, Reached),
+        (c.failures_before_decision, FAILED_AT_START, Reached),
+        (c.failures_before_decision, FATAL_EXIT, Reached),
         (c.overlap, ALREADY_DONE, Reached),
         (c.fenced, ALREADY_DONE, Unreached),
     ]
@@ -229,6 +358,7 @@ fn fault_cells(c: &Columns) -> [Cell; 5] {
 fn reachability_cells(design: Design, c: &Columns) -> Vec<Cell> {
     let [ordering_a, ordering_b, all] = c.on_time;
     let [late_a, late_b, late_all] = c.late;
+    let [closing_a, closing_late_a] = c.decide_while_closing;
     let mut cells = Vec::new();
     for (scenario, a, b) in [
         (ordering_a, Reached, Unreached),
@@ -237,10 +367,18 @@ fn reachability_cells(design: Design, c: &Columns) -> Vec<Cell> {
         (late_a, Reached, Unreached),
         (late_b, Unreached, Reached),
         (late_all, Reached, Reached),
+        (closing_a, Reached, Reached),
+        (closing_late_a, Reached, Reached),
         (c.crash, Reached, Reached),
         (c.failures, Reached, Reached),
+        (c.failures_before_decision, Reached, Reached),
         (c.overlap, Reached, Reached),
         (c.fenced, Reached, Reached),
+        (c.overlap_failures, Reached, Reached),
+        (c.rerun_decides[0], Reached, Reached),
+        (c.rerun_decides[1], Reached, Reached),
+        (c.rerun_decides[2], Reached, Reached),
+        (c.rerun_decides[3], Reached, Reached),
     ] {
         let under_b = scenario == ordering_b || scenario == late_b;
         let finishes = if under_b && !(design.process_fix() && design.runner_fix()) {

@@ -152,8 +152,8 @@ impl Leadership {
     /// [`Action::DeliverTerminalSignal`]: when the signal arrives and whether it sets
     /// the result.
     fn signal_sentence(before: &State, id: u8) -> String {
-        let status = before.decided.map(Status::word).unwrap_or("terminal");
         let p = Self::process(before, id);
+        let status = p.decision.map(Status::word).unwrap_or("terminal");
         let when = match p.state {
             ProcessState::Running => "",
             ProcessState::Closing => " while it closes",

@@ -21,6 +21,10 @@ pub const STORES_AGREE: &str = "stores agree";
 /// A decision is reanimated or masked only after a JobManager crash killed it before
 /// the JobResultStore recorded it.
 pub const ONLY_A_CRASH_LOSES: &str = "only a crash loses a decision";
+/// A JobResultStore entry written after a decision records the first decision's
+/// status (not a later run's decision or initialisation failure), unless a JobManager
+/// crash killed that decision before any entry recorded it.
+pub const ENTRY_RECORDS_FIRST: &str = "the JobResultStore records the first decision";
 /// A run that has nothing left to do, once the scheduler decided and no crash killed the
 /// decision, ends with the job's JobResultStore entry clean (cleanup done), or with the
 /// decided status cached in a runner that waits for leadership (the bounds ran out of
@@ -55,7 +59,7 @@ pub const FATAL_EXIT: &str = "a JobMaster failure stops the JobManager";
 pub const ALREADY_DONE: &str = "a grant finds the job already done";
 
 /// The safety properties, in model order.
-pub const SAFETY: [&str; 7] = [
+pub const SAFETY: [&str; 8] = [
     NO_REANIMATION,
     NO_MASKING,
     SET_ONCE,
@@ -63,6 +67,7 @@ pub const SAFETY: [&str; 7] = [
     STORES_AGREE,
     ONLY_A_CRASH_LOSES,
     DECIDED_ENDS_CLEAN,
+    ENTRY_RECORDS_FIRST,
 ];
 
 /// The reachability properties, in model order.
@@ -156,6 +161,10 @@ pub(super) fn all(model: &Leadership) -> Vec<Property<Leadership>> {
                 return true;
             }
             !enabled_actions(m, s).is_empty()
+        }),
+        // Checked at every state: an entry is written once and never rewritten.
+        Property::<Leadership>::always(ENTRY_RECORDS_FIRST, |_, s| {
+            s.crash_lost || !s.entry_not_first
         }),
         Property::<Leadership>::sometimes(JOB_FINISHES, |_, s| {
             s.job_result == JobResultEntry::Clean

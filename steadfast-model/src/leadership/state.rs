@@ -118,6 +118,9 @@ pub struct Process {
     pub result: Outcome,
     /// The result completed and the runner's forward callback has not run yet.
     pub forward_pending: bool,
+    /// The status its scheduler decided, once it did (each run's scheduler decides at
+    /// most once).
+    pub decision: Option<Status>,
 }
 
 impl Process {
@@ -127,6 +130,7 @@ impl Process {
         epoch: 0,
         result: Outcome::Unset,
         forward_pending: false,
+        decision: None,
     };
 }
 
@@ -263,10 +267,13 @@ pub struct State {
     /// The current dispatcher's cleanup step outstanding.
     pub cleanup: Cleanup,
 
-    /// Ghost: the status the scheduler decided, once it did.
+    /// Ghost: the status the first scheduler to decide decided, once one did.
     pub decided: Option<Status>,
-    /// Ghost: the process whose scheduler decided (0: none).
+    /// Ghost: the process whose scheduler decided first (0: none).
     pub decider: u8,
+    /// Ghost: a JobResultStore entry was written, after a decision, with a status other
+    /// than the first decision's.
+    pub entry_not_first: bool,
     /// Ghost: a completion attempt carrying a terminal value was lost while the runner
     /// result was unset.
     pub lost_terminal: bool,
@@ -344,7 +351,7 @@ impl State {
         b[17] = self.entry_epoch | self.runner_epoch << 4;
         b[18] = self.decided.map_or(0, Status::code);
         b[19] = self.decider;
-        b[20] = self.lost_terminal as u8;
+        b[20] = self.lost_terminal as u8 | (self.entry_not_first as u8) << 1;
         b[21] = self.crash_lost as u8
             | (self.runner_killed as u8) << 1
             | (self.fatal_exit as u8) << 2
@@ -368,7 +375,9 @@ impl State {
             i += 1;
         }
         for p in &self.processes[..usize::from(self.process_count)] {
-            b[i] = p.state as u8 | (p.forward_pending as u8) << 4;
+            b[i] = p.state as u8
+                | (p.forward_pending as u8) << 4
+                | p.decision.map_or(0, Status::code) << 5;
             b[i + 1] = p.session;
             b[i + 2] = p.epoch;
             b[i + 3] = p.result.code();

@@ -51,6 +51,7 @@ impl State {
         r.runner_result = relabel.outcome(r.runner_result);
         for p in r.processes.iter_mut() {
             p.result = relabel.outcome(p.result);
+            p.decision = p.decision.map(|s| relabel.status(s));
         }
         if let Some(o) = r.old.as_mut() {
             o.pending_terminal = o.pending_terminal.map(|s| relabel.status(s));
@@ -99,6 +100,7 @@ mod tests {
         r.runner_result = outcome(state.runner_result);
         for p in r.processes.iter_mut() {
             p.result = outcome(p.result);
+            p.decision = p.decision.map(status);
         }
         if let Some(o) = r.old.as_mut() {
             o.pending_terminal = o.pending_terminal.map(status);
@@ -288,13 +290,13 @@ mod tests {
             (("runner-fix-only", "jobmaster-crash"), (25645, 9809)),
             (("fixed", "jobmaster-crash"), (15194, 6194)),
             (("revoke-clears-leader", "jobmaster-crash"), (23531, 9143)),
-            (("unpatched", "jobmaster-failures"), (211116, 88316)),
-            (("process-fix-only", "jobmaster-failures"), (131665, 61057)),
-            (("runner-fix-only", "jobmaster-failures"), (57493, 27087)),
-            (("fixed", "jobmaster-failures"), (34267, 19045)),
+            (("unpatched", "jobmaster-failures"), (326808, 126880)),
+            (("process-fix-only", "jobmaster-failures"), (244786, 98764)),
+            (("runner-fix-only", "jobmaster-failures"), (101167, 41645)),
+            (("fixed", "jobmaster-failures"), (77038, 33302)),
             (
                 ("revoke-clears-leader", "jobmaster-failures"),
-                (58457, 28355),
+                (107081, 44563),
             ),
             (("unpatched", "dispatcher-overlap"), (234337, 84825)),
             (("process-fix-only", "dispatcher-overlap"), (126137, 47371)),

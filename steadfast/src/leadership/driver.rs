@@ -134,8 +134,14 @@ impl Environment {
                 self.graphs.put(job)?;
                 Ok(DispatcherEvent::JobGraphStored { job })
             }
+            // Written if missing, as Flink's dispatcher does
+            // (`createDirtyJobResultEntryIfMissingAsync`): an entry already there stays
+            // as its first writer left it, and the global cleanup goes on.
             DispatcherEffect::WriteDirtyEntry { job, status } => {
-                self.results.create_dirty(job, status)?;
+                match self.results.create_dirty(job, status) {
+                    Ok(()) | Err(LeadershipError::EntryExists { .. }) => {}
+                    Err(error) => return Err(error),
+                }
                 Ok(DispatcherEvent::DirtyEntryWritten { job })
             }
             DispatcherEffect::RemoveJobGraph { job } => {

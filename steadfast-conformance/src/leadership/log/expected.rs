@@ -248,7 +248,7 @@ pub(crate) fn step_log(
             b.epoch,
             "applied",
         )),
-        Action::OldDispatcherHandlesResult => old_result_log(model, &b, &a, out),
+        Action::OldDispatcherHandlesResult => old_result_log(model, &b, out),
         _ => {}
     }
     settled_log(&b, &a, action, out);
@@ -274,10 +274,10 @@ fn grant_log(model: &Leadership, b: &State, s: u8, out: &mut Vec<LogRecord>) {
     let held = b.issued == s;
     let outcome = if !held {
         RunnerOutcome::GrantSkippedNotLeader
-    } else if b.pending_terminal.is_some() && model.design.runner_fix() {
-        RunnerOutcome::FlushedOnGrant
     } else if has_entry {
         RunnerOutcome::JobAlreadyDone
+    } else if b.pending_terminal.is_some() && model.design.runner_fix() {
+        RunnerOutcome::FlushedOnGrant
     } else {
         RunnerOutcome::ProcessStarted
     };
@@ -291,8 +291,13 @@ fn grant_log(model: &Leadership, b: &State, s: u8, out: &mut Vec<LogRecord>) {
 /// its result unless it has one, and the runner schedules the forward if it did.
 fn signal_log(b: &State, id: u8, out: &mut Vec<LogRecord>) {
     let session = process_session(b, id);
-    let status = status(b.decided.expect("a signal follows a decision"));
-    let completes = b.processes[usize::from(id) - 1].result == Outcome::Unset;
+    let process = &b.processes[usize::from(id) - 1];
+    let status = status(
+        process
+            .decision
+            .expect("a signal follows its scheduler's decision"),
+    );
+    let completes = process.result == Outcome::Unset;
     out.push(process_record(
         ProcessEvent::TerminalSignal(status),
         session,
@@ -385,8 +390,8 @@ fn terminate_log(b: &State, id: u8, out: &mut Vec<LogRecord>) {
 }
 
 /// `OldDispatcherHandlesResult`: the old dispatcher handles its runner's result and
-/// writes the dirty entry, or the fenced stores refuse its request.
-fn old_result_log(model: &Leadership, b: &State, a: &State, out: &mut Vec<LogRecord>) {
+/// writes the dirty entry (if missing), or the fenced stores refuse its request.
+fn old_result_log(model: &Leadership, b: &State, out: &mut Vec<LogRecord>) {
     let result = b.old.map_or(Outcome::Unset, |o| o.result);
     let epoch = b.epoch - 1;
     out.push(dispatcher_record(
@@ -397,29 +402,43 @@ fn old_result_log(model: &Leadership, b: &State, a: &State, out: &mut Vec<LogRec
         epoch,
         "applied",
     ));
-    let written = b.job_result == model::JobResultEntry::Absent
-        && a.job_result == model::JobResultEntry::Dirty;
-    match result {
-        Outcome::Terminal(_) if written => {
+    // A submitted job's initialisation failure is written as FAILED, as a terminal
+    // status is.
+    let written_status = match result {
+        Outcome::Terminal(decided) => Some(decided),
+        Outcome::InitFailed if epoch == 1 => Some(model::Status::Failed),
+        _ => None,
+    };
+    match (result, written_status) {
+        // Written if missing: an entry already there stays, and the answer is the same.
+        (_, Some(_)) if !model.fenced_result_store => {
             out.push(dispatcher_record(
                 &DispatcherEvent::DirtyEntryWritten { job: JOB },
                 epoch,
                 "applied",
             ));
         }
-        Outcome::Terminal(decided) => out.push(refused_record(
+        (_, Some(decided)) => out.push(refused_record(
             DispatcherEffect::WriteDirtyEntry {
                 job: JOB,
                 status: status(decided),
             },
             epoch,
         )),
-        Outcome::AlreadyDone if model.fenced_result_store => out.push(refused_record(
+        (Outcome::AlreadyDone, _) if model.fenced_result_store => out.push(refused_record(
             DispatcherEffect::RemoveJobGraph { job: JOB },
             epoch,
         )),
         _ => {}
     }
+}
+
+/// Whether `action` at `b` is the old dispatcher's fatal error, which ends the old
+/// JobManager: a JobMaster failure, or a recovered job's initialisation failure.
+fn old_exits(b: &State, action: &Action) -> bool {
+    let result = b.old.map_or(Outcome::Unset, |o| o.result);
+    *action == Action::OldDispatcherHandlesResult
+        && (result == Outcome::JobMasterFailed || (result == Outcome::InitFailed && b.epoch > 2))
 }
 
 /// What the runtime does by itself after the step's own events, from the settled states
@@ -429,7 +448,7 @@ fn settled_log(b: &State, a: &State, action: &Action, out: &mut Vec<LogRecord>) 
     // The old runner's close completes once its process terminated and its forward
     // settled: its dispatcher hears of it.
     if let Some(o) = b.old {
-        if !o.terminated && a.old.is_none_or(|ao| ao.terminated) {
+        if !o.terminated && a.old.is_none_or(|ao| ao.terminated) && !old_exits(b, action) {
             out.push(dispatcher_record(
                 &DispatcherEvent::RunnerTerminated { job: JOB },
                 b.epoch - 1,
@@ -470,10 +489,12 @@ fn settled_log(b: &State, a: &State, action: &Action, out: &mut Vec<LogRecord>) 
         ));
     }
     // The dirty entry the dispatcher asked for while handling a terminal result is
-    // written, and answered, within the same step.
+    // written (if missing: an entry already there stays), and answered, within the
+    // same step.
+    let written = b.job_result == model::JobResultEntry::Absent
+        && a.job_result == model::JobResultEntry::Dirty;
     if *action == Action::HandleRunnerResult
-        && b.job_result == model::JobResultEntry::Absent
-        && a.job_result == model::JobResultEntry::Dirty
+        && (written || matches!(b.runner_result, Outcome::Terminal(_)))
     {
         out.push(dispatcher_record(
             &DispatcherEvent::DirtyEntryWritten { job: JOB },
