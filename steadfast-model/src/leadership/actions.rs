@@ -336,24 +336,11 @@ impl Leadership {
     /// fatal error causes. Its dispatcher, runner, processes and scheduler vanish
     /// without a close, a result or a store write.
     pub(super) fn crash(&self, next: &mut State) {
-        // A decision that reached no JobResultStore entry dies with the process.
-        if next.decided.is_some() && next.job_result == JobResultEntry::Absent {
-            next.crash_lost = true;
-        }
+        Self::kill_jobmanager(next, next.epoch);
         next.dispatcher = DispatcherState::Crashed;
         // Its cleanup requests die with it; the next leader's recovery starts over.
         next.cleanup = Cleanup::Idle;
         next.issued = 0;
-        let epoch = next.epoch;
-        for p in next.processes[..usize::from(next.process_count)].iter_mut() {
-            if p.epoch == epoch {
-                p.state = ProcessState::Killed;
-                p.forward_pending = false;
-            }
-        }
-        if next.signal != 0 && Self::process(next, next.signal).epoch == epoch {
-            next.signal = 0;
-        }
         // The runner is gone with nothing to hand over: no result to handle, no close
         // to wait for. `has_runner` still says whether this epoch started one.
         next.runner = RunnerState::Stopped;
@@ -776,14 +763,13 @@ impl Leadership {
         Some(next)
     }
 
-    /// The old JobManager's fatal error ends its process: its dispatcher, runner and
-    /// processes vanish beside the leader, which goes on (it runs on another host).
-    fn old_jobmanager_exits(next: &mut State) {
-        // As with the leader's crash, a decision no entry recorded dies with it.
+    /// The JobManager process of `epoch` dies: its processes are Killed (results kept,
+    /// forwards dropped), a signal to one of them is dropped with the scheduler that
+    /// sent it, and a decision no JobResultStore entry recorded dies with it.
+    fn kill_jobmanager(next: &mut State, epoch: u8) {
         if next.decided.is_some() && next.job_result == JobResultEntry::Absent {
             next.crash_lost = true;
         }
-        let epoch = next.epoch - 1;
         for p in next.processes[..usize::from(next.process_count)].iter_mut() {
             if p.epoch == epoch {
                 p.state = ProcessState::Killed;
@@ -793,6 +779,12 @@ impl Leadership {
         if next.signal != 0 && Self::process(next, next.signal).epoch == epoch {
             next.signal = 0;
         }
+    }
+
+    /// The old JobManager's fatal error ends its process: its dispatcher, runner and
+    /// processes vanish beside the leader, which goes on (it runs on another host).
+    fn old_jobmanager_exits(next: &mut State) {
+        Self::kill_jobmanager(next, next.epoch - 1);
         next.old = None;
         // When the leader started no runner, the old one was the latest: none is left.
         if !next.has_runner {
