@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use steadfast_conformance::validate::{self, Options, Validation, Verdict};
-use steadfast_sim::leadership::{self as sim, Config, DEFECTS, MAX_FAILOVERS, MAX_GRANTS_PER_JOB};
+use steadfast_sim::leadership::{self as sim, Config, MAX_FAILOVERS, MAX_GRANTS_PER_JOB};
 
 use crate::args::{one_line, quote, Args, UsageError};
 
@@ -61,8 +61,8 @@ pub(crate) fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
     )?;
     let mut defects = Vec::new();
     for name in args.take_all("bug") {
-        let defect = sim::defect_named(&name).ok_or_else(|| {
-            let known: Vec<&str> = DEFECTS.iter().map(|d| sim::defect_name(*d)).collect();
+        let defect = sim::Defect::named(&name).ok_or_else(|| {
+            let known: Vec<&str> = sim::Defect::ALL.iter().map(|d| d.name()).collect();
             UsageError(format!(
                 "unknown bug {} for leadership (known: {})",
                 quote(&name),
@@ -133,7 +133,7 @@ pub(crate) fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
             totals.events as f64 / secs.max(1e-9)
         );
         if !defects.is_empty() {
-            let names: Vec<&str> = defects.iter().map(|d| sim::defect_name(*d)).collect();
+            let names: Vec<&str> = defects.iter().map(|d| d.name()).collect();
             println!("the machines carried the seed bug {}", names.join(" and "));
         }
     }
@@ -245,7 +245,7 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
             fencing = false;
             continue;
         }
-        let defect = sim::defect_named(&name).ok_or_else(|| {
+        let defect = sim::Defect::named(&name).ok_or_else(|| {
             UsageError(format!(
                 "unknown bug {} for durable (known: {})",
                 quote(&name),
@@ -341,7 +341,7 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
             );
         }
         if !defects.is_empty() {
-            let names: Vec<&str> = defects.iter().map(|d| sim::defect_name(*d)).collect();
+            let names: Vec<&str> = defects.iter().map(|d| d.name()).collect();
             println!("the operator carried the seed bug {}", names.join(" and "));
         }
         if !fencing {

@@ -61,9 +61,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::json;
+/// The seed bugs the operator can carry, with their command-line names.
+pub use steadfast::durable::Defect;
 use steadfast::durable::{
-    partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Defect, Effect, Event,
-    Limits, LogError, Operator, OperatorError, PutId, PutRecord, StateKey, StoreError,
+    partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Effect, Event, Limits,
+    LogError, Operator, OperatorError, PutId, PutRecord, StateKey, StoreError,
 };
 use steadfast_log::storage::{LockGuard, StdStorage, Storage, StorageFile};
 use steadfast_log::{
@@ -158,23 +160,7 @@ pub struct Config {
 }
 
 fn defect_names<S: serde::Serializer>(defects: &[Defect], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(defects.iter().map(|d| defect_name(*d)))
-}
-
-/// The command-line name of a seed bug.
-pub fn defect_name(defect: Defect) -> &'static str {
-    match defect {
-        Defect::EndOffsetMarker => "end-offset-marker",
-        Defect::CacheBeforeAck => "cache-before-ack",
-    }
-}
-
-/// Every seed bug the durable operator can carry, by command-line name.
-pub const DEFECTS: [Defect; 2] = [Defect::EndOffsetMarker, Defect::CacheBeforeAck];
-
-/// The seed bug of a command-line name.
-pub fn defect_named(name: &str) -> Option<Defect> {
-    DEFECTS.into_iter().find(|d| defect_name(*d) == name)
+    s.collect_seq(defects.iter().map(|d| d.name()))
 }
 
 /// The command-line name of the driver's seed bug: a restore writes no fences
@@ -183,7 +169,7 @@ pub const UNFENCED: &str = "unfenced";
 
 /// Every seed bug's command-line name: the operator's, then the driver's.
 pub fn bug_names() -> Vec<&'static str> {
-    let mut names: Vec<&str> = DEFECTS.iter().map(|d| defect_name(*d)).collect();
+    let mut names: Vec<&str> = Defect::ALL.iter().map(|d| d.name()).collect();
     names.push(UNFENCED);
     names
 }
@@ -261,7 +247,7 @@ impl Config {
 
     /// The seed bugs the run carries, by command-line name.
     pub fn bug_names(&self) -> Vec<&'static str> {
-        let mut names: Vec<&str> = self.defects.iter().map(|d| defect_name(*d)).collect();
+        let mut names: Vec<&str> = self.defects.iter().map(|d| d.name()).collect();
         if !self.fencing {
             names.push(UNFENCED);
         }

@@ -42,8 +42,10 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use serde::Serialize;
+/// The seed bugs the machines can carry, with their command-line names.
+pub use steadfast::leadership::Defect;
 use steadfast::leadership::{
-    Defect, Dispatcher, DispatcherEffect, DispatcherEvent, Effect, Environment, Event, JobId,
+    Dispatcher, DispatcherEffect, DispatcherEvent, Effect, Environment, Event, JobId,
     JobResultEntry, JobResultStore, JobStatus, ProcessState, Runner, RunnerResult, RunnerState,
     Session,
 };
@@ -95,23 +97,7 @@ pub struct Config {
 }
 
 fn defect_names<S: serde::Serializer>(defects: &[Defect], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(defects.iter().map(|d| defect_name(*d)))
-}
-
-/// The command-line name of a seed bug.
-pub fn defect_name(defect: Defect) -> &'static str {
-    match defect {
-        Defect::EagerNotFinished => "eager-not-finished",
-        Defect::RevokeClearsLeader => "revoke-clears-leader",
-    }
-}
-
-/// Every seed bug the leadership machines can carry, by command-line name.
-pub const DEFECTS: [Defect; 2] = [Defect::EagerNotFinished, Defect::RevokeClearsLeader];
-
-/// The seed bug of a command-line name.
-pub fn defect_named(name: &str) -> Option<Defect> {
-    DEFECTS.into_iter().find(|d| defect_name(*d) == name)
+    s.collect_seq(defects.iter().map(|d| d.name()))
 }
 
 impl Default for Config {
@@ -387,7 +373,7 @@ impl Sim {
                 failovers = config.failovers,
                 late_signal = config.late_signal,
                 max_delay_ms = config.max_delay_ms,
-                defects = ?config.defects.iter().map(|d| defect_name(*d)).collect::<Vec<_>>(),
+                defects = ?config.defects.iter().map(|d| d.name()).collect::<Vec<_>>(),
             );
             c.start();
             let failovers = c.rng.between(0, u64::from(config.failovers)) as u8;

@@ -6,9 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use steadfast::durable::Defect;
-use steadfast_sim::durable::{
-    bug_names, defect_name, defect_named, run, Config, Outcome, DEFECTS, UNFENCED,
-};
+use steadfast_sim::durable::{bug_names, run, Config, Outcome, UNFENCED};
 
 fn config(seed: u64) -> Config {
     Config {
@@ -204,14 +202,14 @@ fn bad_settings_are_refused_by_name() {
 
 #[test]
 fn defect_names_round_trip() {
-    for defect in DEFECTS {
-        assert_eq!(defect_named(defect_name(defect)), Some(defect));
+    for defect in Defect::ALL {
+        assert_eq!(Defect::named(defect.name()), Some(defect));
     }
-    assert_eq!(defect_name(Defect::EndOffsetMarker), "end-offset-marker");
-    assert_eq!(defect_name(Defect::CacheBeforeAck), "cache-before-ack");
-    assert_eq!(defect_named("no-such-bug"), None);
+    assert_eq!(Defect::EndOffsetMarker.name(), "end-offset-marker");
+    assert_eq!(Defect::CacheBeforeAck.name(), "cache-before-ack");
+    assert_eq!(Defect::named("no-such-bug"), None);
     // The driver's bug is no operator defect.
-    assert_eq!(defect_named(UNFENCED), None);
+    assert_eq!(Defect::named(UNFENCED), None);
     assert_eq!(
         bug_names(),
         ["end-offset-marker", "cache-before-ack", "unfenced"]

@@ -19,6 +19,25 @@ pub enum Defect {
     CacheBeforeAck,
 }
 
+#[cfg(feature = "defects")]
+impl Defect {
+    /// Every seed bug the durable operator can carry, in command-line order.
+    pub const ALL: [Defect; 2] = [Defect::EndOffsetMarker, Defect::CacheBeforeAck];
+
+    /// The seed bug's command-line name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Defect::EndOffsetMarker => "end-offset-marker",
+            Defect::CacheBeforeAck => "cache-before-ack",
+        }
+    }
+
+    /// The seed bug of a command-line name.
+    pub fn named(name: &str) -> Option<Defect> {
+        Defect::ALL.into_iter().find(|d| d.name() == name)
+    }
+}
+
 /// The defects an operator carries; all off in the fixed design.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Defects {

@@ -17,6 +17,25 @@ pub enum Defect {
     RevokeClearsLeader,
 }
 
+#[cfg(feature = "defects")]
+impl Defect {
+    /// Every seed bug the leadership machines can carry, in command-line order.
+    pub const ALL: [Defect; 2] = [Defect::EagerNotFinished, Defect::RevokeClearsLeader];
+
+    /// The seed bug's command-line name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Defect::EagerNotFinished => "eager-not-finished",
+            Defect::RevokeClearsLeader => "revoke-clears-leader",
+        }
+    }
+
+    /// The seed bug of a command-line name.
+    pub fn named(name: &str) -> Option<Defect> {
+        Defect::ALL.into_iter().find(|d| d.name() == name)
+    }
+}
+
 /// The defects a runner and its processes carry; all off in the fixed design.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Defects {
