@@ -261,21 +261,31 @@ impl Leadership {
         pending_terminal.map_or(Outcome::Suspended, Outcome::Terminal)
     }
 
-    /// Writes the dirty entry of `epoch`'s dispatcher if the store holds none; false
-    /// when it holds one (the first writer's entry stays). `decision` is the decided
+    /// The JobResultStore entry a runner result of `epoch`'s runner asks for, with the
+    /// decision it records: a terminal status is one; a submitted job whose JobMaster
+    /// cannot start (its runner is epoch 1's) is FAILED for good but records no
+    /// decision (`Some(None)`); any other result asks for no entry (`None`).
+    fn entry_for(result: Outcome, epoch: u8) -> Option<Option<Status>> {
+        match result {
+            Outcome::Terminal(status) => Some(Some(status)),
+            Outcome::InitFailed if epoch == 1 => Some(None),
+            _ => None,
+        }
+    }
+
+    /// Writes the dirty entry of `epoch`'s dispatcher if the store holds none (when it
+    /// holds one, the first writer's entry stays). `decision` is the decided
     /// status the entry records, `None` for a submitted job's initialisation failure
     /// (FAILED, but no scheduler's decision: after a decision it records a later run's
     /// failure instead, whatever the names, which keeps the statuses interchangeable).
-    fn record_entry(state: &mut State, epoch: u8, decision: Option<Status>) -> bool {
-        let absent = state.job_result == JobResultEntry::Absent;
-        if absent {
+    fn record_entry(state: &mut State, epoch: u8, decision: Option<Status>) {
+        if state.job_result == JobResultEntry::Absent {
             state.job_result = JobResultEntry::Dirty;
             state.entry_epoch = epoch;
             if state.decided.is_some() && state.decided != decision {
                 state.entry_not_first = true;
             }
         }
-        absent
     }
 
     /// The cleanup a dispatcher starts from what its recovery read found: an entry
@@ -623,31 +633,22 @@ impl Leadership {
     pub(super) fn handle_runner_result(&self, s: &State) -> Option<State> {
         let mut next = *s;
         next.result_handled = true;
+        let entry = Self::entry_for(next.runner_result, s.epoch);
         match next.runner_result {
             // The entry is written if missing (Flink's
             // `createDirtyJobResultEntryIfMissingAsync`: the first writer's stays) and
-            // the global cleanup follows either way, unless one is under way.
-            Outcome::Terminal(status) => {
-                Self::record_entry(&mut next, s.epoch, Some(status));
+            // the global cleanup follows either way, unless one is under way. Someone
+            // else's entry ("already done") is cleaned up after the same way.
+            _ if entry.is_some() || next.runner_result == Outcome::AlreadyDone => {
+                if let Some(decision) = entry {
+                    Self::record_entry(&mut next, s.epoch, decision);
+                }
                 if next.cleanup == Cleanup::Idle {
                     next.cleanup = Cleanup::RemovingJobGraph;
                 }
             }
-            // Someone else wrote the entry: clean up after them, unless a cleanup is
-            // under way.
-            Outcome::AlreadyDone => {
-                if next.cleanup == Cleanup::Idle {
-                    next.cleanup = Cleanup::RemovingJobGraph;
-                }
-            }
-            // A submitted job whose JobMaster cannot start has FAILED for good; a
-            // recovered one is a fatal error (Flink's `Dispatcher.runJob`).
-            Outcome::InitFailed if next.epoch == 1 => {
-                if Self::record_entry(&mut next, 1, None) {
-                    next.cleanup = Cleanup::RemovingJobGraph;
-                }
-            }
-            // A fatal error: the JobManager process exits.
+            // A recovered job that cannot start, or a failed JobMaster: a fatal error
+            // (Flink's `Dispatcher.runJob`), the JobManager process exits.
             Outcome::InitFailed | Outcome::JobMasterFailed => {
                 next.fatal_exit = true;
                 self.crash(&mut next);
@@ -656,7 +657,7 @@ impl Leadership {
             // SUSPENDED: local cleanup only; the JobGraph stays for recovery.
             // NotFinished (an exceptional runner result) would take the fatal error
             // path; no runner result takes that value in this model.
-            Outcome::Suspended | Outcome::NotFinished | Outcome::Unset => {}
+            _ => {}
         }
         // The dispatcher removes the job and closes its runner.
         self.start_runner_close(&mut next);
@@ -732,22 +733,17 @@ impl Leadership {
         // it starts no cleanup.
         let open = !self.fenced_result_store;
         let old_epoch = s.epoch - 1;
+        let entry = Self::entry_for(o.result, old_epoch);
         let cleans = match o.result {
-            Outcome::Terminal(status) => {
+            // As the leader's: the entry if missing, then the cleanup unless under way.
+            _ if entry.is_some() || o.result == Outcome::AlreadyDone => {
                 open && {
-                    Self::record_entry(&mut next, old_epoch, Some(status));
+                    if let Some(decision) = entry {
+                        Self::record_entry(&mut next, old_epoch, decision);
+                    }
                     o.cleanup == Cleanup::Idle
                 }
             }
-            // A submitted job whose JobMaster cannot start is FAILED for good, whichever
-            // dispatcher hears of it.
-            Outcome::InitFailed if old_epoch == 1 => {
-                open && {
-                    Self::record_entry(&mut next, old_epoch, None);
-                    o.cleanup == Cleanup::Idle
-                }
-            }
-            Outcome::AlreadyDone => open && o.cleanup == Cleanup::Idle,
             // Any other failure is a fatal error: the old JobManager process exits.
             Outcome::InitFailed | Outcome::JobMasterFailed => {
                 Self::old_jobmanager_exits(&mut next);
