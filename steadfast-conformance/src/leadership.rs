@@ -1,7 +1,7 @@
 //! The leadership model bound to the production leadership machines (FLINK-39704,
 //! apache/flink PR 28201).
 //!
-//! [`LeadershipBinding`] drives `steadfast::leadership::Driver` (runner, processes,
+//! [`LeadershipBinding`] drives `steadfast::leadership::Harness` (runner, processes,
 //! dispatcher, in-memory election and HA stores) through the events that realise each
 //! action of `steadfast_model::leadership::Leadership`, and compares both sides through
 //! one [`Observation`] after every step. The mapping, in short (specs/conformance.md has
@@ -13,7 +13,7 @@
 //!   that asks them, with the answers the model's state gives;
 //! - the scheduler's decision is environment state: only its delivery reaches the runtime;
 //! - the dispatcher's steps are stepped one to one: the driver is
-//!   [`Driver::stepwise`], so the runner's result waits on its way to the dispatcher
+//!   [`Harness::stepwise`], so the runner's result waits on its way to the dispatcher
 //!   until `HandleRunnerResult` delivers it, and each store request of the dispatcher
 //!   waits until the model's step that performs it (`HandleRunnerResult` writes the
 //!   dirty entry, `RemoveJobGraph`, `MarkResultClean`, `RecoverJob` reads the stores)
@@ -22,7 +22,7 @@
 //!   schedules separately: completing the runner's close (the old runner's too). The
 //!   model side of the observation is therefore taken after it ([`settle`]), and the
 //!   model's own copy of it is a step without a runtime event;
-//! - with `dispatcher-overlap` the driver is [`Driver::overlapping`]: the old JobManager
+//! - with `dispatcher-overlap` the driver is [`Harness::overlapping`]: the old JobManager
 //!   stops beside the next leader on the same stores, events about its processes reach
 //!   its runner, and its dispatcher's result handling and cleanup are stepped one to one
 //!   (`OldDispatcherHandlesResult`, `OldRemoveJobGraph`, `OldMarkResultClean`).
@@ -45,7 +45,7 @@ use std::fmt::{self, Write as _};
 use serde::Serialize;
 use stateright::Model;
 use steadfast::leadership::{
-    DispatcherEffect, DispatcherEvent, Driver, Event, JobGraphStore, JobId, JobResultEntry,
+    DispatcherEffect, DispatcherEvent, Event, Harness, JobGraphStore, JobId, JobResultEntry,
     JobResultStore, JobStatus, LeadershipError, ProcessEvent, ProcessResult, ProcessState, Query,
     Runner, RunnerOutcome, RunnerResult, RunnerState, Session,
 };
@@ -77,7 +77,7 @@ pub const JOB: JobId = JobId(1);
 #[derive(Clone, Debug)]
 pub struct Runtime {
     /// The driver of runner, dispatcher, election and stores.
-    pub driver: Driver,
+    pub driver: Harness,
     /// Whether each step collects the runtime's structured log and checks it against the
     /// model ([`check_log`]); on from [`Runtime::started`].
     pub check_log: bool,
@@ -88,19 +88,19 @@ pub struct Runtime {
 impl Runtime {
     /// A dispatcher leader with the job submitted: the model's initial situation.
     pub fn started() -> Runtime {
-        Runtime::started_on(Driver::stepwise(JOB))
+        Runtime::started_on(Harness::stepwise(JOB))
     }
 
     /// [`Runtime::started`] with the environment `model` sets: the next dispatcher
     /// leader on another host with `dispatcher-overlap`, fenced stores with
     /// `fenced-result-store`.
     pub fn for_model(model: &Leadership) -> Runtime {
-        Runtime::started_on(in_environment(model, Driver::stepwise(JOB)))
+        Runtime::started_on(in_environment(model, Harness::stepwise(JOB)))
     }
 
     /// A runtime whose `driver` (fresh, stepwise) is brought to the model's initial
     /// situation.
-    pub fn started_on(mut driver: Driver) -> Runtime {
+    pub fn started_on(mut driver: Harness) -> Runtime {
         driver
             .dispatcher_gain_leadership()
             .expect("a fresh dispatcher gains leadership");
@@ -123,7 +123,7 @@ impl Runtime {
 
 /// `driver` in the environment `model` sets: the next dispatcher leader on another host
 /// with `dispatcher-overlap`, fenced stores with `fenced-result-store`.
-pub fn in_environment(model: &Leadership, driver: Driver) -> Driver {
+pub fn in_environment(model: &Leadership, driver: Harness) -> Harness {
     if model.dispatcher_overlap {
         driver.overlapping(model.fenced_result_store)
     } else {
@@ -495,17 +495,17 @@ impl Binding for LeadershipBinding {
 
     fn counterpart(kind: &str) -> &'static str {
         match kind {
-            "GrantLeadership" => "Driver::elect (the election issues the session)",
-            "RevokeLeadership" => "Driver::unelect (the election revokes the session)",
+            "GrantLeadership" => "Harness::elect (the election issues the session)",
+            "RevokeLeadership" => "Harness::unelect (the election revokes the session)",
             "RunGrant" => "Event::LeadershipGranted to the runner, its store queries answered",
             "RunRevoke" => "Event::LeadershipRevoked to the runner, its store queries answered",
             "DecideTerminal" => "no event: the scheduler's decision is environment state",
             "DeliverTerminalSignal" => "Event::TerminalSignalDelivered to the runner's process",
             "CheckLeadershipInForward" => "Event::ForwardCallback, its leadership query answered",
             "TerminateService" => "Event::ProcessServiceTerminated, its queries answered",
-            "DispatcherFailover" => "Driver::dispatcher_lose_leadership",
+            "DispatcherFailover" => "Harness::dispatcher_lose_leadership",
             "RecoverJob" => {
-                "Driver::dispatcher_gain_leadership, then DispatcherEffect::RecoverJobs answered by DispatcherEvent::JobsRecovered"
+                "Harness::dispatcher_gain_leadership, then DispatcherEffect::RecoverJobs answered by DispatcherEvent::JobsRecovered"
             }
             "HandleRunnerResult" => {
                 "DispatcherEvent::RunnerCompleted delivered, then DispatcherEffect::WriteDirtyEntry answered by DispatcherEvent::DirtyEntryWritten for a terminal result (or a submitted job's initialisation failure); DispatcherEffect::FatalError exits the JobManager (the driver's crash)"
@@ -520,13 +520,13 @@ impl Binding for LeadershipBinding {
                 "taken by the runtime within the step that enabled it; checked by its log record"
             }
             "OldDispatcherHandlesResult" => {
-                "Driver::deliver_old_runner_result, then the old dispatcher's DispatcherEffect::WriteDirtyEntry answered (or refused: fenced, or an entry exists)"
+                "Harness::deliver_old_runner_result, then the old dispatcher's DispatcherEffect::WriteDirtyEntry answered (or refused: fenced, or an entry exists)"
             }
             "OldRemoveJobGraph" => {
-                "the old dispatcher's DispatcherEffect::RemoveJobGraph answered (Driver::answer_old_store_request)"
+                "the old dispatcher's DispatcherEffect::RemoveJobGraph answered (Harness::answer_old_store_request)"
             }
             "OldMarkResultClean" => {
-                "the old dispatcher's DispatcherEffect::MarkEntryClean answered (Driver::answer_old_store_request)"
+                "the old dispatcher's DispatcherEffect::MarkEntryClean answered (Harness::answer_old_store_request)"
             }
             "FailInitialization" => {
                 "Event::ProcessResultCompleted { value: InitializationFailed } for the current process"
@@ -535,7 +535,7 @@ impl Binding for LeadershipBinding {
                 "Event::ProcessResultCompleted { value: JobMasterFailed } for the current process"
             }
             "CrashJobManager" => {
-                "Driver::crash_jobmanager (dispatcher and runner dropped, Dispatcher::after_crash; the stores kept)"
+                "Harness::crash_jobmanager (dispatcher and runner dropped, Dispatcher::after_crash; the stores kept)"
             }
             _ => "(unknown action kind)",
         }

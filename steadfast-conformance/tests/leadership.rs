@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 
 use steadfast::leadership::{
-    DispatcherEffect, Driver, JobResultStore, JobStatus, ProcessResult, ProcessState, RunnerResult,
-    Session,
+    DispatcherEffect, Harness, JobResultStore, JobStatus, ProcessResult, ProcessState,
+    RunnerResult, Session,
 };
 use steadfast_conformance::cover::{cover, cover_threads, Coverage};
 use steadfast_conformance::leadership::{
@@ -1354,7 +1354,7 @@ impl<const OVERLAP: bool, const FENCED: bool> Binding for EnvironmentBinding<OVE
     type Rejection = Rejection;
 
     fn start(_: &Leadership, _: &State) -> Runtime {
-        let driver = Driver::stepwise(JOB);
+        let driver = Harness::stepwise(JOB);
         Runtime::started_on(if OVERLAP {
             driver.overlapping(FENCED)
         } else {

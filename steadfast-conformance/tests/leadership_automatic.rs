@@ -1,4 +1,4 @@
-//! Conformance of the automatic leadership driver (`Driver::new(job, true)`: queries
+//! Conformance of the automatic leadership driver (`Harness::new(job, true)`: queries
 //! answered, store requests executed and runner results handed to the dispatcher as
 //! they arise; `grant()` and `revoke()` issue and deliver at once) with the leadership
 //! model seen at its quiescent points: every event of that graph replayed, with

@@ -16,9 +16,9 @@ use std::fmt::Debug;
 
 use stateright::Model;
 use steadfast::leadership::{
-    DispatcherEffect, DispatcherEvent, Driver, Effect, Event, JobGraphStore, JobId, JobResultEntry,
-    JobResultStore, JobStatus, LeadershipError, Process, ProcessEvent, ProcessResult, RecoveredJob,
-    Runner, RunnerOutcome, RunnerResult, RunnerState, Session,
+    DispatcherEffect, DispatcherEvent, Effect, Event, Harness, JobGraphStore, JobId,
+    JobResultEntry, JobResultStore, JobStatus, LeadershipError, Process, ProcessEvent,
+    ProcessResult, RecoveredJob, Runner, RunnerOutcome, RunnerResult, RunnerState, Session,
 };
 use steadfast_conformance::leadership::{drive, Runtime, JOB};
 use steadfast_model::leadership::{self as model, Action, Leadership, State};
@@ -316,7 +316,7 @@ fn the_stores_refuse_a_second_job_graph_a_second_entry_and_cleaning_none() {
 #[test]
 fn a_driver_refuses_answers_and_deliveries_with_nothing_pending() {
     let rt = at(|s| s.sessions == 1 && s.issued == 1);
-    let driver: &Driver = &rt.driver;
+    let driver: &Harness = &rt.driver;
     assert_eq!(driver.next_query(), None);
     refuses(
         driver,

@@ -9,7 +9,7 @@
 //!   `revoke-clears-leader` mutant.
 
 use stateright::Model;
-use steadfast::leadership::{Defect, Driver, Runner};
+use steadfast::leadership::{Defect, Harness, Runner};
 use steadfast_conformance::cover::{cover, Coverage};
 use steadfast_conformance::leadership::{
     in_environment, start_checked, LeadershipBinding, Observation, Rejection, Runtime, JOB,
@@ -42,7 +42,7 @@ impl<const D: u8> Binding for SeedBug<D> {
     }
 
     fn start(m: &Leadership, init: &State) -> Runtime {
-        let driver = Driver::stepwise(JOB).with_defects(&[defect(D)]);
+        let driver = Harness::stepwise(JOB).with_defects(&[defect(D)]);
         start_checked(init, || Runtime::started_on(in_environment(m, driver)))
     }
 

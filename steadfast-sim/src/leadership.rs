@@ -281,7 +281,7 @@ impl Later {
 }
 
 /// An effect of one synchronous section, executed in the order the machines emitted
-/// them (breadth-first, as the runtime-agnostic `Driver` does).
+/// them (breadth-first, as the runtime-agnostic `Harness` does).
 #[derive(Clone, Copy, Debug)]
 enum Work {
     Runner(usize, Effect),

@@ -2,7 +2,7 @@
 //! (FLINK-39704, apache/flink PR 28201, fixed runner and process).
 
 use steadfast::leadership::{
-    Driver, Effect, Event, JobId, JobStatus, LeadershipError, ProcessResult, Runner, Session,
+    Effect, Event, Harness, JobId, JobStatus, LeadershipError, ProcessResult, Runner, Session,
 };
 
 const JOB: JobId = JobId(3);
@@ -216,7 +216,7 @@ fn events_after_the_runner_stopped() {
 
 #[test]
 fn driver_refusals_leave_the_projection_unchanged() {
-    let mut d = Driver::new(JOB, true);
+    let mut d = Harness::new(JOB, true);
     let before = d.projection();
     assert_eq!(d.elect(), Err(LeadershipError::NoRunner));
     assert_eq!(d.submit_job(), Err(LeadershipError::DispatcherNotLeader));
@@ -251,7 +251,7 @@ fn driver_refusals_leave_the_projection_unchanged() {
 /// then returned `AlreadyClosed`, with the dispatcher and stores already changed.
 #[test]
 fn a_dispatcher_close_of_a_runner_closed_already_is_no_refusal() {
-    let mut d = Driver::new(JOB, true);
+    let mut d = Harness::new(JOB, true);
     d.dispatcher_gain_leadership().unwrap();
     d.submit_job().unwrap();
     let s = d.grant().unwrap();
@@ -273,7 +273,7 @@ fn a_dispatcher_close_of_a_runner_closed_already_is_no_refusal() {
 /// driver, not only its projection.
 #[test]
 fn a_driver_event_refused_part_way_changes_nothing() {
-    let mut d = Driver::new(JOB, true);
+    let mut d = Harness::new(JOB, true);
     d.dispatcher_gain_leadership().unwrap();
     d.submit_job().unwrap();
     let s = d.grant().unwrap();

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use std::cell::RefCell;
 use steadfast::leadership::{
-    DispatcherEffect, Driver, DriverEffect, Effect, Event, JobId, JobResultEntry, JobResultStore,
+    DispatcherEffect, Effect, Event, Harness, HarnessEffect, JobId, JobResultEntry, JobResultStore,
     JobStatus, LeadershipProjection, ProcessResult, ProcessState, Query, Runner, RunnerResult,
     RunnerState, Session,
 };
@@ -62,7 +62,7 @@ const ANY_ACTION: [Action; 13] = [
 /// state, so runs get deep; `gate` makes the disruptive actions (revoke, dispatcher
 /// failover, initialisation failure) rarer, and a `byte` from 240 up picks any action,
 /// enabled or not, to exercise refusals.
-fn choose(d: &Driver, o: &Oracle, (gate, byte): (u8, u8)) -> Option<Action> {
+fn choose(d: &Harness, o: &Oracle, (gate, byte): (u8, u8)) -> Option<Action> {
     if byte >= 240 {
         return Some(ANY_ACTION[usize::from(byte - 240) % ANY_ACTION.len()]);
     }
@@ -142,10 +142,10 @@ fn live_process(p: &LeadershipProjection) -> Option<(Session, Option<ProcessResu
 
 /// Runs one action; `Ok(None)` when the action does not apply to this state.
 fn act(
-    d: &mut Driver,
+    d: &mut Harness,
     o: &mut Oracle,
     a: Action,
-) -> Option<Result<Vec<DriverEffect>, steadfast::leadership::LeadershipError>> {
+) -> Option<Result<Vec<HarnessEffect>, steadfast::leadership::LeadershipError>> {
     let p = d.projection();
     Some(match a {
         Action::Elect => d.elect().map(|_| Vec::new()),
@@ -201,13 +201,13 @@ fn check_step(
     o: &mut Oracle,
     before: &LeadershipProjection,
     after: &LeadershipProjection,
-    effects: &[DriverEffect],
+    effects: &[HarnessEffect],
     decided_before: bool,
 ) -> Result<(), TestCaseError> {
     let started: Vec<Session> = effects
         .iter()
         .filter_map(|e| match e {
-            DriverEffect::Runner(Effect::StartProcess { session }) => Some(*session),
+            HarnessEffect::Runner(Effect::StartProcess { session }) => Some(*session),
             _ => None,
         })
         .collect();
@@ -310,7 +310,7 @@ fn check_step(
         }
     }
     for e in effects {
-        if let DriverEffect::Dispatcher(DispatcherEffect::GlobalCleanup { status, .. }) = e {
+        if let HarnessEffect::Dispatcher(DispatcherEffect::GlobalCleanup { status, .. }) = e {
             let ended = o
                 .decided
                 .map(|(_, s)| s)
@@ -323,7 +323,7 @@ fn check_step(
 
 /// Brings everything to rest: signals delivered, messages and answers delivered,
 /// callbacks run, services terminated, the runner closed.
-fn drain(d: &mut Driver, o: &mut Oracle) -> Result<(), TestCaseError> {
+fn drain(d: &mut Harness, o: &mut Oracle) -> Result<(), TestCaseError> {
     for _ in 0..200 {
         let before = d.projection();
         let decided_before = o.decided.is_some();
@@ -373,7 +373,7 @@ struct Coverage {
 }
 
 fn run_case(choices: &[(u8, u8)], cov: &mut Coverage) -> Result<(), TestCaseError> {
-    let mut d = Driver::new(JOB, false);
+    let mut d = Harness::new(JOB, false);
     d.dispatcher_gain_leadership().unwrap();
     d.submit_job().unwrap();
     let mut o = Oracle::default();
@@ -452,7 +452,7 @@ fn run_case(choices: &[(u8, u8)], cov: &mut Coverage) -> Result<(), TestCaseErro
     let recovered = fx.iter().any(|e| {
         matches!(
             e,
-            DriverEffect::Dispatcher(DispatcherEffect::StartRunner { .. })
+            HarnessEffect::Dispatcher(DispatcherEffect::StartRunner { .. })
         )
     });
     prop_assert_eq!(recovered, !ended);

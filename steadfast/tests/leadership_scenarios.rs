@@ -3,7 +3,7 @@
 //! runner, the dispatcher and the HA stores.
 
 use steadfast::leadership::{
-    DispatcherEffect, Driver, DriverEffect, Effect, Event, JobId, JobResultEntry, JobResultStore,
+    DispatcherEffect, Effect, Event, Harness, HarnessEffect, JobId, JobResultEntry, JobResultStore,
     JobStatus, Process, ProcessEffect, ProcessEvent, ProcessProjection, ProcessResult,
     ProcessState, Runner, RunnerResult, RunnerState, Session,
 };
@@ -12,14 +12,14 @@ const JOB: JobId = JobId(1);
 const ALL: [JobStatus; 3] = [JobStatus::Failed, JobStatus::Finished, JobStatus::Canceled];
 
 /// A dispatcher leader with the job submitted and its first process started.
-fn running(auto_answer: bool) -> (Driver, Session) {
-    let mut d = Driver::new(JOB, auto_answer);
+fn running(auto_answer: bool) -> (Harness, Session) {
+    let mut d = Harness::new(JOB, auto_answer);
     d.dispatcher_gain_leadership().unwrap();
     assert_eq!(
         d.submit_job().unwrap(),
         vec![
-            DriverEffect::Dispatcher(DispatcherEffect::PutJobGraph { job: JOB }),
-            DriverEffect::Dispatcher(DispatcherEffect::StartRunner { job: JOB }),
+            HarnessEffect::Dispatcher(DispatcherEffect::PutJobGraph { job: JOB }),
+            HarnessEffect::Dispatcher(DispatcherEffect::StartRunner { job: JOB }),
         ]
     );
     let s = d.grant().unwrap();
@@ -38,17 +38,17 @@ fn running(auto_answer: bool) -> (Driver, Session) {
     (d, s)
 }
 
-fn runner_effects(effects: &[DriverEffect]) -> Vec<Effect> {
+fn runner_effects(effects: &[HarnessEffect]) -> Vec<Effect> {
     effects
         .iter()
         .filter_map(|e| match e {
-            DriverEffect::Runner(fx) => Some(*fx),
-            DriverEffect::Dispatcher(_) => None,
+            HarnessEffect::Runner(fx) => Some(*fx),
+            HarnessEffect::Dispatcher(_) => None,
         })
         .collect()
 }
 
-fn started_processes(effects: &[DriverEffect]) -> usize {
+fn started_processes(effects: &[HarnessEffect]) -> usize {
     runner_effects(effects)
         .iter()
         .filter(|e| matches!(e, Effect::StartProcess { .. }))
@@ -57,7 +57,7 @@ fn started_processes(effects: &[DriverEffect]) -> usize {
 
 /// The dispatcher fails over: it loses leadership (closing the runner) and gains it
 /// again, recovering whatever it finds. Returns every effect.
-fn fail_over(d: &mut Driver) -> Vec<DriverEffect> {
+fn fail_over(d: &mut Harness) -> Vec<HarnessEffect> {
     let mut all = d.dispatcher_lose_leadership().unwrap();
     all.extend(d.dispatcher_gain_leadership().unwrap());
     all
@@ -65,7 +65,7 @@ fn fail_over(d: &mut Driver) -> Vec<DriverEffect> {
 
 /// Asserts the fixed outcome: the terminal status reported, global cleanup done, and
 /// nothing recovered by the next dispatcher leader.
-fn assert_cleaned_and_not_recovered(d: &mut Driver, status: JobStatus) {
+fn assert_cleaned_and_not_recovered(d: &mut Harness, status: JobStatus) {
     let p = d.projection();
     assert_eq!(p.runner_result, Some(RunnerResult::Terminal(status)));
     assert_eq!(p.pending_terminal, None);
@@ -81,7 +81,7 @@ fn assert_cleaned_and_not_recovered(d: &mut Driver, status: JobStatus) {
     let epoch_read = DispatcherEffect::RecoverJobs { epoch: epoch + 1 };
     assert_eq!(
         fx,
-        vec![DriverEffect::Dispatcher(epoch_read)],
+        vec![HarnessEffect::Dispatcher(epoch_read)],
         "recovered something"
     );
     let p = d.projection();
@@ -230,22 +230,22 @@ fn regrant_flushes_terminal_result_observed_after_revoke_and_starts_no_process()
     assert_eq!(
         fx,
         vec![
-            DriverEffect::Runner(Effect::QueryJobResultStore),
-            DriverEffect::Runner(Effect::ConfirmLeadership { session: s2 }),
-            DriverEffect::Runner(Effect::CompleteResult {
+            HarnessEffect::Runner(Effect::QueryJobResultStore),
+            HarnessEffect::Runner(Effect::ConfirmLeadership { session: s2 }),
+            HarnessEffect::Runner(Effect::CompleteResult {
                 value: RunnerResult::Terminal(JobStatus::Canceled)
             }),
             // Global cleanup is three store requests, each sent once the one before
             // it was answered; the runner's close runs meanwhile.
-            DriverEffect::Dispatcher(DispatcherEffect::WriteDirtyEntry {
+            HarnessEffect::Dispatcher(DispatcherEffect::WriteDirtyEntry {
                 job: JOB,
                 status: JobStatus::Canceled
             }),
-            DriverEffect::Dispatcher(DispatcherEffect::CloseRunner { job: JOB }),
-            DriverEffect::Dispatcher(DispatcherEffect::RemoveJobGraph { job: JOB }),
-            DriverEffect::Runner(Effect::RunnerTerminated),
-            DriverEffect::Dispatcher(DispatcherEffect::MarkEntryClean { job: JOB }),
-            DriverEffect::Dispatcher(DispatcherEffect::GlobalCleanup {
+            HarnessEffect::Dispatcher(DispatcherEffect::CloseRunner { job: JOB }),
+            HarnessEffect::Dispatcher(DispatcherEffect::RemoveJobGraph { job: JOB }),
+            HarnessEffect::Runner(Effect::RunnerTerminated),
+            HarnessEffect::Dispatcher(DispatcherEffect::MarkEntryClean { job: JOB }),
+            HarnessEffect::Dispatcher(DispatcherEffect::GlobalCleanup {
                 job: JOB,
                 status: JobStatus::Canceled
             }),
@@ -301,8 +301,8 @@ fn close_with_no_terminal_result_yields_suspended_and_the_job_is_recovered() {
     assert_eq!(
         fx,
         vec![
-            DriverEffect::Dispatcher(DispatcherEffect::CloseRunner { job: JOB }),
-            DriverEffect::Runner(Effect::CloseProcess { session: s }),
+            HarnessEffect::Dispatcher(DispatcherEffect::CloseRunner { job: JOB }),
+            HarnessEffect::Runner(Effect::CloseProcess { session: s }),
         ]
     );
     assert_eq!(d.projection().runner_result, None);
@@ -319,11 +319,11 @@ fn close_with_no_terminal_result_yields_suspended_and_the_job_is_recovered() {
     assert_eq!(
         fx,
         vec![
-            DriverEffect::Runner(Effect::CompleteResult {
+            HarnessEffect::Runner(Effect::CompleteResult {
                 value: RunnerResult::Suspended
             }),
-            DriverEffect::Runner(Effect::RunnerTerminated),
-            DriverEffect::Dispatcher(DispatcherEffect::LocalCleanup { job: JOB }),
+            HarnessEffect::Runner(Effect::RunnerTerminated),
+            HarnessEffect::Dispatcher(DispatcherEffect::LocalCleanup { job: JOB }),
         ]
     );
     let p = d.projection();
@@ -334,8 +334,8 @@ fn close_with_no_terminal_result_yields_suspended_and_the_job_is_recovered() {
     assert_eq!(
         fx,
         vec![
-            DriverEffect::Dispatcher(DispatcherEffect::RecoverJobs { epoch: 2 }),
-            DriverEffect::Dispatcher(DispatcherEffect::StartRunner { job: JOB }),
+            HarnessEffect::Dispatcher(DispatcherEffect::RecoverJobs { epoch: 2 }),
+            HarnessEffect::Dispatcher(DispatcherEffect::StartRunner { job: JOB }),
         ]
     );
     assert_eq!(d.projection().runners_started, 2);
@@ -407,12 +407,12 @@ fn ordering_a2_result_reaches_running_process_after_election_revoked() {
     d.runner_event(Event::ProcessServiceTerminated { session: s })
         .unwrap();
     let fx = fail_over(&mut d);
-    assert!(
-        fx.contains(&DriverEffect::Dispatcher(DispatcherEffect::GlobalCleanup {
+    assert!(fx.contains(&HarnessEffect::Dispatcher(
+        DispatcherEffect::GlobalCleanup {
             job: JOB,
             status: JobStatus::Finished
-        }))
-    );
+        }
+    )));
     assert_eq!(started_processes(&fx), 0);
     assert_eq!(d.projection().runners_started, 1);
     assert_cleaned_and_not_recovered(&mut d, JobStatus::Finished);
@@ -448,12 +448,9 @@ fn ordering_b_revoke_lands_while_terminal_signal_in_flight() {
         assert_eq!(d.projection().pending_terminal, Some(status));
         let fx = fail_over(&mut d);
         assert_eq!(started_processes(&fx), 0);
-        assert!(
-            fx.contains(&DriverEffect::Dispatcher(DispatcherEffect::GlobalCleanup {
-                job: JOB,
-                status
-            }))
-        );
+        assert!(fx.contains(&HarnessEffect::Dispatcher(
+            DispatcherEffect::GlobalCleanup { job: JOB, status }
+        )));
         assert_cleaned_and_not_recovered(&mut d, status);
     }
 }
@@ -499,20 +496,20 @@ fn terminal_forwarded_while_leader_completes_the_job() {
     assert_eq!(
         fx,
         vec![
-            DriverEffect::Runner(Effect::ConfirmLeadership { session: s }),
-            DriverEffect::Runner(Effect::CompleteResult {
+            HarnessEffect::Runner(Effect::ConfirmLeadership { session: s }),
+            HarnessEffect::Runner(Effect::CompleteResult {
                 value: RunnerResult::Terminal(JobStatus::Finished)
             }),
-            DriverEffect::Dispatcher(DispatcherEffect::WriteDirtyEntry {
+            HarnessEffect::Dispatcher(DispatcherEffect::WriteDirtyEntry {
                 job: JOB,
                 status: JobStatus::Finished
             }),
             // Done with the job, the dispatcher closes its runner and so its process.
-            DriverEffect::Dispatcher(DispatcherEffect::CloseRunner { job: JOB }),
-            DriverEffect::Dispatcher(DispatcherEffect::RemoveJobGraph { job: JOB }),
-            DriverEffect::Runner(Effect::CloseProcess { session: s }),
-            DriverEffect::Dispatcher(DispatcherEffect::MarkEntryClean { job: JOB }),
-            DriverEffect::Dispatcher(DispatcherEffect::GlobalCleanup {
+            HarnessEffect::Dispatcher(DispatcherEffect::CloseRunner { job: JOB }),
+            HarnessEffect::Dispatcher(DispatcherEffect::RemoveJobGraph { job: JOB }),
+            HarnessEffect::Runner(Effect::CloseProcess { session: s }),
+            HarnessEffect::Dispatcher(DispatcherEffect::MarkEntryClean { job: JOB }),
+            HarnessEffect::Dispatcher(DispatcherEffect::GlobalCleanup {
                 job: JOB,
                 status: JobStatus::Finished
             }),
@@ -683,7 +680,7 @@ fn events_effects_and_projection_round_trip_through_json() {
     let effects = d.runner_event(event).unwrap();
     let json = serde_json::to_string(&effects).unwrap();
     assert_eq!(
-        serde_json::from_str::<Vec<DriverEffect>>(&json).unwrap(),
+        serde_json::from_str::<Vec<HarnessEffect>>(&json).unwrap(),
         effects
     );
     let p = d.projection();

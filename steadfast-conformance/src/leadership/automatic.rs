@@ -1,4 +1,4 @@
-//! The leadership model bound to the automatic driver (`Driver::new(job, true)`): queries
+//! The leadership model bound to the automatic driver (`Harness::new(job, true)`): queries
 //! answered as soon as they are asked, the dispatcher's store requests executed at once,
 //! the runner's result handed to the dispatcher at once.
 //!
@@ -294,7 +294,7 @@ impl Spec for AutomaticLeadership {
 /// gains leadership and reads empty stores, the job is submitted and stored, each
 /// store request executed as it is made.
 pub fn automatic_runtime(model: &Leadership) -> Runtime {
-    let mut driver = in_environment(model, Driver::new(JOB, true));
+    let mut driver = in_environment(model, Harness::new(JOB, true));
     driver
         .dispatcher_gain_leadership()
         .expect("a fresh dispatcher gains leadership");
@@ -504,18 +504,18 @@ impl Binding for AutomaticBinding {
     fn counterpart(kind: &str) -> &'static str {
         match kind {
             "GrantLeadership + RunGrant" => {
-                "Driver::grant (the election issues the session and the channel delivers it at once)"
+                "Harness::grant (the election issues the session and the channel delivers it at once)"
             }
             "RevokeLeadership + RunRevoke" => {
-                "Driver::revoke (the election revokes the session and the channel delivers it at once)"
+                "Harness::revoke (the election revokes the session and the channel delivers it at once)"
             }
             "RecoverJob" => {
-                "Driver::dispatcher_gain_leadership; the recovery read and the cleanup it starts are executed at once"
+                "Harness::dispatcher_gain_leadership; the recovery read and the cleanup it starts are executed at once"
             }
-            "RunGrant" => "Driver::deliver_election of the grant; its queries answered at once",
-            "RunRevoke" => "Driver::deliver_election of the revoke",
+            "RunGrant" => "Harness::deliver_election of the grant; its queries answered at once",
+            "RunRevoke" => "Harness::deliver_election of the revoke",
             "DispatcherFailover" => {
-                "Driver::dispatcher_lose_leadership; the runner's close, its result handled and the cleanup it starts, at once"
+                "Harness::dispatcher_lose_leadership; the runner's close, its result handled and the cleanup it starts, at once"
             }
             other => LeadershipBinding::counterpart(other),
         }

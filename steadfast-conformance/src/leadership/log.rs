@@ -470,7 +470,7 @@ pub(super) fn refused_record(request: DispatcherEffect, epoch: u8) -> LogRecord 
     }
 }
 
-/// The JobManager process of `epoch` dies ([`Driver::crash_jobmanager`]).
+/// The JobManager process of `epoch` dies ([`Harness::crash_jobmanager`]).
 pub(super) fn crash_record(epoch: u8) -> LogRecord {
     LogRecord {
         component: Cow::Borrowed("jobmanager"),

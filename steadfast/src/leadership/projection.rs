@@ -57,8 +57,8 @@ pub struct RunnerProjection {
 /// every runner, the HA stores and the dispatcher.
 ///
 /// ```
-/// use steadfast::leadership::{Driver, JobId, JobResultEntry};
-/// let mut d = Driver::new(JobId(1), true);
+/// use steadfast::leadership::{Harness, JobId, JobResultEntry};
+/// let mut d = Harness::new(JobId(1), true);
 /// d.dispatcher_gain_leadership().unwrap();
 /// d.submit_job().unwrap();
 /// let p = d.projection();

@@ -1,7 +1,7 @@
 //! Unit tests of the dispatcher, run against the in-memory stores.
 
 use super::*;
-use crate::leadership::driver::Environment;
+use crate::leadership::harness::Environment;
 use crate::leadership::store::{JobGraphStore, JobResultStore};
 
 const JOB: JobId = JobId(1);

@@ -29,6 +29,7 @@ pub use outcome::{Handled, RunnerOutcome};
 use super::defect::Defects;
 use super::error::LeadershipError;
 use super::process::{Process, ProcessEffect, ProcessEvent};
+#[cfg(any(test, feature = "testkit"))]
 use super::projection::{ProcessProjection, RunnerProjection};
 use super::types::{
     JobId, JobStatus, ProcessResult, ProcessState, RunnerResult, RunnerState, Session,
@@ -306,6 +307,7 @@ impl Runner {
     }
 
     /// A runner for `job` carrying `defects` (none in production).
+    #[cfg(any(feature = "defects", feature = "testkit", test))]
     pub(crate) fn carrying(job: JobId, defects: Defects) -> Self {
         Runner {
             defects,
@@ -371,7 +373,8 @@ impl Runner {
         })
     }
 
-    /// The observable projection of this runner.
+    /// The observable projection of this runner (test support, feature `testkit`).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn projection(&self) -> RunnerProjection {
         RunnerProjection {
             state: self.state,

@@ -1,7 +1,8 @@
-//! A thin, runtime-agnostic driver for one job: leader election, the runner, the
-//! dispatcher and in-memory HA stores, wired together.
+//! The test harness of one job: leader election, the runner, the dispatcher and
+//! in-memory HA stores, wired together. It is test support (feature `testkit`), not a
+//! runtime: the runtimes are the JobManager of `steadfast-backends` and the simulation.
 //!
-//! The driver plays the environment around the sans-IO machines of FLINK-39704 (apache/
+//! The harness plays the environment around the sans-IO machines of FLINK-39704 (apache/
 //! flink PR 28201). It answers the runner's JobResultStore and leadership queries from
 //! its in-memory environment (at once, or when the caller says so, to open the windows
 //! between a question and its answer), hands runner results to the dispatcher, and
@@ -12,16 +13,16 @@
 //! Every effect is returned to the caller in the order it was executed.
 //!
 //! The dispatcher's store requests are executed against the environment's stores
-//! ([`Environment::execute`]) and answered at once; a [`Driver::stepwise`] driver holds
+//! ([`Environment::execute`]) and answered at once; a [`Harness::stepwise`] harness holds
 //! them, and the runner's results on their way to the dispatcher, until the caller
 //! answers or delivers them, so every step of the dispatcher's cleanup is a step the
 //! caller takes.
 //!
-//! With [`Driver::overlapping`], the next dispatcher leader runs on another host: when
+//! With [`Harness::overlapping`], the next dispatcher leader runs on another host: when
 //! it gains leadership while the old JobManager is still stopping (its runner not yet
 //! terminated, or its result not yet handled), the old dispatcher and runner go on
-//! beside the new ones, on the same stores ([`Driver::old_runner_event`],
-//! [`Driver::deliver_old_runner_result`], [`Driver::answer_old_store_request`]) until
+//! beside the new ones, on the same stores ([`Harness::old_runner_event`],
+//! [`Harness::deliver_old_runner_result`], [`Harness::answer_old_store_request`]) until
 //! their stop completes. With fenced stores ([`Environment::fenced`]) the old
 //! dispatcher's writes are refused.
 
@@ -48,7 +49,7 @@ pub enum Query {
 
 /// An effect executed by the driver, tagged with the machine that emitted it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum DriverEffect {
+pub enum HarnessEffect {
     /// Emitted by the runner.
     Runner(Effect),
     /// Emitted by the dispatcher.
@@ -168,8 +169,8 @@ impl Environment {
 /// Drives one job's lifecycle.
 ///
 /// ```
-/// use steadfast::leadership::{Driver, Event, JobId, JobStatus, RunnerResult, Session};
-/// let mut d = Driver::new(JobId(1), true);
+/// use steadfast::leadership::{Harness, Event, JobId, JobStatus, RunnerResult, Session};
+/// let mut d = Harness::new(JobId(1), true);
 /// d.dispatcher_gain_leadership().unwrap();
 /// d.submit_job().unwrap();
 /// let s = d.grant().unwrap();
@@ -180,7 +181,7 @@ impl Environment {
 /// assert!(!p.job_graph_present);
 /// ```
 #[derive(Clone, Debug)]
-pub struct Driver {
+pub struct Harness {
     job: JobId,
     auto_answer: bool,
     /// Store requests and runner results wait for the caller.
@@ -195,14 +196,14 @@ pub struct Driver {
     store_requests: VecDeque<DispatcherEffect>,
     /// Runner results not yet delivered to the dispatcher (stepwise), oldest first.
     runner_results: VecDeque<DispatcherEvent>,
-    /// The next dispatcher leader runs on another host ([`Driver::overlapping`]).
+    /// The next dispatcher leader runs on another host ([`Harness::overlapping`]).
     overlapping: bool,
     /// The old JobManager still stopping beside the leader (overlapping leaders).
     old: Option<Box<StoppingJobManager>>,
-    /// The old JobManager's parts are swapped in ([`Driver::on_old_jobmanager`]).
+    /// The old JobManager's parts are swapped in ([`Harness::on_old_jobmanager`]).
     on_old: bool,
     /// The old JobManager's runner is still the latest one started and nothing died
-    /// since: once it retires, [`Driver::runner`] is it again.
+    /// since: once it retires, [`Harness::runner`] is it again.
     old_runner_latest: bool,
     /// Seed bugs every runner this driver starts carries (feature `defects`); none in
     /// production.
@@ -222,13 +223,13 @@ struct StoppingJobManager {
     exited: bool,
 }
 
-type Driven = Result<Vec<DriverEffect>, LeadershipError>;
+type Driven = Result<Vec<HarnessEffect>, LeadershipError>;
 
-impl Driver {
+impl Harness {
     /// A driver for `job`. With `auto_answer`, queries are answered as soon as they are
-    /// asked; otherwise they wait for [`Driver::answer_query`].
+    /// asked; otherwise they wait for [`Harness::answer_query`].
     pub fn new(job: JobId, auto_answer: bool) -> Self {
-        Driver {
+        Harness {
             job,
             auto_answer,
             stepwise: false,
@@ -297,7 +298,7 @@ impl Driver {
 
     /// Hands the old runner's result to the old dispatcher.
     pub fn deliver_old_runner_result(&mut self) -> Driven {
-        self.on_old_jobmanager(Driver::deliver_runner_result)
+        self.on_old_jobmanager(Harness::deliver_runner_result)
     }
 
     /// Executes `request`, one of the old dispatcher's store requests waiting, against
@@ -415,14 +416,14 @@ impl Driver {
     }
 
     /// A driver for `job` that decides nothing by itself: the runner's queries wait
-    /// for [`Driver::answer_query`], the dispatcher's store requests for
-    /// [`Driver::answer_store_request`], and the runner's result on its way to the
+    /// for [`Harness::answer_query`], the dispatcher's store requests for
+    /// [`Harness::answer_store_request`], and the runner's result on its way to the
     /// dispatcher for
-    /// [`Driver::deliver_runner_result`].
+    /// [`Harness::deliver_runner_result`].
     pub fn stepwise(job: JobId) -> Self {
-        Driver {
+        Harness {
             stepwise: true,
-            ..Driver::new(job, false)
+            ..Harness::new(job, false)
         }
     }
 
@@ -447,7 +448,7 @@ impl Driver {
     }
 
     /// The oldest query waiting for an answer: the head of
-    /// [`Driver::pending_queries`], without collecting them.
+    /// [`Harness::pending_queries`], without collecting them.
     pub fn next_query(&self) -> Option<Query> {
         self.queries.front().copied()
     }
@@ -522,7 +523,7 @@ impl Driver {
     }
 
     /// The dispatcher gains leadership and recovers jobs. When the next leader runs on
-    /// another host ([`Driver::overlapping`]) and the old JobManager is still stopping,
+    /// another host ([`Harness::overlapping`]) and the old JobManager is still stopping,
     /// a new dispatcher gains it and the old one goes on beside it.
     pub fn dispatcher_gain_leadership(&mut self) -> Driven {
         // At most two dispatchers overlap: a third leader waits for the oldest's stop.
@@ -721,26 +722,26 @@ impl Driver {
     }
 
     /// Hands `event` to the dispatcher and executes the effects it causes (not all or
-    /// nothing by itself: callers wrap it in [`Driver::atomically`]).
+    /// nothing by itself: callers wrap it in [`Harness::atomically`]).
     fn hand_to_dispatcher(&mut self, event: DispatcherEvent) -> Driven {
         let effects = self.dispatcher.handle(event)?;
-        self.run(effects.into_iter().map(DriverEffect::Dispatcher).collect())
+        self.run(effects.into_iter().map(HarnessEffect::Dispatcher).collect())
     }
 
-    /// Hands `event` to the dispatcher from inside [`Driver::run`]: its effects join
+    /// Hands `event` to the dispatcher from inside [`Harness::run`]: its effects join
     /// the work.
     fn dispatcher_work(
         &mut self,
         event: DispatcherEvent,
-        work: &mut VecDeque<DriverEffect>,
+        work: &mut VecDeque<HarnessEffect>,
     ) -> Result<(), LeadershipError> {
         let effects = self.dispatcher.handle(event)?;
-        work.extend(effects.into_iter().map(DriverEffect::Dispatcher));
+        work.extend(effects.into_iter().map(HarnessEffect::Dispatcher));
         Ok(())
     }
 
     fn pump(&mut self, effects: Vec<Effect>) -> Driven {
-        self.run(effects.into_iter().map(DriverEffect::Runner).collect())
+        self.run(effects.into_iter().map(HarnessEffect::Runner).collect())
     }
 
     /// Runs `step` (an event and the effects it causes) all or nothing: when any part of
@@ -756,19 +757,19 @@ impl Driver {
     }
 
     /// Executes effects breadth-first; effects they cause are appended.
-    fn run(&mut self, initial: Vec<DriverEffect>) -> Driven {
-        let mut work: VecDeque<DriverEffect> = initial.into();
+    fn run(&mut self, initial: Vec<HarnessEffect>) -> Driven {
+        let mut work: VecDeque<HarnessEffect> = initial.into();
         let mut done = Vec::new();
         while let Some(effect) = work.pop_front() {
             done.push(effect);
             match effect {
-                DriverEffect::Runner(Effect::QueryJobResultStore) => {
+                HarnessEffect::Runner(Effect::QueryJobResultStore) => {
                     self.ask(Query::JobResultStore, &mut work)?
                 }
-                DriverEffect::Runner(Effect::ConfirmLeadership { session }) => {
+                HarnessEffect::Runner(Effect::ConfirmLeadership { session }) => {
                     self.ask(Query::Leadership(session), &mut work)?
                 }
-                DriverEffect::Runner(Effect::CompleteResult { value }) => {
+                HarnessEffect::Runner(Effect::CompleteResult { value }) => {
                     let event = DispatcherEvent::RunnerCompleted {
                         job: self.job,
                         result: value,
@@ -779,7 +780,7 @@ impl Driver {
                         self.dispatcher_work(event, &mut work)?;
                     }
                 }
-                DriverEffect::Runner(Effect::RunnerTerminated) => {
+                HarnessEffect::Runner(Effect::RunnerTerminated) => {
                     // The runner closes its leader election once its process terminated;
                     // the old JobManager's ended when the next leader started.
                     if !self.on_old {
@@ -790,7 +791,7 @@ impl Driver {
                     let event = DispatcherEvent::RunnerTerminated { job: self.job };
                     self.dispatcher_work(event, &mut work)?;
                 }
-                DriverEffect::Dispatcher(request) if request.is_store_request() => {
+                HarnessEffect::Dispatcher(request) if request.is_store_request() => {
                     // Fenced stores refuse a stopping dispatcher's request at once.
                     let fenced_out = self.on_old && self.env.fenced;
                     if self.stepwise && !fenced_out {
@@ -801,7 +802,7 @@ impl Driver {
                 }
                 // Flink's fatal error handler exits the JobManager process: nothing
                 // after it runs, and the next leader takes over.
-                DriverEffect::Dispatcher(DispatcherEffect::FatalError { .. }) => {
+                HarnessEffect::Dispatcher(DispatcherEffect::FatalError { .. }) => {
                     if self.on_old {
                         // The old JobManager's parts are swapped in; the flag stays on
                         // its box, which gets them back after the step.
@@ -814,7 +815,7 @@ impl Driver {
                     }
                     return Ok(done);
                 }
-                DriverEffect::Dispatcher(DispatcherEffect::StartRunner { job }) => {
+                HarnessEffect::Dispatcher(DispatcherEffect::StartRunner { job }) => {
                     debug_assert!(!self.on_old, "a stopping dispatcher starts no runner");
                     self.old_runner_latest = false;
                     if let Some(old) = self.runner.take() {
@@ -822,7 +823,7 @@ impl Driver {
                     }
                     self.runner = Some(Runner::carrying(job, self.defects));
                 }
-                DriverEffect::Dispatcher(DispatcherEffect::CloseRunner { .. }) => {
+                HarnessEffect::Dispatcher(DispatcherEffect::CloseRunner { .. }) => {
                     // Closing is idempotent for the dispatcher, as Flink's
                     // `JobManagerRunner.closeAsync` is: a runner that is closing or
                     // closed already (closed directly, then its result reached the
@@ -830,7 +831,7 @@ impl Driver {
                     let runner = self.runner_mut()?;
                     if runner.state() != RunnerState::Stopped {
                         let fx = runner.handle(Event::CloseRequested)?;
-                        work.extend(fx.into_iter().map(DriverEffect::Runner));
+                        work.extend(fx.into_iter().map(HarnessEffect::Runner));
                     }
                 }
                 // Process start/close, forward scheduling and cleanup reports are for
@@ -844,7 +845,7 @@ impl Driver {
     fn ask(
         &mut self,
         query: Query,
-        work: &mut VecDeque<DriverEffect>,
+        work: &mut VecDeque<HarnessEffect>,
     ) -> Result<(), LeadershipError> {
         if !self.auto_answer {
             self.queries.push_back(query);
@@ -852,7 +853,7 @@ impl Driver {
         }
         let event = self.env.answer(self.job, query);
         let fx = self.runner_mut()?.handle(event)?;
-        work.extend(fx.into_iter().map(DriverEffect::Runner));
+        work.extend(fx.into_iter().map(HarnessEffect::Runner));
         Ok(())
     }
 }
