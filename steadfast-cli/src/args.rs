@@ -14,6 +14,37 @@ impl fmt::Display for UsageError {
     }
 }
 
+/// Why a command ended without its result: the arguments (exit status 2) or the run
+/// itself (exit status 3: a file that cannot be written, a budget spent, a runtime that
+/// failed). `main` prints either on one line; the memory watcher, which must end the
+/// process from its own thread, is the only other place that exits with 3.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// The command line is wrong.
+    Usage(UsageError),
+    /// The run failed while running.
+    Run(String),
+}
+
+impl From<UsageError> for Failure {
+    fn from(e: UsageError) -> Failure {
+        Failure::Usage(e)
+    }
+}
+
+impl Failure {
+    /// The exit status and the message.
+    pub(crate) fn status_and_message(&self) -> (u8, &str) {
+        match self {
+            Failure::Usage(UsageError(message)) => (2, message),
+            Failure::Run(message) => (crate::budget::RUN_FAILURE, message),
+        }
+    }
+}
+
+/// What a command returns: its exit status, or why it has none.
+pub(crate) type Outcome = Result<std::process::ExitCode, Failure>;
+
 /// `message` on one line, whatever it quotes from a file or an argument: line breaks,
 /// other control characters and terminal escapes are written as escapes.
 pub(crate) fn one_line(message: &str) -> String {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use steadfast_model::{ParamKind, Settings, Spec};
 
-use crate::args::{Args, UsageError};
+use crate::args::{Args, Outcome, UsageError};
 use crate::models::{with_spec, NAMES};
 use crate::render;
 
@@ -410,7 +410,7 @@ const PEER: [(u8, u8, u8, f64, f64); 5] = [
 /// process: seconds to the verdict beside the peer's, unique states per second, and
 /// peak memory per unique state; DFS with symmetry reduction too (over statuses, and
 /// over jobs with several), whose unique count is of classes.
-fn peer() -> Result<ExitCode, UsageError> {
+fn peer() -> Outcome {
     let mut rows = vec![[
         "sessions",
         "failovers",
@@ -478,19 +478,17 @@ fn peer() -> Result<ExitCode, UsageError> {
 
 /// `bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]`, `bench --peer`,
 /// `bench --validation`
-pub(crate) fn bench(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn bench(rest: &[String]) -> Outcome {
     let mut args = Args::parse(rest, &["scaling", "validation", "peer"])?;
     if args.switch("peer") {
         if args.switches.len() > 1 || !args.options.is_empty() || !args.positional.is_empty() {
-            return Err(UsageError("`bench --peer` takes no other arguments".into()));
+            return Err(UsageError("`bench --peer` takes no other arguments".into()).into());
         }
         return peer();
     }
     if args.switch("validation") {
         if args.switches.len() > 1 || !args.options.is_empty() || !args.positional.is_empty() {
-            return Err(UsageError(
-                "`bench --validation` takes no other arguments".into(),
-            ));
+            return Err(UsageError("`bench --validation` takes no other arguments".into()).into());
         }
         return crate::simulate::bench_validation();
     }
@@ -502,11 +500,12 @@ pub(crate) fn bench(rest: &[String]) -> Result<ExitCode, UsageError> {
     if cap < limit {
         return Err(UsageError(format!(
             "`--cap` ({cap} s) must not be below `--limit` ({limit} s)"
-        )));
+        ))
+        .into());
     }
     let (limit, cap) = (limit as f64, Duration::from_secs(cap as u64));
     if let Some((name, _)) = args.options.first() {
-        return Err(UsageError(format!("unknown option `--{name}` for bench")));
+        return Err(UsageError(format!("unknown option `--{name}` for bench")).into());
     }
     let names: Vec<String> = match args.positional.first() {
         Some(n) => vec![n.clone()],

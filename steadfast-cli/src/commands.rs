@@ -8,7 +8,7 @@ use serde::Serialize;
 use steadfast_model::check::{self, CheckOptions, Strategy};
 use steadfast_model::{ParamKind, Settings, Spec, Verdict};
 
-use crate::args::{quote, Args, UsageError};
+use crate::args::{quote, Args, Failure, Outcome, UsageError};
 use crate::models::{with_spec, NAMES};
 use crate::render;
 
@@ -70,7 +70,7 @@ where
 }
 
 /// `check MODEL ...`
-pub(crate) fn check(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn check(rest: &[String]) -> Outcome {
     let mut args = Args::parse(
         rest,
         &[
@@ -92,13 +92,13 @@ pub(crate) fn check(rest: &[String]) -> Result<ExitCode, UsageError> {
     // Without `--simulate` these would be taken for model settings.
     for option in ["seed", "shard", "time", "out"] {
         if args.options.iter().any(|(n, _)| n == option) {
-            return Err(UsageError(format!("`--{option}` needs `--simulate`")));
+            return Err(UsageError(format!("`--{option}` needs `--simulate`")).into());
         }
     }
     with_spec!(name.as_str(), M => check_model::<M>(&mut args))
 }
 
-fn check_model<M>(args: &mut Args) -> Result<ExitCode, UsageError>
+fn check_model<M>(args: &mut Args) -> Outcome
 where
     M: Spec,
 {
@@ -120,7 +120,8 @@ where
                     "`--no-shortest` keeps the run's own traces and `--no-traces` drops them: \
                      give one"
                         .into(),
-                ))
+                )
+                .into())
             }
         },
         progress_after: Some(Duration::from_secs(2)),
@@ -128,7 +129,7 @@ where
     };
     let report_file = args.take("report");
     if report_file.as_deref() == Some("") {
-        return Err(UsageError("`--report` needs a file name".into()));
+        return Err(UsageError("`--report` needs a file name".into()).into());
     }
     let model: M = build(args)?;
     let report = check::try_check(&model, &options).map_err(|e| match e {
@@ -162,11 +163,10 @@ where
         let file = std::path::PathBuf::from(file);
         let page = crate::report::html(&model, &report);
         if let Err(e) = crate::write_atomically(&file, page.as_bytes()) {
-            eprintln!(
-                "steadfast: {}",
-                crate::args::one_line(&format!("cannot write `{}`: {e}", file.display()))
-            );
-            return Ok(ExitCode::from(crate::budget::RUN_FAILURE));
+            return Err(Failure::Run(format!(
+                "cannot write `{}`: {e}",
+                file.display()
+            )));
         }
     }
     Ok(if report.all_good() {
@@ -339,13 +339,11 @@ fn render_verdicts(t: &VerdictTable) -> String {
 }
 
 /// `verdicts`
-pub(crate) fn verdicts(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn verdicts(rest: &[String]) -> Outcome {
     let args = Args::parse(rest, &["json"])?;
     args.no_more_positionals(0)?;
     if let Some((name, _)) = args.options.first() {
-        return Err(UsageError(format!(
-            "unknown option `--{name}` for verdicts"
-        )));
+        return Err(UsageError(format!("unknown option `--{name}` for verdicts")).into());
     }
     let mut tables: Vec<VerdictTable> = Vec::new();
     for name in crate::models::ENTRIES {
@@ -378,13 +376,13 @@ pub(crate) fn verdicts(rest: &[String]) -> Result<ExitCode, UsageError> {
 }
 
 /// `explore MODEL ...`
-pub(crate) fn explore(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn explore(rest: &[String]) -> Outcome {
     let mut args = Args::parse(rest, &["public"])?;
     let name = crate::models::entry(&model_name(&args, "explore", NAMES)?, &args);
     with_spec!(name.as_str(), M => explore_model::<M>(&mut args))
 }
 
-fn explore_model<M>(args: &mut Args) -> Result<ExitCode, UsageError>
+fn explore_model<M>(args: &mut Args) -> Outcome
 where
     M: Spec,
 {
@@ -404,7 +402,8 @@ where
     if !parsed.ip().is_loopback() && !public {
         return Err(UsageError(format!(
             "`--addr {addr}` is reachable from other machines; add `--public` to serve there"
-        )));
+        ))
+        .into());
     }
     // The Explorer panics on a taken port; find out first and say so plainly. Port 0 asks
     // the system for a free one: it is the one announced and served.
@@ -422,7 +421,7 @@ where
 }
 
 /// `models`
-pub(crate) fn models(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn models(rest: &[String]) -> Outcome {
     let args = Args::parse(rest, &[])?;
     args.no_more_positionals(0)?;
     args.no_options("models")?;

@@ -11,13 +11,13 @@ use steadfast_conformance::{cover, walk, Binding};
 use steadfast_model::check;
 use steadfast_model::Spec;
 
-use crate::args::{quote, Args, UsageError};
+use crate::args::{quote, Args, Failure, Outcome, UsageError};
 use crate::commands::{build, model_name};
 use crate::models::{with_binding, BOUND};
 
 /// `conform [MODEL] [--design D] [--SETTING V]... [--threads N] [--walks N] [--walk-length N]
 /// [--seed S] [--json]`
-pub(crate) fn conform(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn conform(rest: &[String]) -> Outcome {
     let args = Args::parse(rest, &["json"])?;
     args.no_more_positionals(1)?;
     let names: Vec<String> = match args.positional.first() {
@@ -25,9 +25,9 @@ pub(crate) fn conform(rest: &[String]) -> Result<ExitCode, UsageError> {
         None => BOUND.iter().map(|s| s.to_string()).collect(),
     };
     if names.len() > 1 && !args.options.is_empty() {
-        return Err(UsageError(
-            "settings need a model: `conform MODEL --SETTING VALUE`".into(),
-        ));
+        return Err(
+            UsageError("settings need a model: `conform MODEL --SETTING VALUE`".into()).into(),
+        );
     }
     let json = args.switch("json");
     let mut all = true;
@@ -180,7 +180,7 @@ fn conform_one<B: Binding>(
 
 /// `traces MODEL --out DIR [--format json|itf] [--design D] [--SETTING V]... [--limit N]`, for
 /// every model bound to a runtime ([`BOUND`])
-pub(crate) fn traces(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn traces(rest: &[String]) -> Outcome {
     let mut args = Args::parse(rest, &[])?;
     let name = model_name(&args, "traces", BOUND)?;
     // Every model with a runtime, so that `replay` can take each trace written
@@ -188,14 +188,15 @@ pub(crate) fn traces(rest: &[String]) -> Result<ExitCode, UsageError> {
     with_binding!(name.as_str(), B => traces_of::<<B as Binding>::Model>(&mut args))
 }
 
-fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
+fn traces_of<M: Spec>(args: &mut Args) -> Outcome {
     let out = args
         .take("out")
         .ok_or_else(|| UsageError("`traces` needs `--out DIR`".into()))?;
     if out.is_empty() {
         return Err(UsageError(
             "`--out` is empty; name a directory (`--out .` for this one)".into(),
-        ));
+        )
+        .into());
     }
     let out = PathBuf::from(out);
     let format = args.take("format").unwrap_or_else(|| "json".into());
@@ -203,7 +204,8 @@ fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
         return Err(UsageError(format!(
             "`--format` must be json or itf, got {}",
             quote(&format)
-        )));
+        ))
+        .into());
     }
     let limit = args.take_number("limit", usize::MAX, 1, usize::MAX)?;
     let max_mib = args.take_number("max-bytes-mib", DEFAULT_MAX_TRACES_MIB, 1, 1 << 30)?;
@@ -227,7 +229,8 @@ fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
             "{wanted} traces would take about {} MiB, over the budget of {max_mib} MiB; \
              pass --limit N or --max-bytes-mib M",
             estimate >> 20
-        )));
+        ))
+        .into());
     }
     let mut written = 0;
     let mut bytes = 0u64;
@@ -237,20 +240,18 @@ fn traces_of<M: Spec>(args: &mut Args) -> Result<ExitCode, UsageError> {
         let (text, ext) = encode_trace(&model, init, &actions, &format)?;
         bytes += text.len() as u64;
         if bytes > max_bytes {
-            eprintln!(
-                "steadfast: traces stopped: the disk budget of {max_mib} MiB is spent after \
-                 {written} of {wanted} traces"
-            );
-            return Ok(ExitCode::from(crate::budget::RUN_FAILURE));
+            return Err(Failure::Run(format!(
+                "traces stopped: the disk budget of {max_mib} MiB is spent after {written} \
+                 of {wanted} traces"
+            )));
         }
         let name = format!("{}-{}-{i:06}.{ext}", M::NAME, model.design_name());
         let file = out.join(&name);
         if let Err(e) = crate::write_atomically(&file, text.as_ref()) {
-            eprintln!(
-                "steadfast: {}",
-                crate::args::one_line(&format!("cannot write `{}`: {e}", file.display()))
-            );
-            return Ok(ExitCode::from(crate::budget::RUN_FAILURE));
+            return Err(Failure::Run(format!(
+                "cannot write `{}`: {e}",
+                file.display()
+            )));
         }
         written += 1;
         if started.elapsed() > next_progress {
@@ -322,11 +323,11 @@ fn print_replay(r: &Replay) -> bool {
 }
 
 /// `replay FILE`
-pub(crate) fn replay(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn replay(rest: &[String]) -> Outcome {
     let args = Args::parse(rest, &[])?;
     args.no_more_positionals(1)?;
     if let Some((name, _)) = args.options.first() {
-        return Err(UsageError(format!("unknown option `--{name}` for replay")));
+        return Err(UsageError(format!("unknown option `--{name}` for replay")).into());
     }
     let file = args
         .positional
@@ -358,19 +359,20 @@ fn start(header: &Header, first: &TraceStep) -> Result<Box<dyn Sink>, TraceError
 /// `departs MODEL [--design D] [--property P] [--SETTING V]...`: the shortest
 /// counterexample of a design (by default `unpatched`) replayed against the runtime,
 /// which implements the fixed design; the step where they part is where the fix acts.
-pub(crate) fn departs(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn departs(rest: &[String]) -> Outcome {
     let mut args = Args::parse(rest, &[])?;
     let name = model_name(&args, "departs", BOUND)?;
     with_binding!(name.as_str(), B => departs_of::<B>(&mut args))
 }
 
-fn departs_of<B: Binding>(args: &mut Args) -> Result<ExitCode, UsageError> {
+fn departs_of<B: Binding>(args: &mut Args) -> Outcome {
     if args.take("design").is_none() {
         args.options.push(("design".into(), "unpatched".into()));
     } else {
         return Err(UsageError(
             "`departs` replays the unpatched design; use `replay` for others".into(),
-        ));
+        )
+        .into());
     }
     let property = args.take("property");
     crate::budget::watch(args, "departs")?;

@@ -34,7 +34,7 @@ mod swarm;
 
 use std::process::ExitCode;
 
-use args::{one_line, quote, UsageError};
+use args::{one_line, quote, Outcome, UsageError};
 
 /// Conformance replay allocates at every step (runtime forks, projections holding
 /// strings): with mimalloc it ran a sixth fewer instructions and about a fifth faster
@@ -104,9 +104,10 @@ fn main() -> ExitCode {
     };
     match run(&raw) {
         Ok(code) => code,
-        Err(UsageError(message)) => {
-            eprintln!("steadfast: {}", one_line(&message));
-            ExitCode::from(2)
+        Err(failure) => {
+            let (status, message) = failure.status_and_message();
+            eprintln!("steadfast: {}", one_line(message));
+            ExitCode::from(status)
         }
     }
 }
@@ -253,10 +254,10 @@ usage: steadfast bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]
     })
 }
 
-fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
+fn run(raw: &[String]) -> Outcome {
     let Some((command, rest)) = raw.split_first() else {
         println!("{USAGE}");
-        return Err(UsageError("no command given".into()));
+        return Err(UsageError("no command given".into()).into());
     };
     if rest.iter().any(|a| a == "--help" || a == "-h") {
         if let Some(help) = command_help(command) {
@@ -284,7 +285,8 @@ fn run(raw: &[String]) -> Result<ExitCode, UsageError> {
             "unknown command {} (commands: {})",
             quote(other),
             COMMANDS.join(", ")
-        ))),
+        ))
+        .into()),
     }
 }
 

@@ -51,7 +51,8 @@ macro_rules! with_spec {
                 "unknown model {} (models: {})",
                 steadfast_model::quote::quote(other),
                 $crate::models::NAMES.join(", ")
-            ))),
+            ))
+            .into()),
         }
     }};
 }
@@ -97,7 +98,8 @@ macro_rules! with_binding {
                 "model {} is not bound to a runtime (bound: {})",
                 steadfast_model::quote::quote(other),
                 $crate::models::BOUND.join(", ")
-            ))),
+            ))
+            .into()),
         }
     }};
 }

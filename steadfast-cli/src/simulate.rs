@@ -8,7 +8,7 @@ use std::time::Instant;
 use steadfast_conformance::validate::{self, Options, Validation, Verdict};
 use steadfast_sim::leadership::{self as sim, Config, MAX_FAILOVERS, MAX_GRANTS_PER_JOB};
 
-use crate::args::{one_line, quote, Args, UsageError};
+use crate::args::{one_line, quote, Args, Failure, Outcome, UsageError};
 
 /// Most runs one command writes.
 const MAX_RUNS: usize = 100_000;
@@ -20,7 +20,7 @@ pub(crate) fn log_path(dir: &Path, seed: u64) -> PathBuf {
 
 /// `simulate MODEL --runs N --seed S --out DIR [--bug NAME] [--jobs J] [--grants G]
 /// [--failovers F] [--late-signal] [--max-delay-ms D]`.
-pub(crate) fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn simulate(rest: &[String]) -> Outcome {
     let mut args = Args::parse(rest, &["late-signal", "json"])?;
     args.no_more_positionals(1)?;
     let model = args
@@ -34,7 +34,8 @@ pub(crate) fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
             return Err(UsageError(format!(
                 "unknown model {} for simulate (known: leadership, durable)",
                 quote(other)
-            )))
+            ))
+            .into())
         }
     }
     let (runs, seed) = runs_and_seed(&mut args)?;
@@ -108,12 +109,10 @@ pub(crate) fn simulate(rest: &[String]) -> Result<ExitCode, UsageError> {
                 }
             }
             Err(e) => {
-                eprintln!(
-                    "steadfast: simulate: run with seed {}: {}",
-                    seed + i,
-                    one_line(&e.to_string())
-                );
-                return Ok(ExitCode::from(3));
+                return Err(Failure::Run(format!(
+                    "simulate: run with seed {}: {e}",
+                    seed + i
+                )));
             }
         }
     }
@@ -205,7 +204,7 @@ fn run_durable(
 /// `simulate durable --runs N --seed S --out DIR [--bug NAME] [--keys K] [--inputs I]
 /// [--actions A] [--calls C] [--partitions P] [--crashes X] [--checkpoints C]
 /// [--send-failures F] [--max-delay-ms D] [--zombie-sends true|false] [--json]`.
-fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
+fn simulate_durable(mut args: Args) -> Outcome {
     use steadfast_sim::durable as sim;
     let (runs, seed) = runs_and_seed(&mut args)?;
     let out = out_dir(&mut args)?;
@@ -235,7 +234,8 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
             return Err(UsageError(format!(
                 "`--zombie-sends` must be true or false, got {}",
                 quote(other)
-            )))
+            ))
+            .into())
         }
     };
     let mut defects = Vec::new();
@@ -306,12 +306,10 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
                 }
             }
             Err(e) => {
-                eprintln!(
-                    "steadfast: simulate: run with seed {}: {}",
-                    seed + i,
-                    one_line(&e)
-                );
-                return Ok(ExitCode::from(3));
+                return Err(Failure::Run(format!(
+                    "simulate: run with seed {}: {e}",
+                    seed + i
+                )));
             }
         }
     }
@@ -352,7 +350,7 @@ fn simulate_durable(mut args: Args) -> Result<ExitCode, UsageError> {
 }
 
 /// `validate [--cluster] LOG... [--late-signal true|false] [--json]`.
-pub(crate) fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
+pub(crate) fn validate(rest: &[String]) -> Outcome {
     let mut args = Args::parse(rest, &["json", "cluster"])?;
     let late_signal = match args.take("late-signal").as_deref() {
         None => None,
@@ -362,7 +360,8 @@ pub(crate) fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
             return Err(UsageError(format!(
                 "`--late-signal` must be true or false, got {}",
                 quote(other)
-            )))
+            ))
+            .into())
         }
     };
     // A design of either model; the log's model must have it.
@@ -393,7 +392,7 @@ pub(crate) fn validate(rest: &[String]) -> Result<ExitCode, UsageError> {
     args.switches.retain(|s| s != "json" && s != "cluster");
     args.no_options("validate")?;
     if args.positional.is_empty() {
-        return Err(UsageError("`validate` needs at least one log file".into()));
+        return Err(UsageError("`validate` needs at least one log file".into()).into());
     }
     let options = Options {
         late_signal,
@@ -608,7 +607,7 @@ fn validation_json(file: &str, v: &Validation) -> serde_json::Value {
 /// `bench --validation`: the async driver's throughput and the validator's, on runs of
 /// 4 and of 100 jobs, each measured on one core (the driver is single-threaded, and so
 /// is the validator).
-pub(crate) fn bench_validation() -> Result<ExitCode, UsageError> {
+pub(crate) fn bench_validation() -> Outcome {
     let dir =
         std::env::temp_dir().join(format!("steadfast-bench-validation-{}", std::process::id()));
     std::fs::create_dir_all(&dir)

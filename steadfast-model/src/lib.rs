@@ -23,7 +23,9 @@ pub mod durable;
 pub mod leadership;
 pub mod picture;
 pub mod quote;
+pub mod rng;
 pub mod settings;
+pub mod swarm;
 
 pub use settings::{Param, ParamKind, Settings, SettingsError};
 
