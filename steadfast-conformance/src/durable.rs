@@ -128,13 +128,16 @@ pub mod eager;
 
 pub mod driver;
 
-/// Hooks that test variants use to re-introduce a bug around the production operator
-/// (never inside it). The production runtime uses none.
+/// How a test variant runs the production operator differently. The operator's own
+/// bugs are its seed bugs (`defects`, feature `defects`), never re-created around it;
+/// the hooks change its environment: a log that swallows failed sends, a restore that
+/// hands each subtask other records. The production runtime uses none.
 pub trait Variant: 'static {
-    /// Called with every checkpoint just taken, and the log's end offsets.
-    fn after_snapshot(_log_ends: &[Offset], _checkpoint: &mut Checkpoint) {}
     /// Whether the log swallows a failed send and acknowledges it at the offset where
-    /// it was to land (the unpatched put order seen from the operator).
+    /// it was to land: the old put order as the operator sees it, with the offsets the
+    /// model's `old-put-order` design gives (the operator's `CacheBeforeAck` seed bug
+    /// caches at the send, with no offset yet, and so is faithful to `unpatched` only,
+    /// whose marker never reads cached offsets).
     fn swallows_failures() -> bool {
         false
     }

@@ -8,9 +8,7 @@
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use stateright::{Checker, Model};
-use steadfast::durable::{
-    Checkpoint, Defect, Effect, Event, Offset, Operator, OperatorError, Scheduling,
-};
+use steadfast::durable::{Defect, Effect, Event, Operator, OperatorError, Scheduling};
 use steadfast_conformance::cover::{cover, cover_threads, Coverage};
 use steadfast_conformance::durable::eager::{Deliver, EagerBinding, EagerConformant, EagerDurable};
 use steadfast_conformance::durable::{Conformant, DurableBinding, Rejection, Variant};
@@ -483,24 +481,33 @@ fn seeded_walks_at_larger_bounds() {
     seeded_walks_repeat::<DurableBinding>("walks", &walk_model(), 400);
 }
 
-/// The unpatched marker: every checkpoint's marker is the log's end offset.
+/// The unpatched marker, the operator's seed bug: every checkpoint's marker is the log's
+/// end offset.
 struct EndOffsetMarker;
 
 impl Variant for EndOffsetMarker {
-    fn after_snapshot(log_ends: &[Offset], checkpoint: &mut Checkpoint) {
-        checkpoint.marker.offsets = log_ends.to_vec();
+    fn defects() -> &'static [Defect] {
+        &[Defect::EndOffsetMarker]
     }
 }
 
 /// The unpatched put order seen from the operator: the send's error never reaches the
-/// put (send, cache, flush), so a failed send is cached as saved. Re-introduced around
-/// the production operator by a log that acknowledges a failed send where its record
-/// was to land.
+/// put, so a failed send is cached as saved. Re-introduced by a log that acknowledges a
+/// failed send where its record was to land.
 struct CacheBeforeAck;
 
 impl Variant for CacheBeforeAck {
     fn swallows_failures() -> bool {
         true
+    }
+}
+
+/// The operator's own seed bug of the old put order: the state is cached at its send.
+struct CacheAtSend;
+
+impl Variant for CacheAtSend {
+    fn defects() -> &'static [Defect] {
+        &[Defect::CacheBeforeAck]
     }
 }
 
@@ -559,7 +566,7 @@ fn end_offset_marker_diverges_at_the_first_checkpoint_after_a_save() {
         Problem::Projection(vec!["pending[0].marker[0]: 0 | 1".to_string()])
     );
     // The report shows the operator as it is after the step, in its own terms: the
-    // action, the key's queue, the store's summary.
+    // action, the key's queue, the store's summary, the seed bugs it carries.
     assert!(
         d.runtime.starts_with(
             r#"Operator { actions: [ActionDef { name: "action0" }], keys: {"key0.0": KeyState {"#
@@ -570,7 +577,8 @@ fn end_offset_marker_diverges_at_the_first_checkpoint_after_a_save() {
     assert!(
         d.runtime.ends_with(
             "store: ActionStateStore { partitions: 1, cached_states: 1, tracked_keys: 1, \
-             epoch: 1, fences: [[(0, 0)]] }, failed: None }"
+             epoch: 1, fences: [[(0, 0)]] }, failed: None, defects: Defects { \
+             end_offset_marker: true, cache_before_ack: false } }"
         ),
         "{}",
         d.runtime
@@ -625,6 +633,15 @@ fn cache_before_ack_diverges_at_the_first_failed_send() {
     // Without a failed send the swallowed errors are invisible: it conforms.
     let quiet = model("fixed", &[("keys", "1"), ("inputs", "2")]);
     assert!(cover::<Conformant<CacheBeforeAck>>(&quiet).is_ok());
+    // The operator's own seed bug caches at the send, before the offset is known: it
+    // parts from the model's old-put-order design at the second key's acknowledgement,
+    // on that offset alone (the unpatched design's marker never reads it).
+    let d = cover::<Conformant<CacheAtSend>>(&model("old-put-order", &[])).unwrap_err();
+    assert_eq!((d.step, d.action.as_str()), (10, "AckPut(1)"));
+    assert_eq!(
+        d.problem,
+        Problem::Projection(vec!["cache[1].offset: 1 | 0".to_string()])
+    );
 }
 
 #[test]

@@ -341,7 +341,7 @@ fn a_failed_operator_runs_no_supplier_for_its_requests() {
         .unwrap();
     assert!(matches!(
         d.call(at),
-        Err(DriverError::Operator(OperatorError::Store(_)))
+        Err(DriverError::Operator(OperatorError::PutFailed { .. }))
     ));
     let before = seen(&mut d);
     assert!(before.0.failure.is_some());
@@ -493,7 +493,7 @@ fn an_outcome_held_across_a_failure_is_refused() {
     log.inject_flush_failure("broker unavailable");
     assert!(matches!(
         d.call(0),
-        Err(DriverError::Operator(OperatorError::Store(_)))
+        Err(DriverError::Operator(OperatorError::PutFailed { .. }))
     ));
     assert!(log.records(0).is_empty());
     assert!(matches!(

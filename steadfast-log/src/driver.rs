@@ -419,7 +419,7 @@ impl<L: Log> Driver<L> {
             return Err(DriverError::NoSuchCall(index));
         }
         if let Some(reason) = self.op.as_ref().and_then(|op| op.failure()) {
-            return Err(OperatorError::Failed(reason.to_string()).into());
+            return Err(OperatorError::Failed(Box::new(reason.clone())).into());
         }
         let req = self.requested.remove(index);
         let outcome = (self.supplier)(&req.call, &req.function, &req.args);
@@ -820,7 +820,7 @@ impl<L: Log> Driver<L> {
         let op = self.op.as_ref();
         Ok(Projection {
             running: op.is_some(),
-            failure: op.and_then(|op| op.failure()).map(str::to_string),
+            failure: op.and_then(|op| op.failure()).map(|e| e.to_string()),
             keys: op.map(project_keys).unwrap_or_default(),
             activity: op.map(project_activity).unwrap_or_default(),
             cache: op.map(project_cache).unwrap_or_default(),

@@ -598,9 +598,10 @@ fn failed_write_is_not_reported_as_saved() {
     assert!(
         matches!(
             err,
-            DriverError::Operator(OperatorError::Store(StoreError::Log(LogError::SendFailed(
-                _
-            ))))
+            DriverError::Operator(OperatorError::PutFailed {
+                error: LogError::SendFailed(_),
+                ..
+            })
         ),
         "{err:?}"
     );
@@ -628,11 +629,16 @@ fn failed_flush_is_not_reported_as_saved() {
     d.input("k", json!(10)).unwrap();
     log.inject_flush_failure("broker unavailable");
     let err = d.call(0).unwrap_err();
-    assert_eq!(
-        err,
-        DriverError::Operator(OperatorError::Store(StoreError::Log(
-            LogError::FlushFailed("broker unavailable".into())
-        )))
+    assert!(
+        matches!(
+            &err,
+            DriverError::Operator(OperatorError::PutFailed {
+                key,
+                error: LogError::FlushFailed(why),
+                ..
+            }) if key == "k" && why == "broker unavailable"
+        ),
+        "{err:?}"
     );
     let op = d.operator().unwrap();
     assert!(op
@@ -655,9 +661,10 @@ fn failure_after_landing_is_reused_after_restore() {
     let err = d.call(0).unwrap_err();
     assert!(matches!(
         err,
-        DriverError::Operator(OperatorError::Store(StoreError::Log(LogError::SendFailed(
-            _
-        ))))
+        DriverError::Operator(OperatorError::PutFailed {
+            error: LogError::SendFailed(_),
+            ..
+        })
     ));
     assert!(d.operator().unwrap().store().cache().is_empty());
     assert_eq!(log.records(0).len(), 1, "the record landed");

@@ -65,7 +65,7 @@ use serde_json::json;
 pub use steadfast::durable::Defect;
 use steadfast::durable::{
     partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Effect, Event, Limits,
-    LogError, Operator, OperatorError, PutId, PutRecord, StateKey, StoreError,
+    LogError, Operator, OperatorError, PutId, PutRecord, StateKey,
 };
 use steadfast_log::storage::{LockGuard, StdStorage, Storage, StorageFile};
 use steadfast_log::{
@@ -755,7 +755,7 @@ impl Sim {
                 self.execute(effects);
                 Ok(())
             }
-            Err(OperatorError::Store(StoreError::Log(_))) => {
+            Err(OperatorError::PutFailed { .. }) => {
                 self.outcome.forced_crashes += 1;
                 self.crash(true)
             }

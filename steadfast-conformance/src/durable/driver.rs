@@ -625,7 +625,7 @@ impl<R: Reading> DriverConformant<R> {
             (
                 Some(Action::FailPut { .. }),
                 Err(Rejection::Runtime(DriverError::Operator(
-                    steadfast::durable::OperatorError::Store(_),
+                    steadfast::durable::OperatorError::PutFailed { .. },
                 ))),
             ) => Ok(()),
             (Some(Action::Crash { .. }), Err(Rejection::Runtime(DriverError::Cancelled))) => {

@@ -497,7 +497,7 @@ impl<V: Variant> Runtime<V> {
             error,
         }) {
             // A failed put fails the task: the projection shows it.
-            Err(OperatorError::Store(_)) => Ok(()),
+            Err(OperatorError::PutFailed { .. }) => Ok(()),
             Err(e) => Err(Rejection::Runtime(e)),
             // The old put order never looks at the answer: the action goes on.
             Ok(effects) if Self::caches_at_send() => Ok(self.apply(effects)?),

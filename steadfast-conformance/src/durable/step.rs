@@ -409,7 +409,7 @@ impl<V: Variant> Conformant<V> {
         // The refusal checks compare copies that share their maps; a copy that shares
         // none must compare equal too, entry by entry.
         let copied = op.unshared() == before;
-        let mut checkpoint = op.snapshot(id, &ends)?;
+        let checkpoint = op.snapshot(id, &ends)?;
         // A snapshot is remembered until its completion or abort: the operator changed.
         let remembered = *op != before;
         // End offsets of another partition count are refused, and change nothing.
@@ -452,7 +452,6 @@ impl<V: Variant> Conformant<V> {
         if known >= rt.names.limits.pending_checkpoints && !unnotified.is_empty() {
             unnotified.remove(0);
         }
-        V::after_snapshot(&ends, &mut checkpoint);
         Ok(Arc::new(checkpoint))
     }
 

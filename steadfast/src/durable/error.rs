@@ -1,15 +1,12 @@
 //! Errors of the action state store ([`super::store`]) and of its record format
 //! ([`super::record`]), below both so that the format does not depend on the store.
 
-use super::log::{LogError, Offset, Partition};
+use super::log::{Offset, Partition};
 use super::{Epoch, StateKey};
 
 /// Errors of the store.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
-    /// The log failed the put, a flush, a read or an offset query.
-    #[error("log: {0}")]
-    Log(#[from] LogError),
     /// A state could not be encoded.
     #[error("cannot encode state {key:?}: {reason}")]
     Encode {

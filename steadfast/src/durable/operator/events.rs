@@ -134,7 +134,19 @@ pub enum Effect {
 /// before the event; the others fail it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum OperatorError {
-    /// A put failed, or a state could not be encoded; the operator is failed.
+    /// The log failed a put (its send or the flush after it); the operator is failed.
+    /// The record may still have landed.
+    #[error("put {put:?} of key {key:?} failed: {error}")]
+    PutFailed {
+        /// The key whose state the put saves.
+        key: String,
+        /// Which put.
+        put: PutId,
+        /// What the log said.
+        error: LogError,
+    },
+    /// A state could not be encoded, or a restore's records do not fit the store; the
+    /// operator is failed.
     #[error("store: {0}")]
     Store(StoreError),
     /// A call outcome arrived for a call the operator is not waiting for (unchanged).
@@ -173,9 +185,10 @@ pub enum OperatorError {
         /// Its bound.
         limit: usize,
     },
-    /// The operator failed earlier and accepts nothing more; restore it (unchanged).
+    /// The operator failed earlier, with this error, and accepts nothing more; restore
+    /// it (unchanged).
     #[error("operator failed earlier: {0}")]
-    Failed(String),
+    Failed(Box<OperatorError>),
     /// Two actions share one name.
     #[error("duplicate action name {0:?}")]
     DuplicateAction(String),
@@ -202,7 +215,10 @@ pub enum OperatorError {
 impl OperatorError {
     /// Whether the operator refused the event and stayed as it was (the others fail it).
     pub fn leaves_unchanged(&self) -> bool {
-        !matches!(self, OperatorError::Store(_))
+        !matches!(
+            self,
+            OperatorError::Store(_) | OperatorError::PutFailed { .. }
+        )
     }
 }
 

@@ -84,7 +84,7 @@ pub struct Operator {
     /// resume goes on with them once the key it drives last no longer waits for a put.
     resuming: Arc<VecDeque<String>>,
     next_put: u64,
-    failed: Option<String>,
+    failed: Option<Box<OperatorError>>,
     /// Room for the outcomes an action's body is run from, kept from run to run (empty
     /// between runs).
     outcomes: Vec<CallOutcome>,
@@ -262,7 +262,7 @@ impl Operator {
                 effects.truncate(before);
                 if !err.leaves_unchanged() {
                     tracing::error!(component = "durable.operator", event = "failed", error = %err);
-                    self.failed = Some(err.to_string());
+                    self.failed = Some(Box::new(err.clone()));
                 }
                 Err(err)
             }
@@ -396,7 +396,7 @@ impl Operator {
     }
 
     /// Why the operator failed, if it did.
-    pub fn failure(&self) -> Option<&str> {
+    pub fn failure(&self) -> Option<&OperatorError> {
         self.failed.as_deref()
     }
 }

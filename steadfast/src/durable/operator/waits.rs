@@ -10,7 +10,6 @@ use std::sync::Arc;
 use super::keyed::KeyMap;
 use super::{ActionDef, Effect, Operator, OperatorError, PutId, Scheduling};
 use crate::durable::log::{LogError, Offset};
-use crate::durable::store::StoreError;
 use crate::durable::{ActionState, CallOutcome, CallRef, CallResult, StateKey};
 
 /// An outstanding durable call of a key (not checkpointed). The key is the map's and
@@ -348,6 +347,6 @@ impl Operator {
         );
         // The action's error fails the task: its put is over, nothing is cached.
         self.waits.take(&key);
-        Err(OperatorError::Store(StoreError::Log(error)))
+        Err(OperatorError::PutFailed { key, put, error })
     }
 }
