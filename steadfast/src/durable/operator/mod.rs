@@ -177,7 +177,7 @@ impl Operator {
 
     /// [`Operator::new`] for incarnation `epoch`: a restart with no checkpoint to
     /// restore and no fence written (a restart that fences restores from its own empty
-    /// checkpoint instead, see [`super::driver::restart_without_checkpoint`]).
+    /// checkpoint instead, see `steadfast_log::restart_without_checkpoint`).
     pub fn new_at(
         actions: Vec<ActionDef>,
         partitions: u32,

@@ -27,16 +27,21 @@
 //! dispatcher's writes are refused.
 
 use super::defect::Defects;
-use super::dispatcher::{Dispatcher, DispatcherEffect, DispatcherEvent, RecoveredJob};
+use super::dispatcher::{Dispatcher, DispatcherEffect, DispatcherEvent};
 use super::error::LeadershipError;
 use super::projection::{LeadershipProjection, ProcessProjection};
 use super::runner::{Effect, Event, Runner};
-use super::store::{InMemoryJobGraphStore, InMemoryJobResultStore, JobGraphStore, JobResultStore};
-use super::types::{JobId, JobResultEntry, ProcessState, RunnerState, Session};
+use super::store::{JobGraphStore, JobResultStore};
+use super::types::{JobId, ProcessState, RunnerState, Session};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
 use std::collections::VecDeque;
-use std::mem;
+
+mod election;
+mod environment;
+mod overlap;
+
+pub use environment::Environment;
+use overlap::{refused, StoppingJobManager};
 
 /// A query from the runner that the environment has not answered yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,116 +59,6 @@ pub enum HarnessEffect {
     Runner(Effect),
     /// Emitted by the dispatcher.
     Dispatcher(DispatcherEffect),
-}
-
-/// The in-memory environment: the job's leader election and the HA stores.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Environment {
-    /// The session currently issued by the job's leader election.
-    pub issued: Option<Session>,
-    /// The last session number handed out (sessions start at 1).
-    pub last_session: u32,
-    /// The JobGraph store.
-    pub graphs: InMemoryJobGraphStore,
-    /// The JobResultStore.
-    pub results: InMemoryJobResultStore,
-    /// The stores refuse the writes of a dispatcher that is no longer leader: each
-    /// write carries its dispatcher's epoch ([`Environment::execute_for`]), as
-    /// Kubernetes HA stores check the leader annotation.
-    pub fenced: bool,
-    /// The epoch of the dispatcher that gained leadership last.
-    pub leader_epoch: u32,
-}
-
-impl Environment {
-    /// Answers a query from the current environment state.
-    pub fn answer(&self, job: JobId, query: Query) -> Event {
-        match query {
-            Query::JobResultStore => Event::JobResultStoreAnswered {
-                has_entry: self.results.entry(job) != JobResultEntry::None,
-            },
-            Query::Leadership(session) => Event::LeadershipConfirmed {
-                session,
-                held: self.issued == Some(session),
-            },
-        }
-    }
-
-    /// [`Environment::execute`] for the dispatcher of `epoch`: fenced stores refuse its
-    /// writes unless it is the latest leader's.
-    pub fn execute_for(
-        &mut self,
-        epoch: u32,
-        request: DispatcherEffect,
-    ) -> Result<DispatcherEvent, LeadershipError> {
-        let write = !matches!(request, DispatcherEffect::RecoverJobs { .. });
-        if self.fenced && write && epoch != self.leader_epoch {
-            return Err(LeadershipError::Fenced {
-                epoch,
-                leader_epoch: self.leader_epoch,
-            });
-        }
-        self.execute(request)
-    }
-
-    /// Executes one of the dispatcher's store requests against the stores and returns
-    /// the dispatcher's answer event; refuses any other effect, and a request the
-    /// stores refuse, leaving the stores unchanged.
-    pub fn execute(
-        &mut self,
-        request: DispatcherEffect,
-    ) -> Result<DispatcherEvent, LeadershipError> {
-        match request {
-            DispatcherEffect::RecoverJobs { epoch } => {
-                let jobs: BTreeSet<JobId> = self
-                    .graphs
-                    .jobs()
-                    .into_iter()
-                    .chain(self.results.jobs())
-                    .collect();
-                let jobs = jobs
-                    .into_iter()
-                    .map(|job| RecoveredJob {
-                        job,
-                        job_graph: self.graphs.contains(job),
-                        entry: self.results.entry(job),
-                    })
-                    .collect();
-                Ok(DispatcherEvent::JobsRecovered { epoch, jobs })
-            }
-            DispatcherEffect::PutJobGraph { job } => {
-                self.graphs.put(job)?;
-                Ok(DispatcherEvent::JobGraphStored { job })
-            }
-            // Written if missing, as Flink's dispatcher does
-            // (`createDirtyJobResultEntryIfMissingAsync`): an entry already there stays
-            // as its first writer left it, and the global cleanup goes on.
-            DispatcherEffect::WriteDirtyEntry { job, status } => {
-                match self.results.create_dirty(job, status) {
-                    Ok(()) | Err(LeadershipError::EntryExists { .. }) => {}
-                    Err(error) => return Err(error),
-                }
-                Ok(DispatcherEvent::DirtyEntryWritten { job })
-            }
-            DispatcherEffect::RemoveJobGraph { job } => {
-                self.graphs.remove(job);
-                Ok(DispatcherEvent::JobGraphRemoved { job })
-            }
-            DispatcherEffect::MarkEntryClean { job } => {
-                let status = self
-                    .results
-                    .status(job)
-                    .ok_or(LeadershipError::NoEntry { job })?;
-                self.results.mark_clean(job)?;
-                Ok(DispatcherEvent::EntryMarkedClean { job, status })
-            }
-            DispatcherEffect::StartRunner { .. }
-            | DispatcherEffect::CloseRunner { .. }
-            | DispatcherEffect::GlobalCleanup { .. }
-            | DispatcherEffect::LocalCleanup { .. }
-            | DispatcherEffect::FatalError { .. } => Err(LeadershipError::NoPendingStoreRequest),
-        }
-    }
 }
 
 /// Drives one job's lifecycle.
@@ -210,19 +105,6 @@ pub struct Harness {
     defects: Defects,
 }
 
-/// A JobManager whose dispatcher lost leadership while the next leader, on another
-/// host, already runs: its dispatcher and runner go on stopping on the same stores.
-#[derive(Clone, Debug)]
-struct StoppingJobManager {
-    dispatcher: Dispatcher,
-    runner: Option<Runner>,
-    queries: VecDeque<Query>,
-    store_requests: VecDeque<DispatcherEffect>,
-    runner_results: VecDeque<DispatcherEvent>,
-    /// Its dispatcher hit a fatal error: the JobManager exits.
-    exited: bool,
-}
-
 type Driven = Result<Vec<HarnessEffect>, LeadershipError>;
 
 impl Harness {
@@ -256,163 +138,6 @@ impl Harness {
     pub fn with_defects(mut self, defects: &[super::defect::Defect]) -> Self {
         self.defects = Defects::of(defects);
         self
-    }
-
-    /// This driver with the next dispatcher leader on another host: it may gain
-    /// leadership while the old JobManager is still stopping, which then goes on beside
-    /// it. With `fenced`, the stores refuse the old dispatcher's writes.
-    pub fn overlapping(mut self, fenced: bool) -> Self {
-        self.overlapping = true;
-        self.env.fenced = fenced;
-        self
-    }
-
-    /// The old JobManager's runner while it stops beside the leader.
-    pub fn old_runner(&self) -> Option<&Runner> {
-        self.old.as_ref().and_then(|o| o.runner.as_ref())
-    }
-
-    /// The old JobManager's dispatcher while it stops beside the leader.
-    pub fn old_dispatcher(&self) -> Option<&Dispatcher> {
-        self.old.as_ref().map(|o| &o.dispatcher)
-    }
-
-    /// The old dispatcher's store requests waiting for an answer, oldest first.
-    pub fn old_store_requests(&self) -> impl Iterator<Item = &DispatcherEffect> {
-        self.old.iter().flat_map(|o| o.store_requests.iter())
-    }
-
-    /// The old runner's result on its way to the old dispatcher.
-    pub fn next_old_runner_result(&self) -> Option<&DispatcherEvent> {
-        self.old.as_ref().and_then(|o| o.runner_results.front())
-    }
-
-    /// Feeds one event to the old JobManager's runner; its questions are answered at
-    /// once from the environment.
-    pub fn old_runner_event(&mut self, event: Event) -> Driven {
-        self.on_old_jobmanager(|d| {
-            let effects = d.runner_mut()?.handle(event)?;
-            d.pump(effects)
-        })
-    }
-
-    /// Hands the old runner's result to the old dispatcher.
-    pub fn deliver_old_runner_result(&mut self) -> Driven {
-        self.on_old_jobmanager(Harness::deliver_runner_result)
-    }
-
-    /// Executes `request`, one of the old dispatcher's store requests waiting, against
-    /// the stores. A request the stores refuse (fenced, or an entry exists already) is
-    /// consumed: a stopping dispatcher gives up on it.
-    pub fn answer_old_store_request(&mut self, request: DispatcherEffect) -> Driven {
-        self.on_old_jobmanager(|d| d.answer_store_request(request))
-    }
-
-    /// Runs `step` on the old JobManager: its dispatcher, runner and queues are swapped
-    /// in for the step's length, its questions answered at once; all or nothing. The
-    /// old JobManager retires once its stop completed.
-    fn on_old_jobmanager(&mut self, step: impl FnOnce(&mut Self) -> Driven) -> Driven {
-        if self.old.is_none() {
-            return Err(LeadershipError::NoStoppingJobManager);
-        }
-        self.atomically(|d| {
-            d.swap_old();
-            let auto_answer = mem::replace(&mut d.auto_answer, true);
-            let result = step(d);
-            d.auto_answer = auto_answer;
-            d.swap_old();
-            d.retire_old();
-            result
-        })
-    }
-
-    fn swap_old(&mut self) {
-        let old = self.old.as_mut().expect("checked by the caller");
-        mem::swap(&mut self.dispatcher, &mut old.dispatcher);
-        mem::swap(&mut self.runner, &mut old.runner);
-        mem::swap(&mut self.queries, &mut old.queries);
-        mem::swap(&mut self.store_requests, &mut old.store_requests);
-        mem::swap(&mut self.runner_results, &mut old.runner_results);
-        self.on_old = !self.on_old;
-    }
-
-    /// Drops the old JobManager once its stop completed (its runner terminated, its
-    /// result handled, no request outstanding) or it exited; its processes stay on
-    /// record, in creation order.
-    fn retire_old(&mut self) {
-        let old = self
-            .old
-            .as_deref()
-            .expect("both callers have an old JobManager");
-        let done = old.runner.as_ref().is_none_or(Runner::is_terminated)
-            && old.dispatcher.result_received(self.job) != Some(false)
-            && old.store_requests.is_empty()
-            && old.runner_results.is_empty();
-        if !(done || old.exited) {
-            return;
-        }
-        let old = self.old.take().expect("present");
-        let Some(runner) = old.runner else { return };
-        // The next leader started no runner and did not die: the old one stays the
-        // latest started.
-        if mem::take(&mut self.old_runner_latest) && !old.exited {
-            debug_assert!(self.runner.is_none());
-            self.runner = Some(runner);
-            return;
-        }
-        for mut p in runner.projection().processes {
-            if old.exited {
-                p.state = ProcessState::Terminated;
-            }
-            // Sessions grow with creation: a crash of the leader may have put later
-            // processes on record already.
-            let at = self.retired.partition_point(|q| q.session < p.session);
-            self.retired.insert(at, p);
-        }
-    }
-
-    /// Whether the current JobManager is still stopping (its runner not terminated, its
-    /// result not handled, or a cleanup request outstanding), so that a next leader
-    /// elsewhere overlaps it.
-    fn still_stopping(&self) -> bool {
-        if self.dispatcher.is_leader() {
-            return false;
-        }
-        // `None`: the dispatcher started no runner since it gained leadership.
-        self.dispatcher
-            .result_received(self.job)
-            .is_some_and(|received| {
-                !(received
-                    && self.runner.as_ref().is_none_or(Runner::is_terminated)
-                    && self.store_requests.is_empty())
-            })
-    }
-
-    /// The current JobManager becomes the old one, still stopping, and a new dispatcher
-    /// takes its place. Fenced stores refuse the old dispatcher's outstanding requests;
-    /// the old runner's leader election ended with its close.
-    fn split(&mut self) {
-        let successor = self.dispatcher.successor();
-        let mut old = StoppingJobManager {
-            dispatcher: mem::replace(&mut self.dispatcher, successor),
-            runner: self.runner.take(),
-            queries: mem::take(&mut self.queries),
-            store_requests: mem::take(&mut self.store_requests),
-            runner_results: mem::take(&mut self.runner_results),
-            exited: false,
-        };
-        if self.env.fenced {
-            let epoch = old.dispatcher.epoch();
-            for request in old.store_requests.drain(..) {
-                refused(self.job, epoch, request, "fenced by the next leader");
-            }
-        }
-        self.env.issued = None;
-        self.election_inbox.clear();
-        self.old = Some(Box::new(old));
-        self.old_runner_latest = true;
-        // Fenced, an old JobManager that had only a cleanup left is done.
-        self.retire_old();
     }
 
     /// A driver for `job` that decides nothing by itself: the runner's queries wait
@@ -578,91 +303,6 @@ impl Harness {
     /// A client submits the job.
     pub fn submit_job(&mut self) -> Driven {
         self.dispatch(DispatcherEvent::JobSubmitted { job: self.job })
-    }
-
-    /// The election issues a new session; the grant is queued for the runner.
-    pub fn elect(&mut self) -> Result<Session, LeadershipError> {
-        let runner = self.runner.as_ref().ok_or(LeadershipError::NoRunner)?;
-        if runner.is_terminated() {
-            return Err(LeadershipError::Election("the runner's election is closed"));
-        }
-        if self.env.issued.is_some() {
-            return Err(LeadershipError::Election("a session is already issued"));
-        }
-        self.env.last_session += 1;
-        let session = Session(self.env.last_session);
-        self.env.issued = Some(session);
-        self.election_inbox
-            .push_back(Event::LeadershipGranted { session });
-        tracing::debug!(
-            component = "election",
-            event = "issue",
-            session = session.0,
-            outcome = "issued"
-        );
-        Ok(session)
-    }
-
-    /// The election revokes the issued session; the revoke is queued for the runner.
-    pub fn unelect(&mut self) -> Result<Session, LeadershipError> {
-        let session = self
-            .env
-            .issued
-            .ok_or(LeadershipError::Election("no session is issued"))?;
-        self.env.issued = None;
-        self.election_inbox.push_back(Event::LeadershipRevoked);
-        tracing::debug!(
-            component = "election",
-            event = "revoke",
-            session = session.0,
-            outcome = "revoked"
-        );
-        Ok(session)
-    }
-
-    /// Delivers the oldest queued grant or revoke to the runner.
-    pub fn deliver_election(&mut self) -> Driven {
-        let event = *self
-            .election_inbox
-            .front()
-            .ok_or(LeadershipError::Election("nothing to deliver"))?;
-        self.atomically(|d| {
-            let effects = d.runner_mut()?.handle(event)?;
-            d.election_inbox.pop_front();
-            d.pump(effects)
-        })
-    }
-
-    /// Issues a session and delivers the grant at once (requires an empty inbox).
-    pub fn grant(&mut self) -> Result<Session, LeadershipError> {
-        self.inbox_empty()?;
-        let mut session = None;
-        self.atomically(|d| {
-            session = Some(d.elect()?);
-            d.deliver_election()
-        })?;
-        Ok(session.expect("issued by the step that succeeded"))
-    }
-
-    /// Revokes the issued session and delivers the revoke at once (requires an empty
-    /// inbox).
-    pub fn revoke(&mut self) -> Driven {
-        self.inbox_empty()?;
-        self.atomically(|d| {
-            d.unelect()?;
-            d.deliver_election()
-        })
-    }
-
-    /// Refuses a grant or revoke delivered at once while earlier election messages wait.
-    fn inbox_empty(&self) -> Result<(), LeadershipError> {
-        if self.election_inbox.is_empty() {
-            Ok(())
-        } else {
-            Err(LeadershipError::Election(
-                "earlier messages are undelivered",
-            ))
-        }
     }
 
     /// Feeds one event to the runner and executes the resulting effects.
@@ -856,17 +496,4 @@ impl Harness {
         work.extend(fx.into_iter().map(HarnessEffect::Runner));
         Ok(())
     }
-}
-
-/// Logs a store request the stores refused to a stopping dispatcher, which gives up on
-/// it.
-fn refused(job: JobId, epoch: u32, request: DispatcherEffect, why: &str) {
-    tracing::debug!(
-        component = "store",
-        event = request.request_name().unwrap_or("not_a_store_request"),
-        job = job.0,
-        epoch,
-        outcome = "refused",
-        error = why,
-    );
 }
