@@ -198,7 +198,7 @@ fn run_durable(
     let outcome = steadfast_sim::durable::run(config, &path, &data);
     std::fs::remove_dir_all(&data)
         .map_err(|e| format!("cannot remove `{}`: {e}", data.display()))?;
-    Ok((path, outcome?))
+    Ok((path, outcome.map_err(|e| e.to_string())?))
 }
 
 /// `simulate durable --runs N --seed S --out DIR [--bug NAME] [--keys K] [--inputs I]

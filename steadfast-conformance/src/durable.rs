@@ -84,7 +84,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::json;
 use stateright::Model;
-use steadfast::durable::store::{
+use steadfast::durable::{
     decode_entry, decode_record, encode_record, fence_record, RebuildReport, StoreError,
 };
 use steadfast::durable::{

@@ -24,6 +24,7 @@ use steadfast_model::Spec;
 pub mod cover;
 pub mod diff;
 pub mod durable;
+pub mod grain;
 pub mod itf;
 pub mod leadership;
 pub mod trace;

@@ -12,7 +12,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use steadfast::durable::store::decode_record;
+use steadfast::durable::decode_record;
 use steadfast::durable::{
     ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Datum, Effect, Event, KeyState,
     LogRecord, Operator, QueuedAction, RecoveryMarker, Scheduling,

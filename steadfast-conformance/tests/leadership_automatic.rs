@@ -12,7 +12,8 @@ use stateright::{Checker, Model};
 use steadfast::leadership::LeadershipError;
 use steadfast_conformance::cover::{cover, Coverage};
 use steadfast_conformance::leadership::automatic::{
-    automatic_runtime, check_event_log, AutomaticBinding, AutomaticLeadership, AutomaticStep,
+    automatic_runtime, check_event_log, Automatic, AutomaticBinding, AutomaticLeadership,
+    AutomaticStep,
 };
 use steadfast_conformance::leadership::{collect, expected_log, LogRecord, Rejection};
 use steadfast_conformance::trace;
@@ -102,7 +103,7 @@ fn internal_steps(m: &AutomaticLeadership) -> (BTreeMap<String, usize>, usize) {
         for (e, next) in events {
             let head = AutomaticBinding::kind(&e) + &format!("{:?}", e.steps[0]);
             branches |= !heads.insert(head);
-            for a in e.steps.iter().filter(|a| AutomaticLeadership::internal(a)) {
+            for a in e.steps.iter().filter(|a| Automatic::internal(a)) {
                 *kinds.entry(format!("{a:?}")).or_default() += 1;
             }
             queue.push_back(next);

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use broker::{append_line, write_atomically, Broker};
 use rustix::process::{kill_process, Pid, Signal};
 use serde_json::json;
-use steadfast::durable::store::decode_entry;
+use steadfast::durable::decode_entry;
 use steadfast::durable::{
     partition_for, ActionDef, CallChain, CallOutcome, CallRef, Checkpoint, Entry, LogError,
     LogRecord, Offset, Partition,

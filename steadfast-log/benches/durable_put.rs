@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_main, Criterion, Throughput};
 use serde_json::json;
-use steadfast::durable::store::{decode_record, encode_record};
 use steadfast::durable::{
     args_digest, ActionDef, ActionState, CallChain, CallOutcome, CallResult, LogRecord, StateKey,
 };
+use steadfast::durable::{decode_record, encode_record};
 use steadfast_log::{Cancellation, Driver, FileLog, FileLogOptions, Log, MemoryLog, PendingAck};
 
 fn state() -> ActionState {

@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use steadfast::durable::store::decode_record;
+use steadfast::durable::decode_record;
 use steadfast::durable::{
     ActionState, CallRef, Checkpoint, Datum, KeyState, LogRecord, Offset, Operator, Partition,
     StateKey, StoreError,

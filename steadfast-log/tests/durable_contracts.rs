@@ -839,7 +839,7 @@ fn mismatched_saved_result_truncates_from_its_index() {
     assert_eq!(d.requested_calls()[0].args, json!(2));
     d.call(0).unwrap();
     let latest = log.records(0).last().cloned().unwrap();
-    let (_, state) = steadfast::durable::store::decode_record(&latest)
+    let (_, state) = steadfast::durable::decode_record(&latest)
         .unwrap()
         .expect("an action state record");
     assert_eq!(state.call_results.len(), 2);

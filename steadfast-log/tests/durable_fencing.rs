@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::json;
-use steadfast::durable::store::{encode_record, fence_record};
+use steadfast::durable::{encode_record, fence_record};
 use steadfast::durable::{
     ActionState, ActionStateStore, CallOutcome, CallResult, Checkpoint, Epoch, LogError, LogRecord,
     Offset, Operator, OperatorError, Ownership, Rebuild, RebuildReport, RecoveryMarker, StateKey,
@@ -379,7 +379,7 @@ fn a_driver_after_a_crash_takes_the_next_epoch() {
     assert_eq!(d.operator().unwrap().epoch(), 5);
     let records = log.records(0);
     assert_eq!(
-        steadfast::durable::store::decode_entry(&records[0]).unwrap(),
+        steadfast::durable::decode_entry(&records[0]).unwrap(),
         steadfast::durable::Entry::Fence { epoch: 5 }
     );
 }

@@ -18,6 +18,9 @@
 #![deny(missing_docs)]
 
 pub mod durable;
+mod error;
 pub mod leadership;
 pub mod log;
 pub mod rng;
+
+pub use error::RunError;

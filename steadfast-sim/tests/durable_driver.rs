@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use steadfast::durable::Defect;
-use steadfast_sim::durable::{bug_names, run, Config, Outcome, UNFENCED};
+use steadfast_sim::durable::{bug_names, run, Config, Outcome, RunError, UNFENCED};
 
 fn config(seed: u64) -> Config {
     Config {
@@ -21,7 +21,7 @@ fn simulate(dir: &Path, name: &str, config: &Config) -> Result<Outcome, String> 
     fs::create_dir(&data).unwrap();
     let outcome = run(config, &dir.join(format!("{name}.ndjson")), &data);
     fs::remove_dir_all(&data).unwrap();
-    outcome
+    outcome.map_err(|e| e.to_string())
 }
 
 #[test]
@@ -197,7 +197,10 @@ fn bad_settings_are_refused_by_name() {
     fs::create_dir(&data).unwrap();
     fs::write(data.join("x"), b"x").unwrap();
     let err = run(&config(1), &dir.path().join("full.ndjson"), &data).unwrap_err();
-    assert!(err.contains("not empty"), "{err}");
+    assert!(
+        matches!(&err, RunError::Config(why) if why.contains("not empty")),
+        "{err}"
+    );
 }
 
 #[test]

@@ -6,13 +6,11 @@
 
 use proptest::prelude::*;
 use serde_json::json;
-use steadfast::durable::store::{
-    decode_entry, decode_record, encode_record, fence_record, RECORD_FORMAT,
-};
 use steadfast::durable::{
     args_digest, ActionState, ActionStateStore, CallOutcome, CallResult, Datum, Entry, Epoch,
     LogRecord, Ownership, Rebuild, RecoveryMarker, StateKey, StoreError,
 };
+use steadfast::durable::{decode_entry, decode_record, encode_record, fence_record, RECORD_FORMAT};
 
 /// The epoch the records of these tests are written at.
 const EPOCH: Epoch = 5;

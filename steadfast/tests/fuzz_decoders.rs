@@ -12,7 +12,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::json;
-use steadfast::durable::store::{decode_entry, encode_record, fence_record};
+use steadfast::durable::{decode_entry, encode_record, fence_record};
 use steadfast::durable::{
     ActionDef, ActionState, CallChain, CallOutcome, CallResult, Checkpoint, Event, LogRecord,
     Operator, OperatorError, StateKey, StoreError,

@@ -7,7 +7,8 @@
 //! steps (`StartAction`, `ReuseResult`, `SendPut`, `CompleteAction`, `AckPut` of its
 //! put) until none is enabled. [`EagerDurable`] is the model's graph seen at those
 //! quiescent points; which steps an event stands for is derived from the model's enabled
-//! actions alone ([`EagerDurable::events`]), never from the runtime.
+//! actions alone ([`Eager::events`]), never from the runtime; the coarse model is the
+//! crate's one construction of a grain ([`crate::grain`]).
 //!
 //! Environment steps the model interleaves are kept where an eager runtime can meet them:
 //! checkpoints, crashes and other keys' steps come between events (at quiescent states);
@@ -30,13 +31,14 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use stateright::{Model, Property};
+use stateright::Model;
 use steadfast::durable::{Effect, Event, Operator, OperatorError, Scheduling};
 use steadfast_model::durable::{self as model, Action, Durable};
-use steadfast_model::{Expectation, Param, Settings, SettingsError, Spec};
+use steadfast_model::SettingsError;
 
 use super::{Conformant, Names, Runtime, Variant, View};
 use crate::durable::Rejection;
+use crate::grain::{Coarse, Grain};
 use crate::Binding;
 
 /// One eager event, as the model steps it stands for: the external step first, then the
@@ -86,20 +88,25 @@ impl EagerStep {
 /// The eager graph's one property: no key has an internal step enabled.
 pub const QUIESCENT: &str = "every key is idle or waits on a call";
 
-/// The durable model at eager scheduling's grain: its states are the model's states
-/// where no key has an internal step enabled, its steps [`EagerStep`]s.
+/// The eager operator's grain over the durable model ([`Grain`]).
 #[derive(Clone, Debug)]
-pub struct EagerDurable {
+pub struct Eager {
     /// The step-by-step model.
     pub model: Durable,
 }
 
-impl EagerDurable {
+/// The durable model at eager scheduling's grain: its states are the model's states
+/// where no key has an internal step enabled, its steps [`EagerStep`]s.
+pub type EagerDurable = Coarse<Eager>;
+
+impl Coarse<Eager> {
     /// The eager view of `model`.
     pub fn new(model: Durable) -> EagerDurable {
-        EagerDurable { model }
+        Coarse(Eager { model })
     }
+}
 
+impl Eager {
     /// A step of key `k` the eager operator takes on its own within a run.
     fn internal(k: u8, a: &Action) -> bool {
         match *a {
@@ -198,65 +205,15 @@ impl EagerDurable {
     }
 }
 
-impl Model for EagerDurable {
-    type State = model::State;
-    type Action = EagerStep;
-
-    fn init_states(&self) -> Vec<model::State> {
-        self.model.init_states()
-    }
-
-    fn actions(&self, s: &model::State, actions: &mut Vec<EagerStep>) {
-        actions.extend(self.events(s).into_iter().map(|(e, _)| e));
-    }
-
-    /// Every state of the eager graph is quiescent: a run ends only where its keys have
-    /// no internal step left, and it leaves the other keys as they were.
-    fn properties(&self) -> Vec<Property<Self>> {
-        vec![Property::always(QUIESCENT, |m: &EagerDurable, s| {
-            m.quiescent(s)
-        })]
-    }
-
-    /// Replays the event's steps on the model; `None` if one of them is not enabled.
-    fn next_state(&self, s: &model::State, e: EagerStep) -> Option<model::State> {
-        let mut s = s.clone();
-        let mut enabled = Vec::new();
-        for a in e.steps {
-            enabled.clear();
-            self.model.actions(&s, &mut enabled);
-            if !enabled.contains(&a) {
-                return None;
-            }
-            s = self.model.next_state(&s, a)?;
-        }
-        Some(s)
-    }
-}
-
-impl Spec for EagerDurable {
+impl Grain for Eager {
+    type Fine = Durable;
+    type Step = EagerStep;
     const NAME: &'static str = "durable-eager";
     const SUMMARY: &'static str =
         "durable actions (flink-agents issue 1158) at the eager operator's grain";
+    const QUIESCENT: &'static str = QUIESCENT;
 
-    fn designs() -> &'static [&'static str] {
-        Durable::designs()
-    }
-
-    fn design_name(&self) -> &'static str {
-        self.model.design_name()
-    }
-
-    fn settings(&self) -> &Settings {
-        self.model.settings()
-    }
-
-    fn params() -> &'static [Param] {
-        Durable::params()
-    }
-
-    fn build(design: &str, settings: &Settings) -> Result<Self, SettingsError> {
-        let model = Durable::build(design, settings)?;
+    fn of(model: Durable) -> Result<Eager, SettingsError> {
         if model.bounds.concurrent_puts {
             return Err(SettingsError(
                 "durable-eager runs one key's work to its end with each put answered in turn, \
@@ -278,34 +235,23 @@ impl Spec for EagerDurable {
                     .to_string(),
             ));
         }
-        Ok(EagerDurable::new(model))
+        Ok(Eager { model })
     }
 
-    fn focus(&self, property: Option<&str>) -> Result<Self, SettingsError> {
-        match property {
-            None | Some(QUIESCENT) => Ok(self.clone()),
-            Some(name) => Err(SettingsError(format!(
-                "unknown property `{name}` of durable-eager (known: {QUIESCENT})"
-            ))),
-        }
+    fn fine(&self) -> &Durable {
+        &self.model
     }
 
-    fn describe_step(&self, before: &model::State, e: &EagerStep) -> String {
-        let mut s = before.clone();
-        let mut parts = Vec::new();
-        for &a in &e.steps {
-            parts.push(self.model.describe_step(&s, &a));
-            match self.model.next_state(&s, a) {
-                Some(next) => s = next,
-                None => break,
-            }
-        }
-        parts.join("; ")
+    fn steps(step: &EagerStep) -> &[Action] {
+        &step.steps
     }
 
-    /// The eager graph checks no property of its own: it is the model's, coarser.
-    fn expectations() -> Vec<Expectation> {
-        Vec::new()
+    fn events(&self, s: &model::State) -> Vec<(EagerStep, model::State)> {
+        Eager::events(self, s)
+    }
+
+    fn quiescent(&self, s: &model::State) -> bool {
+        Eager::quiescent(self, s)
     }
 }
 

@@ -10,7 +10,7 @@
 //! (`RemoveJobGraph`, `MarkResultClean`), the runner's close completing, and the same
 //! of the old JobManager with `dispatcher-overlap`. [`AutomaticLeadership`] is the
 //! model's graph seen at those quiescent points; which steps an event stands for is
-//! derived from the model's enabled actions alone ([`AutomaticLeadership::events`]),
+//! derived from the model's enabled actions alone ([`Automatic::events`]),
 //! never from the runtime. Where the internal steps can be taken in several orders,
 //! every distinct quiescent state they end in is an event of its own, so a runtime that
 //! can reach only one of them is caught at the others.
@@ -33,6 +33,7 @@
 use serde::Deserialize;
 
 use super::*;
+use crate::grain::{Coarse, Grain};
 
 /// One automatic event, as the model steps it stands for: the external step first (the
 /// election's grant or revoke with the chain's run of it, for `grant()` and `revoke()`),
@@ -87,20 +88,25 @@ impl AutomaticStep {
 /// The automatic graph's one property: no step the driver takes by itself is enabled.
 pub const QUIESCENT: &str = "no step the automatic driver takes by itself is enabled";
 
-/// The leadership model at the automatic driver's grain: its states are the model's
-/// states where no internal step is enabled, its steps [`AutomaticStep`]s.
+/// The automatic driver's grain over the leadership model ([`Grain`]).
 #[derive(Clone, Debug)]
-pub struct AutomaticLeadership {
+pub struct Automatic {
     /// The step-by-step model.
     pub model: Leadership,
 }
 
-impl AutomaticLeadership {
+/// The leadership model at the automatic driver's grain: its states are the model's
+/// states where no internal step is enabled, its steps [`AutomaticStep`]s.
+pub type AutomaticLeadership = Coarse<Automatic>;
+
+impl Coarse<Automatic> {
     /// The automatic view of `model`.
     pub fn new(model: Leadership) -> AutomaticLeadership {
-        AutomaticLeadership { model }
+        Coarse(Automatic { model })
     }
+}
 
+impl Automatic {
     /// A step the automatic driver takes by itself, within the call of the event that
     /// enabled it.
     pub fn internal(a: &Action) -> bool {
@@ -194,99 +200,36 @@ impl AutomaticLeadership {
     }
 }
 
-impl Model for AutomaticLeadership {
-    type State = State;
-    type Action = AutomaticStep;
-
-    fn init_states(&self) -> Vec<State> {
-        self.model.init_states()
-    }
-
-    fn actions(&self, s: &State, actions: &mut Vec<AutomaticStep>) {
-        actions.extend(self.events(s).into_iter().map(|(e, _)| e));
-    }
-
-    /// Every state of the automatic graph is quiescent: a run ends only where no
-    /// internal step is left.
-    fn properties(&self) -> Vec<stateright::Property<Self>> {
-        vec![stateright::Property::always(
-            QUIESCENT,
-            |m: &AutomaticLeadership, s| m.quiescent(s),
-        )]
-    }
-
-    /// Replays the event's steps on the model; `None` if one of them is not enabled.
-    fn next_state(&self, s: &State, e: AutomaticStep) -> Option<State> {
-        let mut s = *s;
-        for a in e.steps {
-            if !self.enabled(&s).contains(&a) {
-                return None;
-            }
-            s = self.model.next_state(&s, a)?;
-        }
-        Some(s)
-    }
-}
-
-impl Spec for AutomaticLeadership {
+impl Grain for Automatic {
+    type Fine = Leadership;
+    type Step = AutomaticStep;
     const NAME: &'static str = "leadership-automatic";
     const SUMMARY: &'static str =
         "job leadership of FLINK-39704 at the automatic driver's grain (quiescent points)";
+    const QUIESCENT: &'static str = QUIESCENT;
 
-    fn designs() -> &'static [&'static str] {
-        Leadership::designs()
+    fn of(model: Leadership) -> Result<Automatic, steadfast_model::SettingsError> {
+        Ok(Automatic { model })
     }
 
-    fn design_name(&self) -> &'static str {
-        self.model.design_name()
+    fn fine(&self) -> &Leadership {
+        &self.model
     }
 
-    fn settings(&self) -> &steadfast_model::Settings {
-        self.model.settings()
+    fn steps(step: &AutomaticStep) -> &[Action] {
+        &step.steps
     }
 
-    fn params() -> &'static [steadfast_model::Param] {
-        Leadership::params()
+    fn events(&self, s: &State) -> Vec<(AutomaticStep, State)> {
+        Automatic::events(self, s)
+    }
+
+    fn quiescent(&self, s: &State) -> bool {
+        Automatic::quiescent(self, s)
     }
 
     fn scenarios() -> &'static [(&'static str, &'static [(&'static str, &'static str)])] {
         Leadership::scenarios()
-    }
-
-    fn build(
-        design: &str,
-        settings: &steadfast_model::Settings,
-    ) -> Result<Self, steadfast_model::SettingsError> {
-        Ok(AutomaticLeadership::new(Leadership::build(
-            design, settings,
-        )?))
-    }
-
-    fn focus(&self, property: Option<&str>) -> Result<Self, steadfast_model::SettingsError> {
-        match property {
-            None | Some(QUIESCENT) => Ok(self.clone()),
-            Some(name) => Err(steadfast_model::SettingsError(format!(
-                "unknown property `{name}` of leadership-automatic (known: {QUIESCENT})"
-            ))),
-        }
-    }
-
-    fn describe_step(&self, before: &State, e: &AutomaticStep) -> String {
-        let mut s = *before;
-        let mut parts = Vec::new();
-        for &a in &e.steps {
-            parts.push(self.model.describe_step(&s, &a));
-            match self.model.next_state(&s, a) {
-                Some(next) => s = next,
-                None => break,
-            }
-        }
-        parts.join("; ")
-    }
-
-    /// The automatic graph checks no property of its own: it is the model's, coarser.
-    fn expectations() -> Vec<steadfast_model::Expectation> {
-        Vec::new()
     }
 }
 

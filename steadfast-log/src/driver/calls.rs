@@ -1,7 +1,7 @@
 //! Running the supplier for requested calls and delivering their outcomes to the
 //! operator, with the count of runs whose result never reached the log.
 
-use steadfast::durable::store::decode_record;
+use steadfast::durable::decode_record;
 use steadfast::durable::Offset;
 use steadfast::durable::{
     partition_for, ActionState, CallOutcome, CallRef, Event, OperatorError, StateKey,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use steadfast::durable::store::fence_record;
+use steadfast::durable::fence_record;
 use steadfast::durable::{
     ActionDef, Checkpoint, Epoch, Event, Operator, RebuildReport, RecoveryMarker, Restoring,
 };

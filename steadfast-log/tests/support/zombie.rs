@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use serde_json::json;
-use steadfast::durable::store::encode_record;
+use steadfast::durable::encode_record;
 use steadfast::durable::{args_digest, ActionDef, CallChain, CallOutcome, CallRef, Datum, Offset};
 use steadfast_log::{Driver, Log, MemoryLog, PendingAck};
 
@@ -66,7 +66,7 @@ pub(crate) fn zombie_run(fencing: bool) -> Driver<MemoryLog> {
     let f0_saved = log.records(0).last().cloned().unwrap();
     d.call(0).unwrap(); // f0 and f1 saved
                         // Incarnation 1's put of f0's result: the same state, written at epoch 1.
-    let (key, state) = steadfast::durable::store::decode_record(&f0_saved)
+    let (key, state) = steadfast::durable::decode_record(&f0_saved)
         .unwrap()
         .expect("a state record");
     assert_eq!(

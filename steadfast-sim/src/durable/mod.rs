@@ -65,6 +65,7 @@ use steadfast_log::storage::Storage;
 use tokio::time::Instant;
 
 use crate::log::LogFile;
+pub use crate::RunError;
 
 mod rooted;
 mod sim;
@@ -358,25 +359,26 @@ impl Outcome {
 /// Runs one simulation, writing its log to `log_path` and the file log into `data_dir`,
 /// an empty directory the caller made (and removes). One seed gives the same log, byte
 /// for byte.
-pub fn run(config: &Config, log_path: &Path, data_dir: &Path) -> Result<Outcome, String> {
-    config.check()?;
+pub fn run(config: &Config, log_path: &Path, data_dir: &Path) -> Result<Outcome, RunError> {
+    config.check().map_err(RunError::Config)?;
+    let io = |what: String| move |error| RunError::Io { what, error };
     let empty = std::fs::read_dir(data_dir)
-        .map_err(|e| format!("data directory {}: {e}", data_dir.display()))?
+        .map_err(io(format!("data directory {}", data_dir.display())))?
         .next()
         .is_none();
     if !empty {
-        return Err(format!(
+        return Err(RunError::Config(format!(
             "data directory {} is not empty",
             data_dir.display()
-        ));
+        )));
     }
     let log = LogFile::create(log_path)
-        .map_err(|e| format!("creating the log {}: {e}", log_path.display()))?;
+        .map_err(io(format!("creating the log {}", log_path.display())))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
-        .map_err(|e| format!("starting the runtime: {e}"))?;
+        .map_err(io("starting the runtime".to_string()))?;
     let local = tokio::task::LocalSet::new();
     let result: Result<Outcome, String> = local.block_on(&runtime, async {
         let dispatch = log.dispatch();
@@ -395,8 +397,8 @@ pub fn run(config: &Config, log_path: &Path, data_dir: &Path) -> Result<Outcome,
     });
     let lines = log
         .finish()
-        .map_err(|e| format!("writing the log {}: {e}", log_path.display()))?;
-    let mut outcome = result?;
+        .map_err(io(format!("writing the log {}", log_path.display())))?;
+    let mut outcome = result.map_err(RunError::Failed)?;
     outcome.events = lines;
     Ok(outcome)
 }

@@ -162,28 +162,7 @@ pub struct Summary {
     pub virtual_ms: u64,
 }
 
-/// Why a run could not be completed.
-#[derive(Debug)]
-pub enum RunError {
-    /// The settings are out of range.
-    Config(String),
-    /// The log could not be written.
-    Log(std::io::Error),
-    /// A task waited for its turn more than the retry bound: a driver defect.
-    Stalled(&'static str),
-}
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::Config(why) => write!(f, "{why}"),
-            RunError::Log(e) => write!(f, "writing the log: {e}"),
-            RunError::Stalled(what) => write!(f, "the run stalled: {what} never got its turn"),
-        }
-    }
-}
-
-impl std::error::Error for RunError {}
+pub use crate::RunError;
 
 /// Runs one simulation and writes its log to `path`.
 pub fn run(config: &Config, path: &Path) -> Result<Summary, RunError> {

@@ -21,8 +21,8 @@ mod defect;
 mod error;
 mod log;
 mod operator;
-pub mod record;
-pub mod store;
+mod record;
+mod store;
 
 use serde::{Deserialize, Serialize};
 
@@ -33,10 +33,12 @@ pub use operator::{
     ActionBody, ActionDef, ActionStep, CallChain, Checkpoint, Effect, Event, KeyActivity, KeyState,
     Limits, Operator, OperatorError, PendingInput, PutId, QueuedAction, Restoring, Scheduling,
 };
-pub use record::Entry;
+pub use record::{
+    decode_entry, decode_record, encode_record, fence_record, Entry, PutRecord, RECORD_FORMAT,
+};
 pub use store::{
-    merge_recovery_markers, ActionStateStore, MergeError, Ownership, PruneReport, PutRecord,
-    Rebuild, RebuildReport, RecoveryMarker, StoreError,
+    merge_recovery_markers, ActionStateStore, MergeError, Ownership, PruneReport, Rebuild,
+    RebuildReport, RecoveryMarker, StoreError,
 };
 
 /// Values flowing through actions: inputs, call arguments, call results, outputs.

@@ -59,9 +59,7 @@ mod rebuild;
 mod tests;
 
 pub use super::error::StoreError;
-pub use super::record::{
-    decode_entry, decode_record, encode_record, fence_record, PutRecord, RECORD_FORMAT,
-};
+pub(crate) use super::record::{decode_entry, PutRecord};
 pub use marker::{merge_recovery_markers, MergeError, RecoveryMarker};
 pub use rebuild::{Ownership, Rebuild, RebuildReport};
 
