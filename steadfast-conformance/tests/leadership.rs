@@ -5,6 +5,9 @@
 //! design's shortest reanimation counterexample replayed against the fixed runtime,
 //! trace files of the leadership model, and the runtime's structured log with faults
 //! seeded in it.
+//!
+//! Over 800 lines as a table: one test per column's coverage, seeded fault or pinned
+//! divergence, each read on its own, sharing the helpers at the top.
 
 use std::collections::BTreeSet;
 

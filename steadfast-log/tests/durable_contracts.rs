@@ -5,6 +5,9 @@
 //! refused, cancellation reaches the caller, pruning leaves no per-key tracking
 //! behind, and the known replay cost of a pending action. The operator is driven
 //! directly (events in, effects out) or through the blocking driver over a log.
+//!
+//! Over 800 lines as a table of contracts: one test per promise, each read on its own,
+//! sharing the drivers and logs set up at the top.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};

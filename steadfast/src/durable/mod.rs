@@ -6,10 +6,11 @@
 //! instead of calling again. The pieces here are sans-IO:
 //! - [`Partition`], [`Offset`], [`LogRecord`], [`LogError`]: the vocabulary of the
 //!   partitioned, offset-addressed log the store writes to (what a Kafka topic offers);
-//! - [`store`]: the action state store, a plain value (cache, acknowledged offsets,
-//!   prune, recovery marker, rebuild from records handed to it);
-//! - [`record`]: the store's record format: action states and fences, each with the
-//!   epoch of the incarnation that wrote it (encode, strict decode);
+//! - [`ActionStateStore`]: the action state store, a plain value (cache, acknowledged
+//!   offsets, prune, [`RecoveryMarker`], [`Rebuild`] from records handed to it);
+//! - [`encode_record`], [`decode_record`], [`fence_record`]: the store's record format:
+//!   action states and fences, each with the epoch of the incarnation that wrote it
+//!   (strict decode);
 //! - [`Operator`]: the sans-IO action execution operator (events in, effects out; a put
 //!   is an append and a flush, its acknowledgement an event).
 //!
