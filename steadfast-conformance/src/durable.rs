@@ -136,8 +136,8 @@ pub trait Variant: 'static {
     /// Whether the log swallows a failed send and acknowledges it at the offset where
     /// it was to land: the old put order as the operator sees it, with the offsets the
     /// model's `old-put-order` design gives (the operator's `CacheBeforeAck` seed bug
-    /// caches at the send, with no offset yet, and so is faithful to `unpatched` only,
-    /// whose marker never reads cached offsets).
+    /// caches at the send, with no offset yet: with the end-offset marker it conforms
+    /// to `unpatched`, alone it parts from `old-put-order` on a cached offset).
     fn swallows_failures() -> bool {
         false
     }

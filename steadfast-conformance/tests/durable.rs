@@ -638,7 +638,8 @@ fn cache_before_ack_diverges_at_the_first_failed_send() {
     assert!(cover::<Conformant<CacheBeforeAck>>(&quiet).is_ok());
     // The operator's own seed bug caches at the send, before the offset is known: it
     // parts from the model's old-put-order design at the second key's acknowledgement,
-    // on that offset alone (the unpatched design's marker never reads it).
+    // on that offset alone. With the end-offset marker too it is the unpatched design
+    // (`the_operators_seed_bugs_conform_to_the_unpatched_design`).
     let d = cover::<Conformant<CacheAtSend>>(&model("old-put-order", &[])).unwrap_err();
     assert_eq!((d.step, d.action.as_str()), (10, "AckPut(1)"));
     assert_eq!(
