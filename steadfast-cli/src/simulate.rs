@@ -208,6 +208,47 @@ fn simulate_durable(mut args: Args) -> Outcome {
     use steadfast_sim::durable as sim;
     let (runs, seed) = runs_and_seed(&mut args)?;
     let out = out_dir(&mut args)?;
+    let base = durable_config(&mut args, seed)?;
+    let json = args.switch("json");
+    args.switches.retain(|s| s != "json");
+    args.no_options("simulate")?;
+    let dir = Path::new(&out);
+    std::fs::create_dir_all(dir).map_err(|e| UsageError(format!("cannot create `{out}`: {e}")))?;
+    base.check().map_err(UsageError)?;
+    let started = Instant::now();
+    let mut totals = sim::Outcome::default();
+    let mut repeated = 0usize;
+    for i in 0..runs as u64 {
+        let config = sim::Config {
+            seed: seed + i,
+            ..base.clone()
+        };
+        let (path, o) = run_durable(dir, &config)
+            .map_err(|e| Failure::Run(format!("simulate: run with seed {}: {e}", seed + i)))?;
+        add_durable_outcome(&mut totals, &o);
+        repeated += o.repeated_calls().len();
+        if json {
+            let line = serde_json::json!({
+                "log": path.display().to_string(),
+                "config": config,
+                "outcome": o,
+            });
+            println!("{line}");
+        }
+    }
+    if !json {
+        let secs = started.elapsed().as_secs_f64();
+        print_durable_totals(&base, runs, dir, &totals, repeated, secs);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The run settings of `simulate durable`, seed `seed`, from the command line.
+fn durable_config(
+    args: &mut Args,
+    seed: u64,
+) -> Result<steadfast_sim::durable::Config, UsageError> {
+    use steadfast_sim::durable as sim;
     let d = sim::Config::default();
     let mut small = |name: &str, default: u8, low: usize, high: u8| {
         args.take_number(name, usize::from(default), low, usize::from(high))
@@ -234,10 +275,33 @@ fn simulate_durable(mut args: Args) -> Outcome {
             return Err(UsageError(format!(
                 "`--zombie-sends` must be true or false, got {}",
                 quote(other)
-            ))
-            .into())
+            )))
         }
     };
+    let (defects, fencing) = durable_bugs(args)?;
+    Ok(sim::Config {
+        keys,
+        inputs,
+        actions,
+        calls,
+        partitions,
+        seed,
+        crashes,
+        checkpoints,
+        send_failures,
+        max_delay_ms,
+        defects,
+        zombie_sends,
+        fencing,
+    })
+}
+
+/// The seed bugs of `--bug`: the operator's, and whether the restores still fence
+/// (`--bug unfenced` switches fencing off).
+fn durable_bugs(
+    args: &mut Args,
+) -> Result<(Vec<steadfast_sim::durable::Defect>, bool), UsageError> {
+    use steadfast_sim::durable as sim;
     let mut defects = Vec::new();
     let mut fencing = true;
     for name in args.take_all("bug") {
@@ -254,99 +318,69 @@ fn simulate_durable(mut args: Args) -> Outcome {
         })?;
         defects.push(defect);
     }
-    let json = args.switch("json");
-    args.switches.retain(|s| s != "json");
-    args.no_options("simulate")?;
-    let dir = Path::new(&out);
-    std::fs::create_dir_all(dir).map_err(|e| UsageError(format!("cannot create `{out}`: {e}")))?;
-    let started = Instant::now();
-    let mut totals = sim::Outcome::default();
-    let mut repeated = 0usize;
-    let base = sim::Config {
-        keys,
-        inputs,
-        actions,
-        calls,
-        partitions,
-        seed,
-        crashes,
-        checkpoints,
-        send_failures,
-        max_delay_ms,
-        defects: defects.clone(),
-        zombie_sends,
-        fencing,
-    };
-    base.check().map_err(UsageError)?;
-    for i in 0..runs as u64 {
-        let config = sim::Config {
-            seed: seed + i,
-            ..base.clone()
-        };
-        match run_durable(dir, &config) {
-            Ok((path, o)) => {
-                totals.events += o.events;
-                totals.crashes += o.crashes;
-                totals.checkpoints_completed += o.checkpoints_completed;
-                totals.failures_before_landing += o.failures_before_landing;
-                totals.failures_after_landing += o.failures_after_landing;
-                totals.supplier_calls += o.supplier_calls;
-                totals.flushes += o.flushes;
-                totals.records_sent += o.records_sent;
-                totals.zombies_landed += o.zombies_landed;
-                totals.zombies_stale += o.zombies_stale;
-                repeated += o.repeated_calls().len();
-                if json {
-                    let line = serde_json::json!({
-                        "log": path.display().to_string(),
-                        "config": config,
-                        "outcome": o,
-                    });
-                    println!("{line}");
-                }
-            }
-            Err(e) => {
-                return Err(Failure::Run(format!(
-                    "simulate: run with seed {}: {e}",
-                    seed + i
-                )));
-            }
-        }
-    }
-    let secs = started.elapsed().as_secs_f64();
-    if !json {
-        let last = seed + runs as u64 - 1;
+    Ok((defects, fencing))
+}
+
+/// Adds one run's counts to the totals.
+fn add_durable_outcome(
+    totals: &mut steadfast_sim::durable::Outcome,
+    o: &steadfast_sim::durable::Outcome,
+) {
+    totals.events += o.events;
+    totals.crashes += o.crashes;
+    totals.checkpoints_completed += o.checkpoints_completed;
+    totals.failures_before_landing += o.failures_before_landing;
+    totals.failures_after_landing += o.failures_after_landing;
+    totals.supplier_calls += o.supplier_calls;
+    totals.flushes += o.flushes;
+    totals.records_sent += o.records_sent;
+    totals.zombies_landed += o.zombies_landed;
+    totals.zombies_stale += o.zombies_stale;
+}
+
+/// The summary of `simulate durable` without `--json`.
+fn print_durable_totals(
+    base: &steadfast_sim::durable::Config,
+    runs: usize,
+    dir: &Path,
+    totals: &steadfast_sim::durable::Outcome,
+    repeated: usize,
+    secs: f64,
+) {
+    let seed = base.seed;
+    let last = seed + runs as u64 - 1;
+    println!(
+        "wrote {runs} durable log{} (seeds {seed}..={last}) to {}: {} events, {} supplier calls, {} records in {} flushes, {} crashes, {} checkpoints completed, failed puts: {} ({} before landing), repeated calls: {}, {:.2} s ({:.0} events/s)",
+        if runs == 1 { "" } else { "s" },
+        dir.display(),
+        totals.events,
+        totals.supplier_calls,
+        totals.records_sent,
+        totals.flushes,
+        totals.crashes,
+        totals.checkpoints_completed,
+        totals.failures_before_landing + totals.failures_after_landing,
+        totals.failures_before_landing,
+        repeated,
+        secs,
+        totals.events as f64 / secs.max(1e-9)
+    );
+    if base.zombie_sends {
         println!(
-            "wrote {runs} durable log{} (seeds {seed}..={last}) to {}: {} events, {} supplier calls, {} records in {} flushes, {} crashes, {} checkpoints completed, failed puts: {} ({} before landing), repeated calls: {}, {:.2} s ({:.0} events/s)",
-            if runs == 1 { "" } else { "s" },
-            dir.display(),
-            totals.events,
-            totals.supplier_calls,
-            totals.records_sent,
-            totals.flushes,
-            totals.crashes,
-            totals.checkpoints_completed,
-            totals.failures_before_landing + totals.failures_after_landing,
-            totals.failures_before_landing,
-            repeated,
-            secs,
-            totals.events as f64 / secs.max(1e-9)
+            "zombie sends landed: {} ({} behind a newer fence)",
+            totals.zombies_landed, totals.zombies_stale
         );
-        if zombie_sends {
-            println!(
-                "zombie sends landed: {} ({} behind a newer fence)",
-                totals.zombies_landed, totals.zombies_stale
-            );
-        }
-        if !defects.is_empty() {
-            let names: Vec<&str> = defects.iter().map(|d| d.name()).collect();
-            println!("the operator carried the seed bug {}", names.join(" and "));
-        }
-        if !fencing {
-            println!("the restores carried the seed bug {}", sim::UNFENCED);
-        }
     }
-    Ok(ExitCode::SUCCESS)
+    if !base.defects.is_empty() {
+        let names: Vec<&str> = base.defects.iter().map(|d| d.name()).collect();
+        println!("the operator carried the seed bug {}", names.join(" and "));
+    }
+    if !base.fencing {
+        println!(
+            "the restores carried the seed bug {}",
+            steadfast_sim::durable::UNFENCED
+        );
+    }
 }
 
 /// `validate [--cluster] LOG... [--late-signal true|false] [--json]`.
