@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use steadfast::leadership::{
     DispatcherEffect, DispatcherEvent, Effect, Event, JobId, JobResultEntry, JobResultStore,
-    JobStatus, ProcessState, Runner, RunnerState,
+    JobStatus, ProcessState, Runner, RunnerState, Session,
 };
 
 use super::{Cluster, Later, Question, Work};
@@ -189,74 +189,80 @@ impl Cluster {
         (job.0 - 1) as usize
     }
 
+    /// Delivers the election's message `message` to job `job`'s runner when it is the
+    /// front of the inbox and the runner is idle; otherwise waits.
+    fn deliver(&mut self, job: usize, message: u64) -> Option<u64> {
+        let j = &self.jobs[job];
+        let &(front, event) = j.inbox.front()?;
+        if !j.inbox.iter().any(|(m, _)| *m == message) {
+            // Dropped with a closed runner's election.
+            return None;
+        }
+        let idle = j.runner.as_ref().is_some_and(Runner::is_idle);
+        if front != message || !idle {
+            return Some(self.delay().max(1));
+        }
+        self.jobs[job].inbox.pop_front();
+        self.steps += 1;
+        self.runner_section(job, event);
+        None
+    }
+
+    /// The scheduler of job `job`'s current process decides, if that process still
+    /// runs: most often at once, otherwise it looks again later, `tries` more times.
+    fn decide(&mut self, job: usize, generation: u32, session: Session, tries: u8) -> Option<u64> {
+        let j = &self.jobs[job];
+        if j.generation != generation || j.decided {
+            return None;
+        }
+        let current = j.runner.as_ref().and_then(|r| r.processes().last());
+        let running = current.is_some_and(|p| {
+            p.session() == session && p.state() != ProcessState::Terminated && p.result().is_none()
+        });
+        if !running {
+            return None;
+        }
+        if self.rng.chance(70) {
+            let status = [JobStatus::Finished, JobStatus::Failed, JobStatus::Canceled]
+                [self.rng.between(0, 2) as usize];
+            let j = &mut self.jobs[job];
+            j.decided = true;
+            j.signal = Some(session);
+            self.later(Later::Signal {
+                job,
+                generation,
+                session,
+                status,
+            });
+            return None;
+        }
+        if tries == 0 {
+            return None;
+        }
+        let wait = self.delay().max(1);
+        self.later.push((
+            wait,
+            Later::Decide {
+                job,
+                generation,
+                session,
+                tries: tries - 1,
+            },
+        ));
+        None
+    }
+
     /// Does `work` if it is its turn; otherwise returns how long to wait before looking
     /// again.
     pub(super) fn perform(&mut self, work: Later) -> Option<u64> {
         match work {
-            Later::Deliver { job, message } => {
-                let j = &self.jobs[job];
-                let &(front, event) = j.inbox.front()?;
-                if !j.inbox.iter().any(|(m, _)| *m == message) {
-                    // Dropped with a closed runner's election.
-                    return None;
-                }
-                let idle = j.runner.as_ref().is_some_and(Runner::is_idle);
-                if front != message || !idle {
-                    return Some(self.delay().max(1));
-                }
-                self.jobs[job].inbox.pop_front();
-                self.steps += 1;
-                self.runner_section(job, event);
-                None
-            }
+            Later::Deliver { job, message } => self.deliver(job, message),
             Later::Decide {
                 job,
                 generation,
                 session,
                 tries,
-            } => {
-                let j = &self.jobs[job];
-                if j.generation != generation || j.decided {
-                    return None;
-                }
-                let current = j.runner.as_ref().and_then(|r| r.processes().last());
-                let running = current.is_some_and(|p| {
-                    p.session() == session
-                        && p.state() != ProcessState::Terminated
-                        && p.result().is_none()
-                });
-                if !running {
-                    return None;
-                }
-                if self.rng.chance(70) {
-                    let status = [JobStatus::Finished, JobStatus::Failed, JobStatus::Canceled]
-                        [self.rng.between(0, 2) as usize];
-                    let j = &mut self.jobs[job];
-                    j.decided = true;
-                    j.signal = Some(session);
-                    self.later(Later::Signal {
-                        job,
-                        generation,
-                        session,
-                        status,
-                    });
-                    return None;
-                }
-                if tries == 0 {
-                    return None;
-                }
-                let wait = self.delay().max(1);
-                self.later.push((
-                    wait,
-                    Later::Decide {
-                        job,
-                        generation,
-                        session,
-                        tries: tries - 1,
-                    },
-                ));
-                None
-            }
+            } => self.decide(job, generation, session, tries),
             Later::Signal {
                 job,
                 generation,
