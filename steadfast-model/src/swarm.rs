@@ -39,8 +39,8 @@ use serde::{Deserialize, Serialize};
 use stateright::{Checker, Chooser, Expectation as Kind, Model, Path, Property, UniformChooser};
 
 use crate::check::{
-    conditions, decode_explorer_path, explorer_path, fires, trace_of, Condition, Observed,
-    Observer, SENTINEL,
+    conditions, decode_explorer_path, explorer_path, fires, kind_word, trace_of, Condition,
+    Observed, Observer, SENTINEL,
 };
 use crate::quote::quote;
 use crate::rng::Rng;
@@ -69,6 +69,16 @@ pub enum Found {
 }
 
 impl Found {
+    /// What a walk finds for a property of this kind: a counterexample to an `always`
+    /// property, an example of a `sometimes` one.
+    fn of(kind: &Kind) -> Found {
+        if *kind == Kind::Always {
+            Found::Counterexample
+        } else {
+            Found::Example
+        }
+    }
+
     /// The verdict in words, as tables print it.
     pub fn words(self) -> &'static str {
         match self {
@@ -354,23 +364,11 @@ pub fn walk<M: Spec>(model: &M, run: &ShardRun) -> Result<ShardFile, SwarmError>
     for (p, best) in properties.iter().zip(&log.best) {
         let (found, path) = match best {
             None => (Found::Nothing, None),
-            Some(best) => {
-                let found = if p.expectation == Kind::Always {
-                    Found::Counterexample
-                } else {
-                    Found::Example
-                };
-                (found, Some(describe(model, p, best)?))
-            }
+            Some(best) => (Found::of(&p.expectation), Some(describe(model, p, best)?)),
         };
         results.push(PropertyResult {
             name: p.name.to_string(),
-            kind: if p.expectation == Kind::Always {
-                "always"
-            } else {
-                "sometimes"
-            }
-            .to_string(),
+            kind: kind_word(&p.expectation).to_string(),
             found,
             path,
         });
@@ -480,10 +478,7 @@ pub fn verify<M: Spec>(model: &M, mut shard: ShardFile) -> Result<ShardFile, Swa
     }
     for (result, p) in shard.properties.iter_mut().zip(&properties) {
         let Some(path) = &result.path else { continue };
-        let found = match p.expectation {
-            Kind::Always => Found::Counterexample,
-            _ => Found::Example,
-        };
+        let found = Found::of(&p.expectation);
         let rebuilt = (result.found == found)
             .then(|| replayed(model, p, path))
             .flatten()
@@ -494,14 +489,6 @@ pub fn verify<M: Spec>(model: &M, mut shard: ShardFile) -> Result<ShardFile, Swa
         result.path = Some(rebuilt);
     }
     Ok(shard)
-}
-
-fn kind_word(kind: &Kind) -> &'static str {
-    if *kind == Kind::Always {
-        "always"
-    } else {
-        "sometimes"
-    }
 }
 
 /// `path` replayed through `model` from the initial state its Explorer path names (or

@@ -240,7 +240,8 @@ impl CheckReport {
     }
 }
 
-fn kind_word(kind: &Kind) -> &'static str {
+/// The property kind as reports and shard files write it.
+pub(crate) fn kind_word(kind: &Kind) -> &'static str {
     match kind {
         Kind::Always => "always",
         Kind::Sometimes => "sometimes",
