@@ -79,6 +79,7 @@ pub(crate) fn check(rest: &[String]) -> Outcome {
             "no-shortest",
             "no-traces",
             "symmetry",
+            "por",
             "simulate",
         ],
     )?;
@@ -126,6 +127,7 @@ where
         },
         progress_after: Some(Duration::from_secs(2)),
         symmetry: args.switch("symmetry"),
+        por: args.switch("por"),
     };
     let report_file = args.take("report");
     if report_file.as_deref() == Some("") {
@@ -138,6 +140,7 @@ where
              breadth-first runs"
                 .into(),
         ),
+        check::CheckError::NoReduction(e) => UsageError(format!("`--por`: {e}")),
         other => UsageError(format!("`--symmetry`: {other}")),
     })?;
     if args.switch("json") {
@@ -223,6 +226,7 @@ where
         traces: check::Traces::None,
         progress_after: Some(Duration::from_secs(2)),
         symmetry: false,
+        por: false,
     };
     let mut table = VerdictTable {
         model: M::NAME,

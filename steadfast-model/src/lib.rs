@@ -22,6 +22,7 @@ pub mod check;
 pub mod durable;
 pub mod leadership;
 pub mod picture;
+pub mod por;
 pub mod quote;
 pub mod rng;
 pub mod settings;
@@ -184,6 +185,19 @@ pub trait Spec:
     /// idempotent). stateright honours it in DFS only; [`check::CheckOptions::symmetry`]
     /// turns it on and [`check::try_check`] refuses it for BFS or when this is `None`.
     fn representative(&self) -> Option<Representative<Self::State>> {
+        None
+    }
+
+    /// Partial-order reduction: the same model whose `actions()` gives a stubborn subset
+    /// of the enabled steps at each state ([`por`]), so a check visits fewer states with
+    /// the same verdicts; an error when the model at its settings has no footprint.
+    fn reduced(&self) -> Result<Self, por::ReductionError> {
+        Err(por::ReductionError::Unsupported(Self::NAME))
+    }
+
+    /// States a reduced model has expanded fully and in part so far; `None` when it is
+    /// not reduced.
+    fn reduction_tally(&self) -> Option<(u64, u64)> {
         None
     }
 }

@@ -98,6 +98,10 @@ pub struct CheckOptions {
     /// representative at its settings; [`try_check`] refuses anything else. The
     /// shortest-trace runs are breadth-first and never use it.
     pub symmetry: bool,
+    /// Partial-order reduction ([`crate::por`]) in every run of the check, the
+    /// shortest-trace runs included (their traces are then shortest among the reduced
+    /// graph's paths). [`try_check`] refuses it for a model without a footprint.
+    pub por: bool,
 }
 
 /// Options a run cannot honour, refused before anything is checked.
@@ -116,6 +120,8 @@ pub enum CheckError {
         /// The settings, as `name=value` words.
         settings: String,
     },
+    /// Partial-order reduction was asked for and the model cannot be reduced.
+    NoReduction(crate::por::ReductionError),
 }
 
 impl std::fmt::Display for CheckError {
@@ -134,6 +140,7 @@ impl std::fmt::Display for CheckError {
                 "model {model} (design {design}, {settings}) has no interchangeable \
                  components to reduce by symmetry"
             ),
+            CheckError::NoReduction(e) => write!(f, "{e}"),
         }
     }
 }
@@ -148,6 +155,7 @@ impl Default for CheckOptions {
             traces: Traces::Shortest,
             progress_after: None,
             symmetry: false,
+            por: false,
         }
     }
 }
@@ -205,6 +213,11 @@ pub struct CheckReport {
     /// Whether the exhaustive run used symmetry reduction (then `unique_states` counts
     /// classes of interchangeable states; traces still come from unreduced runs).
     pub symmetry: bool,
+    /// Whether the runs used partial-order reduction.
+    pub por: bool,
+    /// With partial-order reduction: states the exhaustive run expanded fully and in
+    /// part (a state reached twice counts twice).
+    pub expansions: Option<(u64, u64)>,
     /// Wall time of the exhaustive run, seconds.
     pub seconds: f64,
     /// Unique states per second of the exhaustive run.
@@ -558,6 +571,13 @@ pub fn check<M: Spec>(model: &M, options: &CheckOptions) -> CheckReport {
 /// before anything runs.
 pub fn try_check<M: Spec>(model: &M, options: &CheckOptions) -> Result<CheckReport, CheckError> {
     let symmetry = symmetry_of(model, options)?;
+    let reduced;
+    let model = if options.por {
+        reduced = model.reduced().map_err(CheckError::NoReduction)?;
+        &reduced
+    } else {
+        model
+    };
     let full = model
         .focus(None)
         .expect("focusing on no property cannot fail");
@@ -572,14 +592,15 @@ pub fn try_check<M: Spec>(model: &M, options: &CheckOptions) -> Result<CheckRepo
     let mut progress = options.progress_after.map(|after| Progress {
         after,
         label: format!(
-            "{} {}{}",
+            "{} {}{}{}",
             M::NAME,
             model.design_name(),
             if symmetry.is_some() {
                 " (symmetry)"
             } else {
                 ""
-            }
+            },
+            if options.por { " (partial-order)" } else { "" }
         ),
     });
     let merged = match options.traces {
@@ -599,6 +620,7 @@ pub fn try_check<M: Spec>(model: &M, options: &CheckOptions) -> Result<CheckRepo
         }
     };
     let seconds = started.elapsed().as_secs_f64();
+    let expansions = full.reduction_tally();
 
     let shortest_started = Instant::now();
     let discovered = |name: &str| match &discoveries {
@@ -645,6 +667,8 @@ pub fn try_check<M: Spec>(model: &M, options: &CheckOptions) -> Result<CheckRepo
         generated_states: run.generated_states,
         max_depth: run.max_depth,
         symmetry: symmetry.is_some(),
+        por: options.por,
+        expansions,
         seconds,
         states_per_second: unique_states as f64 / seconds.max(1e-9),
         shortest_seconds: shortest_started.elapsed().as_secs_f64(),

@@ -1,0 +1,370 @@
+//! Partial-order reduction: at each state the checker follows a *stubborn* subset of the
+//! enabled steps instead of all of them, so it skips interleavings of steps that commute
+//! while every safety and reachability verdict stays what the full search gives.
+//!
+//! A model opts in by describing its steps' [`Footprint`]: the state components
+//! ([`Cells`]) each step reads and writes, which components the properties read, and
+//! which steps *absorb* others (a crash forgets a volatile step: the step followed by the
+//! crash ends where the crash alone does). From that the reduction derives, once per
+//! model, which steps are dependent; [`audit`] checks the declarations against the model
+//! at every reachable state, so a wrong footprint fails a test instead of hiding states.
+//!
+//! The set followed at a state `s` starts from one enabled, invisible step and is closed
+//! under two rules (Valmari's stubborn sets, with absorption added):
+//!
+//! 1. for an enabled step `t` of the set, every step dependent on `t` joins, unless it
+//!    absorbs `t`;
+//! 2. for a disabled step `u` of the set, every step that writes the components of one
+//!    conjunct of `u`'s guard that is false at `s` ([`Footprint::disabling`]) joins,
+//!    unless it absorbs an enabled step of the set.
+//!
+//! The set is used when its enabled steps are all invisible (they write no component a
+//! property reads, and raise no event at `s`); otherwise the state is fully expanded.
+//!
+//! Why that keeps every verdict: take any path from `s` and its first step `b` that is in
+//! the set or dependent on an enabled step of it. The steps before `b` commute with every
+//! enabled step of the set and enable none of its disabled ones. If `b` is in the set it
+//! was enabled at `s`, and moving it to the front visits the same states shifted by an
+//! invisible step; if `b` absorbs an enabled step `t`, taking `t` first reaches the very
+//! state the path reaches after `b`; if no such `b` comes, any enabled step of the set
+//! goes first. By induction on the path's length and the state's height, every state of
+//! the full graph has a state with the same property values (modulo the event of the
+//! step into it, see below) in the reduced graph. The induction needs the state graph to
+//! be acyclic (the cycle proviso is then void): both models' graphs are, by their
+//! monotone counters, and `steadfast-model/tests/acyclic.rs` checks it.
+//!
+//! Events: a model's properties may read what the step into a state did (durable's
+//! `events`), which every step resets. An invisible step raises none; it may clear the
+//! event of the step before it, which is fine as long as a state's events only ever
+//! make properties fire, never stop them ([`audit`] checks that too).
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use stateright::Model;
+
+mod audit;
+mod set;
+
+pub use audit::{audit, Audit, AuditError};
+pub use set::Cells;
+use set::Steps;
+
+/// The most steps a model's alphabet may have for the reduction.
+pub const MAX_STEPS: usize = Steps::CAPACITY;
+
+/// What a model declares of its steps for partial-order reduction.
+///
+/// Every set is an over-approximation over all states: a step may read or write less
+/// than declared, never more. [`audit`] checks the declarations.
+pub trait Footprint: Model {
+    /// Every step the model can take at its settings, enabled or not (at most
+    /// [`MAX_STEPS`]).
+    fn alphabet(&self) -> Vec<Self::Action>;
+
+    /// The components `action` reads: its guard and everything its effect depends on,
+    /// including the events it raises.
+    fn reads(&self, action: &Self::Action) -> Cells;
+
+    /// The components `action` may change.
+    fn writes(&self, action: &Self::Action) -> Cells;
+
+    /// For `action` disabled at `state`: components such that `action` stays disabled
+    /// as long as none of them changes (the components of one false conjunct of its
+    /// guard). All of its reads by default.
+    fn disabling(&self, state: &Self::State, action: &Self::Action) -> Cells {
+        let _ = state;
+        self.reads(action)
+    }
+
+    /// The components the properties read (besides the step's events).
+    fn observed(&self) -> Cells;
+
+    /// Whether `later` absorbs `earlier`: wherever both are enabled, `later` stays
+    /// enabled after `earlier`, and `earlier` then `later` ends in the state `later`
+    /// alone reaches (events included). Only asked of dependent pairs.
+    fn absorbs(&self, later: &Self::Action, earlier: &Self::Action) -> bool {
+        let _ = (later, earlier);
+        false
+    }
+
+    /// Whether the step into `state` raised no event that a property reads.
+    fn quiet(&self, state: &Self::State) -> bool;
+
+    /// `state` without the events of the step into it: what the next steps start from.
+    fn core(&self, state: &Self::State) -> Self::State;
+
+    /// The number of components.
+    fn cell_count(&self) -> usize;
+
+    /// One value per component of `state` (a hash will do), for [`audit`]'s check that a
+    /// step changes no component outside its writes.
+    fn cell_values(&self, state: &Self::State) -> Vec<u64>;
+}
+
+/// Why a model cannot be reduced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReductionError {
+    /// The model declares no footprint.
+    Unsupported(&'static str),
+    /// The alphabet has more steps than the reduction's sets hold.
+    TooManySteps(usize),
+    /// A step appears twice in the alphabet.
+    Duplicate(String),
+}
+
+impl std::fmt::Display for ReductionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReductionError::Unsupported(model) => write!(
+                f,
+                "model {model} declares no footprint for partial-order reduction"
+            ),
+            ReductionError::TooManySteps(n) => write!(
+                f,
+                "partial-order reduction handles at most {MAX_STEPS} distinct steps; \
+                 this model at these settings has {n}"
+            ),
+            ReductionError::Duplicate(step) => {
+                write!(f, "step {step} appears twice in the model's alphabet")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ReductionError {}
+
+/// The relations derived once from a model's footprint, indexed by step.
+struct Relations<A> {
+    alphabet: Vec<A>,
+    index: HashMap<A, usize>,
+    /// Per step: the steps dependent on it that do not absorb it (rule 1).
+    joins: Vec<Steps>,
+    /// Per step: the steps dependent on it that absorb it.
+    absorbers: Vec<Steps>,
+    /// Per component: the steps that write it.
+    writers: Vec<Steps>,
+    /// Steps that write no component a property reads.
+    invisible: Steps,
+}
+
+impl<A: Clone + Debug + Eq + Hash> Relations<A> {
+    fn of<M: Footprint<Action = A>>(model: &M) -> Result<Self, ReductionError> {
+        let alphabet = model.alphabet();
+        if alphabet.len() > MAX_STEPS {
+            return Err(ReductionError::TooManySteps(alphabet.len()));
+        }
+        let mut index = HashMap::new();
+        for (i, a) in alphabet.iter().enumerate() {
+            if index.insert(a.clone(), i).is_some() {
+                return Err(ReductionError::Duplicate(format!("{a:?}")));
+            }
+        }
+        let reads: Vec<Cells> = alphabet.iter().map(|a| model.reads(a)).collect();
+        let writes: Vec<Cells> = alphabet.iter().map(|a| model.writes(a)).collect();
+        let n = alphabet.len();
+        let (mut joins, mut absorbers) = (vec![Steps::EMPTY; n], vec![Steps::EMPTY; n]);
+        let mut invisible = Steps::EMPTY;
+        for t in 0..n {
+            for u in (0..n).filter(|&u| u != t) {
+                let dependent = writes[t].meets(reads[u] | writes[u]) || writes[u].meets(reads[t]);
+                if !dependent {
+                    continue;
+                }
+                if model.absorbs(&alphabet[u], &alphabet[t]) {
+                    absorbers[t].insert(u);
+                } else {
+                    joins[t].insert(u);
+                }
+            }
+            if !writes[t].meets(model.observed()) {
+                invisible.insert(t);
+            }
+        }
+        let writers = (0..model.cell_count())
+            .map(|c| {
+                let mut w = Steps::EMPTY;
+                for (t, cells) in writes.iter().enumerate() {
+                    if cells.contains(c) {
+                        w.insert(t);
+                    }
+                }
+                w
+            })
+            .collect();
+        Ok(Relations {
+            alphabet,
+            index,
+            joins,
+            absorbers,
+            writers,
+            invisible,
+        })
+    }
+
+    /// The steps that write any of `cells`.
+    fn writers_of(&self, cells: Cells) -> Steps {
+        cells.iter().fold(Steps::EMPTY, |w, c| {
+            w | self.writers.get(c).copied().unwrap_or(!Steps::EMPTY)
+        })
+    }
+}
+
+/// How many states a reduced run expanded fully and how many in part.
+#[derive(Debug, Default)]
+pub struct Tally {
+    full: AtomicU64,
+    reduced: AtomicU64,
+}
+
+impl Tally {
+    /// (states expanded fully, states expanded in part).
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.full.load(Ordering::Relaxed),
+            self.reduced.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// The reduction of one model at its settings: the relations its footprint gives, and
+/// a tally of the states it expanded. A model that carries one narrows its
+/// [`Model::actions`] with [`Reduction::narrow`].
+pub struct Reduction<A> {
+    relations: Relations<A>,
+    tally: Tally,
+}
+
+impl<A> Debug for Reduction<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Reduction({} steps)", self.relations.joins.len())
+    }
+}
+
+impl<A: Clone + Debug + Eq + Hash> Reduction<A> {
+    /// The reduction of `model`, its relations derived from its footprint.
+    pub fn of<M: Footprint<Action = A>>(model: &M) -> Result<Self, ReductionError> {
+        Ok(Reduction {
+            relations: Relations::of(model)?,
+            tally: Tally::default(),
+        })
+    }
+
+    /// States expanded fully and in part so far.
+    pub fn tally(&self) -> &Tally {
+        &self.tally
+    }
+
+    /// Appends to `actions` the enabled steps `enabled` (in the model's order) narrowed
+    /// to a stubborn set, or all of them.
+    pub fn narrow<M: Footprint<Action = A>>(
+        &self,
+        model: &M,
+        state: &M::State,
+        enabled: Vec<A>,
+        actions: &mut Vec<A>,
+    ) {
+        if enabled.len() <= 1 {
+            actions.extend(enabled);
+            return;
+        }
+        match self.stubborn(model, state, &enabled) {
+            Some(set) => {
+                self.tally.reduced.fetch_add(1, Ordering::Relaxed);
+                let r = &self.relations;
+                actions.extend(enabled.into_iter().filter(|a| set.contains(r.index[a])));
+            }
+            None => {
+                self.tally.full.fetch_add(1, Ordering::Relaxed);
+                actions.extend(enabled);
+            }
+        }
+    }
+
+    /// The smallest stubborn set, over every invisible enabled seed, whose enabled steps
+    /// are all invisible and quiet and not all the enabled steps; `None` when there is
+    /// none.
+    fn stubborn<M: Footprint<Action = A>>(
+        &self,
+        model: &M,
+        state: &M::State,
+        enabled: &[A],
+    ) -> Option<Steps> {
+        let r = &self.relations;
+        // A step outside the declared alphabet: nothing is known of it.
+        let indices: Vec<usize> = enabled
+            .iter()
+            .map(|a| r.index.get(a).copied())
+            .collect::<Option<_>>()?;
+        let on = indices.iter().fold(Steps::EMPTY, |s, &i| s.with(i));
+        let mut quiet: Vec<Option<bool>> = vec![None; enabled.len()];
+        let mut is_quiet = |at: usize| {
+            *quiet[at].get_or_insert_with(|| {
+                model
+                    .next_state(state, enabled[at].clone())
+                    .is_some_and(|next| model.quiet(&next))
+            })
+        };
+        let mut best: Option<Steps> = None;
+        for (at, &seed) in indices.iter().enumerate() {
+            if !r.invisible.contains(seed) || !is_quiet(at) {
+                continue;
+            }
+            let set = self.close(model, state, seed, on) & on;
+            if set == on || best.is_some_and(|b| b.len() <= set.len()) {
+                continue;
+            }
+            let invisible = indices
+                .iter()
+                .enumerate()
+                .all(|(j, &i)| !set.contains(i) || (r.invisible.contains(i) && is_quiet(j)));
+            if invisible {
+                best = Some(set);
+                if set.len() == 1 {
+                    break;
+                }
+            }
+        }
+        best
+    }
+
+    /// The stubborn set grown from `seed` under the two rules; `on` are the enabled
+    /// steps. Stops early once it holds every enabled step.
+    fn close<M: Footprint<Action = A>>(
+        &self,
+        model: &M,
+        state: &M::State,
+        seed: usize,
+        on: Steps,
+    ) -> Steps {
+        let r = &self.relations;
+        let (mut set, mut absorbing) = (Steps::EMPTY.with(seed), Steps::EMPTY);
+        let (mut enabled_work, mut disabled_work) = (vec![seed], Vec::new());
+        // Enabled steps first: their absorbers excuse writers from rule 2.
+        loop {
+            let joining = if let Some(t) = enabled_work.pop() {
+                absorbing = absorbing | r.absorbers[t];
+                r.joins[t]
+            } else if let Some(u) = disabled_work.pop() {
+                let cells = model.disabling(state, &r.alphabet[u]);
+                r.writers_of(cells) & !absorbing
+            } else {
+                return set;
+            };
+            let new = joining & !set;
+            set = set | new;
+            if set & on == on {
+                return set;
+            }
+            for i in new.iter() {
+                if on.contains(i) {
+                    enabled_work.push(i);
+                } else {
+                    disabled_work.push(i);
+                }
+            }
+        }
+    }
+}
