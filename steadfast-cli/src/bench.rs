@@ -473,6 +473,88 @@ fn peer() -> Outcome {
     }
     println!("fixed leadership design at the peer checker's bounds (each run a fresh process; peak memory is the whole process's)\n");
     print!("{}", render::table(&rows));
+    reductions()
+}
+
+/// The settings of the reductions' table: the default bounds and the large rows.
+const REDUCTION_POINTS: [(&str, &str, &[&str]); 6] = [
+    ("leadership", "default", &[]),
+    (
+        "leadership",
+        "ten sessions",
+        &["--grants", "10", "--epochs", "2"],
+    ),
+    (
+        "leadership",
+        "three jobs",
+        &["--jobs", "3", "--grants", "2", "--epochs", "1"],
+    ),
+    ("durable", "default", &[]),
+    (
+        "durable",
+        "three keys, one input",
+        &["--keys", "3", "--inputs", "1"],
+    ),
+    (
+        "durable",
+        "three keys, two inputs",
+        &["--keys", "3", "--inputs", "2"],
+    ),
+];
+
+/// Longest run of the reductions' table: a run still going is stopped and shown as a
+/// lower bound.
+const REDUCTION_CAP: Duration = Duration::from_secs(600);
+
+/// The fixed designs at the default bounds and the large rows, DFS on two threads,
+/// without reduction, with symmetry, with partial-order reduction and with both: unique
+/// states, seconds, peak memory and bytes per unique state (each run a fresh process).
+fn reductions() -> Outcome {
+    let mut rows = vec![[
+        "model",
+        "bounds",
+        "reduction",
+        "unique",
+        "seconds",
+        "peak MiB",
+        "bytes/state",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let modes: [(&str, &[&str]); 4] = [
+        ("none", &[]),
+        ("symmetry", &["--symmetry"]),
+        ("partial-order", &["--por"]),
+        ("both", &["--symmetry", "--por"]),
+    ];
+    for (model, label, settings) in REDUCTION_POINTS {
+        for (mode, flags) in modes {
+            let mut args = vec![model.to_string(), "--design".into(), "fixed".into()];
+            args.extend(settings.iter().chain(flags).map(|a| a.to_string()));
+            args.extend(["--dfs", "--threads", "2"].map(String::from));
+            let mut row = vec![model.to_string(), label.to_string(), mode.to_string()];
+            row.extend(match child_capped(&args, Some(REDUCTION_CAP)) {
+                Ok(Ended::Done(r)) => [
+                    r.unique.to_string(),
+                    format!("{:.2}", r.seconds),
+                    mib(r.peak_kib),
+                    r.peak_kib
+                        .map(|k| format!("{:.0}", k as f64 * 1024.0 / r.unique.max(1) as f64))
+                        .unwrap_or_else(|| "?".into()),
+                ],
+                Ok(Ended::Stopped { unique_at_least }) => [
+                    at_least(unique_at_least),
+                    format!("> {}", REDUCTION_CAP.as_secs()),
+                    "?".into(),
+                    "?".into(),
+                ],
+                Err(UsageError(e)) => [e, String::new(), String::new(), String::new()],
+            });
+            rows.push(row);
+        }
+    }
+    println!("\nreductions of the fixed designs (DFS, two threads, each run a fresh process, stopped after {} s)\n", REDUCTION_CAP.as_secs());
+    print!("{}", render::table(&rows));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -79,6 +79,17 @@ pub(crate) fn report(r: &CheckReport) -> String {
              interchangeable states; shortest-trace runs are breadth-first, without it\n",
         );
     }
+    if let Some((full, part)) = r.expansions {
+        out.insert_str(
+            out.len() - 1,
+            &format!(
+                "partial-order reduction on: {part} of {} expanded states followed a \
+                 stubborn subset of their steps; shortest traces are shortest among the \
+                 reduced paths\n",
+                full + part
+            ),
+        );
+    }
     let mut rows = vec![vec![
         "property".to_string(),
         "kind".to_string(),

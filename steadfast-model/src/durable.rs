@@ -171,6 +171,7 @@ impl Design {
 
 mod actions;
 mod expectations;
+mod footprint;
 mod narrative;
 mod params;
 pub mod property;
@@ -339,6 +340,9 @@ pub struct Durable {
     state_keys: Vec<StateKey>,
     /// Per partition, the slots of the state keys whose records it holds.
     partition_slots: [Vec<u8>; MAX_PARTITIONS],
+    /// Partial-order reduction, when on ([`Spec::reduced`]): `actions()` gives a
+    /// stubborn subset of the enabled steps.
+    reduction: Option<std::sync::Arc<crate::por::Reduction<Action>>>,
 }
 
 impl Durable {
@@ -489,21 +493,15 @@ impl Model for Durable {
     /// The enabled steps, phase by phase (`actions`): a restore while down, the end of
     /// a failing task, otherwise the operator, the puts, the checkpoints and a crash.
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
-        self.zombie_steps(s, actions);
-        if s.down {
-            self.restore_steps(s, actions);
-            return;
+        match &self.reduction {
+            None => self.enabled(s, actions),
+            Some(reduction) => {
+                let mut enabled = Vec::new();
+                self.enabled(s, &mut enabled);
+                reduction.narrow(self, s, enabled, actions);
+            }
         }
-        if s.failed {
-            self.failing_steps(s, actions);
-            return;
-        }
-        self.operator_steps(s, actions);
-        self.put_steps(s, actions);
-        self.checkpoint_steps(s, actions);
-        self.crash_steps(s, actions);
     }
-
     /// The step of one action: one transition function per action (`actions`), then
     /// the offsets renumbered by rank (`compact-offsets`).
     fn next_state(&self, s: &State, action: Action) -> Option<State> {
@@ -535,6 +533,27 @@ impl Model for Durable {
 
     fn properties(&self) -> Vec<Property<Self>> {
         check::select(property::all(), self.focus)
+    }
+}
+
+/// The enabled steps, unreduced.
+impl Durable {
+    /// The enabled steps, phase by phase: a restore while down, the end of a failing
+    /// task, otherwise the operator, the puts, the checkpoints and a crash.
+    fn enabled(&self, s: &State, actions: &mut Vec<Action>) {
+        self.zombie_steps(s, actions);
+        if s.down {
+            self.restore_steps(s, actions);
+            return;
+        }
+        if s.failed {
+            self.failing_steps(s, actions);
+            return;
+        }
+        self.operator_steps(s, actions);
+        self.put_steps(s, actions);
+        self.checkpoint_steps(s, actions);
+        self.crash_steps(s, actions);
     }
 }
 
@@ -654,6 +673,7 @@ impl Spec for Durable {
             focus: None,
             state_keys,
             partition_slots,
+            reduction: None,
         })
     }
 
@@ -689,6 +709,22 @@ impl Spec for Durable {
 
     fn classify(&self, path: &[(State, Option<Action>)]) -> Option<String> {
         self.shape(path)
+    }
+
+    fn reduced(&self) -> Result<Self, crate::por::ReductionError> {
+        let unreduced = Durable {
+            reduction: None,
+            ..self.clone()
+        };
+        let reduction = crate::por::Reduction::of(&unreduced)?;
+        Ok(Durable {
+            reduction: Some(std::sync::Arc::new(reduction)),
+            ..unreduced
+        })
+    }
+
+    fn reduction_tally(&self) -> Option<(u64, u64)> {
+        self.reduction.as_ref().map(|r| r.tally().counts())
     }
 
     fn representative(&self) -> Option<fn(&State) -> State> {

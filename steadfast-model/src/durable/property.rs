@@ -60,6 +60,61 @@ pub const REACHABILITY: [&str; 5] = [
     MARKER_REWOUND,
 ];
 
+/// The state conditions of the safety properties, one per key: each property is the
+/// conjunction over keys of its condition (and of no event), and the reduction's views
+/// ([`crate::por::Footprint::views`]) are these conditions.
+impl Durable {
+    /// [`SAME_OUTPUT`] for key `k`: the sink committed what the completed checkpoint
+    /// counts finished; a lost completion notification may leave it behind, never ahead.
+    pub(super) fn output_agrees(&self, s: &State, k: usize) -> bool {
+        let finished = s.completed.map_or(0, |c| c.finished[k]);
+        s.committed_outputs[k] == finished
+            || (self.bounds.lost_completions && s.committed_outputs[k] < finished)
+    }
+
+    /// [`CACHE_HOLDS_LOG`] for key `k`: outside its put in flight, every state the
+    /// store caches for the key is a record in the log.
+    pub(super) fn cache_holds_log(&self, s: &State, k: usize) -> bool {
+        self.slot_range()
+            .filter(|sk| sk.key as usize == k)
+            .all(|sk| match s.cached(sk) {
+                None => true,
+                Some(_) if s.put_in_flight(sk) => true,
+                Some(st) => s.landed(sk, st),
+            })
+    }
+
+    /// [`BOUNDED_TRACKING`] for key `k`: the store tracks the key only while it has
+    /// live state or an input in flight.
+    pub(super) fn tracking_bounded(&self, s: &State, k: usize) -> bool {
+        let slots = k * MAX_INPUTS * MAX_ACTIONS..(k + 1) * MAX_INPUTS * MAX_ACTIONS;
+        let tracked = s.key_boundary[k] != 0 || s.acked_offset.any(slots.clone());
+        let live = s.cache.any(slots) || s.next_seq[k] > s.finished[k];
+        !tracked || live
+    }
+
+    /// [`MARKER_IS_SAFE`] for key `k`: each of its unfinished states' latest record is
+    /// at or after the completed checkpoint's marker.
+    pub(super) fn marker_safe(&self, s: &State, k: usize) -> bool {
+        let Some(c) = s.completed else {
+            return true;
+        };
+        self.slot_range()
+            .filter(|sk| sk.key as usize == k)
+            .all(|sk| match s.latest_record(sk) {
+                None => true,
+                Some((_, offset)) => {
+                    sk.seq < c.finished[k] || offset >= self.replay_marker(&c, sk.key, s.scaled_in)
+                }
+            })
+    }
+
+    /// Whether `condition` holds for every key.
+    fn every_key_holds(&self, s: &State, condition: fn(&Durable, &State, usize) -> bool) -> bool {
+        (0..self.bounds.keys as usize).all(|k| condition(self, s, k))
+    }
+}
+
 /// Every property, safety first, in the order of [`SAFETY`] and [`REACHABILITY`].
 pub(super) fn all() -> Vec<Property<Durable>> {
     vec![
@@ -67,42 +122,17 @@ pub(super) fn all() -> Vec<Property<Durable>> {
         Property::always(FINISHED_STAYS_FINISHED, |_, s: &State| {
             !s.events.finished_rerun
         }),
-        // The sink commits exactly what the completed checkpoint counts finished; a lost
-        // completion notification may leave it behind, never ahead.
         Property::always(SAME_OUTPUT, |m: &Durable, s: &State| {
-            !s.events.duplicate_output
-                && (0..m.bounds.keys as usize).all(|k| {
-                    let finished = s.completed.map_or(0, |c| c.finished[k]);
-                    s.committed_outputs[k] == finished
-                        || (m.bounds.lost_completions && s.committed_outputs[k] < finished)
-                })
+            !s.events.duplicate_output && m.every_key_holds(s, Durable::output_agrees)
         }),
         Property::always(CACHE_HOLDS_LOG, |m: &Durable, s: &State| {
-            m.slot_range().all(|sk| match s.cached(sk) {
-                None => true,
-                Some(_) if s.put_in_flight(sk) => true,
-                Some(st) => s.landed(sk, st),
-            })
+            m.every_key_holds(s, Durable::cache_holds_log)
         }),
         Property::always(BOUNDED_TRACKING, |m: &Durable, s: &State| {
-            (0..m.bounds.keys as usize).all(|k| {
-                let slots = k * MAX_INPUTS * MAX_ACTIONS..(k + 1) * MAX_INPUTS * MAX_ACTIONS;
-                let tracked = s.key_boundary[k] != 0 || s.acked_offset.any(slots.clone());
-                let live = s.cache.any(slots) || s.next_seq[k] > s.finished[k];
-                !tracked || live
-            })
+            m.every_key_holds(s, Durable::tracking_bounded)
         }),
         Property::always(MARKER_IS_SAFE, |m: &Durable, s: &State| {
-            let Some(c) = s.completed else {
-                return true;
-            };
-            m.slot_range().all(|sk| match s.latest_record(sk) {
-                None => true,
-                Some((_, offset)) => {
-                    sk.seq < c.finished[sk.key as usize]
-                        || offset >= m.replay_marker(&c, sk.key, s.scaled_in)
-                }
-            })
+            m.every_key_holds(s, Durable::marker_safe)
         }),
         Property::always(COMMITTED_NOT_RERUN, |_, s: &State| {
             !s.events.committed_rerun

@@ -144,10 +144,19 @@ where
         return fail("a property fires without the state's events but not with them".into());
     }
     let index = |a: &M::Action| r.index.get(a).copied();
+    let view_count = model.views().len();
+    let mut unseen = Vec::with_capacity(steps.len());
     for (a, next) in &steps {
         let Some(i) = index(a) else {
             return fail(format!("step {a:?} is not in the alphabet"));
         };
+        if let Some(v) = (0..view_count)
+            .find(|&v| r.touched[i] & 1 << v == 0 && model.view(&core, v) != model.view(next, v))
+        {
+            return fail(format!(
+                "step {a:?} changed view {v} without writing its components"
+            ));
+        }
         let cells = model.cell_values(next);
         let writes = model.writes(a);
         if let Some(c) =
@@ -158,29 +167,39 @@ where
             ));
         }
         audit.steps += 1;
-        if r.invisible.contains(i) && model.quiet(next) {
+        let invisible = r.unseen(model, s, a, i);
+        if invisible {
             if firing(model, next) != core_fire {
                 return fail(format!("invisible step {a:?} changed a property's value"));
             }
             audit.invisible_steps += 1;
         }
+        unseen.push(invisible);
     }
     for (x, (a, next_a)) in steps.iter().enumerate() {
-        for (b, next_b) in &steps[x + 1..] {
-            pair(model, reduction, (a, next_a), (b, next_b), audit).map_err(at)?;
-            pair(model, reduction, (b, next_b), (a, next_a), audit).map_err(at)?;
+        for (y, (b, next_b)) in steps.iter().enumerate().skip(x + 1) {
+            let (a, b) = ((a, next_a, unseen[x]), (b, next_b, unseen[y]));
+            pair(model, reduction, a, b, audit).map_err(at)?;
+            pair(model, reduction, b, a, audit).map_err(at)?;
         }
     }
+    let mut conjuncts = Vec::new();
     for u in r
         .alphabet
         .iter()
         .filter(|u| !steps.iter().any(|(a, _)| a == *u))
     {
-        let cells = model.disabling(s, u);
-        for (b, next_b) in steps.iter().filter(|(b, _)| !model.writes(b).meets(cells)) {
+        conjuncts.clear();
+        model.disabling(s, u, &mut conjuncts);
+        if conjuncts.is_empty() {
+            conjuncts.push(model.reads(u));
+        }
+        let keeps = |b: &M::Action| conjuncts.iter().any(|c| !model.writes(b).meets(*c));
+        for (b, next_b) in steps.iter().filter(|(b, _)| keeps(b)) {
             if enabled_at(model, next_b, u).is_some() {
                 return fail(format!(
-                    "step {b:?} enabled {u:?} without writing its disabling components"
+                    "step {b:?} enabled {u:?} without writing the components of one of its \
+                     false conjuncts"
                 ));
             }
             audit.disablings += 1;
@@ -193,8 +212,8 @@ where
 fn pair<M>(
     model: &M,
     reduction: &Reduction<M::Action>,
-    (a, next_a): (&M::Action, &M::State),
-    (b, next_b): (&M::Action, &M::State),
+    (a, next_a, a_unseen): (&M::Action, &M::State, bool),
+    (b, next_b, _): (&M::Action, &M::State, bool),
     audit: &mut Audit,
 ) -> Result<(), String>
 where
@@ -228,8 +247,7 @@ where
             "{a:?} raises an event after {b:?} but not before, or back"
         ));
     }
-    if r.invisible.contains(i) && model.quiet(next_a) && firing(model, &ab) != firing(model, next_b)
-    {
+    if a_unseen && firing(model, &ab) != firing(model, next_b) {
         return Err(format!(
             "invisible {a:?} changes the properties seen after {b:?}"
         ));

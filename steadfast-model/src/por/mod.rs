@@ -40,7 +40,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Debug;
-use std::hash::Hash;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use stateright::Model;
@@ -71,16 +71,34 @@ pub trait Footprint: Model {
     /// The components `action` may change.
     fn writes(&self, action: &Self::Action) -> Cells;
 
-    /// For `action` disabled at `state`: components such that `action` stays disabled
-    /// as long as none of them changes (the components of one false conjunct of its
-    /// guard). All of its reads by default.
-    fn disabling(&self, state: &Self::State, action: &Self::Action) -> Cells {
-        let _ = state;
-        self.reads(action)
+    /// For `action` disabled at `state`: pushes onto `conjuncts` the components of each
+    /// conjunct of its guard that is false at `state`, so that `action` stays disabled
+    /// as long as none of one conjunct's components changes. The reduction takes the
+    /// conjunct with the fewest writers. An empty set says no step ever enables
+    /// `action`; nothing pushed stands for all of its reads.
+    fn disabling(&self, state: &Self::State, action: &Self::Action, conjuncts: &mut Vec<Cells>) {
+        let _ = (state, action, conjuncts);
     }
 
     /// The components the properties read (besides the step's events).
     fn observed(&self) -> Cells;
+
+    /// Views: parts of what the properties read, each a value computed from the
+    /// components `views()[i]` alone, such that every property is a function of the
+    /// views' values and the step's events. With views, a step that writes a view's
+    /// components is still invisible at a state where it leaves the value of every such
+    /// view unchanged; the reduction then counts the whole view as read by the step, so
+    /// the steps that commute with it cannot change that view either. None by default:
+    /// a step is then invisible only when it writes nothing in [`Footprint::observed`].
+    fn views(&self) -> Vec<Cells> {
+        Vec::new()
+    }
+
+    /// The value of view `view` at `state`.
+    fn view(&self, state: &Self::State, view: usize) -> u64 {
+        let _ = (state, view);
+        0
+    }
 
     /// Whether `later` absorbs `earlier`: wherever both are enabled, `later` stays
     /// enabled after `earlier`, and `earlier` then `later` ends in the state `later`
@@ -111,6 +129,8 @@ pub enum ReductionError {
     Unsupported(&'static str),
     /// The alphabet has more steps than the reduction's sets hold.
     TooManySteps(usize),
+    /// The model has more views than the reduction tracks.
+    TooManyViews(usize),
     /// A step appears twice in the alphabet.
     Duplicate(String),
 }
@@ -127,6 +147,10 @@ impl std::fmt::Display for ReductionError {
                 "partial-order reduction handles at most {MAX_STEPS} distinct steps; \
                  this model at these settings has {n}"
             ),
+            ReductionError::TooManyViews(n) => write!(
+                f,
+                "partial-order reduction tracks at most 64 views; this model has {n}"
+            ),
             ReductionError::Duplicate(step) => {
                 write!(f, "step {step} appears twice in the model's alphabet")
             }
@@ -136,10 +160,33 @@ impl std::fmt::Display for ReductionError {
 
 impl std::error::Error for ReductionError {}
 
+/// A fast hash for the small step values looked up at every state (FNV-1a): the
+/// standard hasher's resistance to chosen keys is not needed for a fixed alphabet.
+#[derive(Default)]
+struct StepHasher(u64);
+
+impl Hasher for StepHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
 /// The relations derived once from a model's footprint, indexed by step.
 struct Relations<A> {
     alphabet: Vec<A>,
-    index: HashMap<A, usize>,
+    index: HashMap<A, usize, BuildHasherDefault<StepHasher>>,
     /// Per step: the steps dependent on it that do not absorb it (rule 1).
     joins: Vec<Steps>,
     /// Per step: the steps dependent on it that absorb it.
@@ -148,6 +195,8 @@ struct Relations<A> {
     writers: Vec<Steps>,
     /// Steps that write no component a property reads.
     invisible: Steps,
+    /// Per step: the views whose components it writes, one bit each.
+    touched: Vec<u64>,
 }
 
 impl<A: Clone + Debug + Eq + Hash> Relations<A> {
@@ -156,14 +205,36 @@ impl<A: Clone + Debug + Eq + Hash> Relations<A> {
         if alphabet.len() > MAX_STEPS {
             return Err(ReductionError::TooManySteps(alphabet.len()));
         }
-        let mut index = HashMap::new();
+        let mut index = HashMap::default();
         for (i, a) in alphabet.iter().enumerate() {
             if index.insert(a.clone(), i).is_some() {
                 return Err(ReductionError::Duplicate(format!("{a:?}")));
             }
         }
-        let reads: Vec<Cells> = alphabet.iter().map(|a| model.reads(a)).collect();
         let writes: Vec<Cells> = alphabet.iter().map(|a| model.writes(a)).collect();
+        let views = model.views();
+        if views.len() > 64 {
+            return Err(ReductionError::TooManyViews(views.len()));
+        }
+        let touched: Vec<u64> = writes
+            .iter()
+            .map(|w| {
+                (0..views.len())
+                    .filter(|&v| w.meets(views[v]))
+                    .fold(0, |bits, v| bits | 1 << v)
+            })
+            .collect();
+        // A step that may change a view reads all of it: whether the view's value
+        // changes depends on the rest of its components.
+        let reads: Vec<Cells> = alphabet
+            .iter()
+            .zip(&touched)
+            .map(|(a, &t)| {
+                (0..views.len())
+                    .filter(|v| t & 1 << v != 0)
+                    .fold(model.reads(a), |r, v| r | views[v])
+            })
+            .collect();
         let n = alphabet.len();
         let (mut joins, mut absorbers) = (vec![Steps::EMPTY; n], vec![Steps::EMPTY; n]);
         let mut invisible = Steps::EMPTY;
@@ -179,7 +250,12 @@ impl<A: Clone + Debug + Eq + Hash> Relations<A> {
                     joins[t].insert(u);
                 }
             }
-            if !writes[t].meets(model.observed()) {
+            let unseen = if views.is_empty() {
+                !writes[t].meets(model.observed())
+            } else {
+                touched[t] == 0
+            };
+            if unseen {
                 invisible.insert(t);
             }
         }
@@ -201,7 +277,30 @@ impl<A: Clone + Debug + Eq + Hash> Relations<A> {
             absorbers,
             writers,
             invisible,
+            touched,
         })
+    }
+
+    /// Whether step `action` (index `i`), enabled at `state`, is invisible there: it
+    /// raises no event, and changes no view's value.
+    fn unseen<M: Footprint<Action = A>>(
+        &self,
+        model: &M,
+        state: &M::State,
+        action: &A,
+        i: usize,
+    ) -> bool {
+        if !self.invisible.contains(i) && self.touched[i] == 0 {
+            return false;
+        }
+        let Some(next) = model.next_state(state, action.clone()) else {
+            return false;
+        };
+        let views = self.touched[i];
+        model.quiet(&next)
+            && (0..64)
+                .filter(|v| views & 1 << v != 0)
+                .all(|v| model.view(state, v) == model.view(&next, v))
     }
 
     /// The steps that write any of `cells`.
@@ -283,6 +382,46 @@ impl<A: Clone + Debug + Eq + Hash> Reduction<A> {
         }
     }
 
+    /// The stubborn set grown from `seed` at `state`, where `enabled` are enabled: what
+    /// a state is reduced to from that seed, disabled steps included (for diagnostics).
+    pub fn grown_from<M: Footprint<Action = A>>(
+        &self,
+        model: &M,
+        state: &M::State,
+        enabled: &[A],
+        seed: &A,
+    ) -> Vec<A> {
+        let r = &self.relations;
+        let on = enabled.iter().fold(Steps::EMPTY, |s, a| s.with(r.index[a]));
+        let set = self.close(model, state, r.index[seed], on, &mut Vec::new());
+        set.iter().map(|i| r.alphabet[i].clone()).collect()
+    }
+
+    /// The writers of the false conjunct of disabled step `u` that adds the fewest
+    /// enabled steps (`on`) outside `known`, then the fewest steps: an enabled step
+    /// brings its dependents along, a disabled one only its own enablers.
+    fn enablers<M: Footprint<Action = A>>(
+        &self,
+        model: &M,
+        state: &M::State,
+        u: usize,
+        known: Steps,
+        on: Steps,
+        conjuncts: &mut Vec<Cells>,
+    ) -> Steps {
+        let r = &self.relations;
+        conjuncts.clear();
+        model.disabling(state, &r.alphabet[u], conjuncts);
+        if conjuncts.is_empty() {
+            conjuncts.push(model.reads(&r.alphabet[u]));
+        }
+        conjuncts
+            .iter()
+            .map(|&cells| r.writers_of(cells) & !known)
+            .min_by_key(|w| ((*w & on).len(), w.len()))
+            .unwrap_or(Steps::EMPTY)
+    }
+
     /// The smallest stubborn set, over every invisible enabled seed, whose enabled steps
     /// are all invisible and quiet and not all the enabled steps; `None` when there is
     /// none.
@@ -299,20 +438,17 @@ impl<A: Clone + Debug + Eq + Hash> Reduction<A> {
             .map(|a| r.index.get(a).copied())
             .collect::<Option<_>>()?;
         let on = indices.iter().fold(Steps::EMPTY, |s, &i| s.with(i));
-        let mut quiet: Vec<Option<bool>> = vec![None; enabled.len()];
+        let mut memo: Vec<Option<bool>> = vec![None; enabled.len()];
         let mut is_quiet = |at: usize| {
-            *quiet[at].get_or_insert_with(|| {
-                model
-                    .next_state(state, enabled[at].clone())
-                    .is_some_and(|next| model.quiet(&next))
-            })
+            *memo[at].get_or_insert_with(|| r.unseen(model, state, &enabled[at], indices[at]))
         };
         let mut best: Option<Steps> = None;
-        for (at, &seed) in indices.iter().enumerate() {
-            if !r.invisible.contains(seed) || !is_quiet(at) {
+        let mut conjuncts = Vec::new();
+        for &seed in &indices {
+            if !r.invisible.contains(seed) && r.touched[seed] == 0 {
                 continue;
             }
-            let set = self.close(model, state, seed, on) & on;
+            let set = self.close(model, state, seed, on, &mut conjuncts) & on;
             if set == on || best.is_some_and(|b| b.len() <= set.len()) {
                 continue;
             }
@@ -338,6 +474,7 @@ impl<A: Clone + Debug + Eq + Hash> Reduction<A> {
         state: &M::State,
         seed: usize,
         on: Steps,
+        conjuncts: &mut Vec<Cells>,
     ) -> Steps {
         let r = &self.relations;
         let (mut set, mut absorbing) = (Steps::EMPTY.with(seed), Steps::EMPTY);
@@ -348,8 +485,7 @@ impl<A: Clone + Debug + Eq + Hash> Reduction<A> {
                 absorbing = absorbing | r.absorbers[t];
                 r.joins[t]
             } else if let Some(u) = disabled_work.pop() {
-                let cells = model.disabling(state, &r.alphabet[u]);
-                r.writers_of(cells) & !absorbing
+                self.enablers(model, state, u, set | absorbing, on, conjuncts)
             } else {
                 return set;
             };

@@ -48,7 +48,14 @@ impl Cells {
 
     /// The components, ascending.
     pub fn iter(self) -> impl Iterator<Item = usize> {
-        (0..Self::CAPACITY).filter(move |&c| self.contains(c))
+        let mut rest = self.0;
+        std::iter::from_fn(move || {
+            let c = rest.trailing_zeros() as usize;
+            (rest != 0).then(|| {
+                rest &= rest - 1;
+                c
+            })
+        })
     }
 }
 
@@ -87,7 +94,16 @@ impl Steps {
 
     /// The steps, ascending.
     pub(super) fn iter(self) -> impl Iterator<Item = usize> {
-        (0..Self::CAPACITY).filter(move |&i| self.contains(i))
+        let (mut word, mut rest) = (0, self.0[0]);
+        std::iter::from_fn(move || loop {
+            if rest != 0 {
+                let i = word * 64 + rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                return Some(i);
+            }
+            word += 1;
+            rest = *self.0.get(word)?;
+        })
     }
 }
 

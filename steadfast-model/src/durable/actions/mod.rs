@@ -272,7 +272,7 @@ impl Durable {
     }
 
     /// Whether some key runs an action.
-    fn any_running(&self, s: &State) -> bool {
+    pub(super) fn any_running(&self, s: &State) -> bool {
         s.phase[..self.bounds.keys as usize]
             .iter()
             .any(|p| *p != Phase::Idle)
