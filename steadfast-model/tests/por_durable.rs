@@ -12,8 +12,8 @@ use steadfast_model::durable::{Design, Durable, DESIGNS};
 use steadfast_model::{por, Settings, Spec, Verdict};
 
 /// Reduced DFS runs at the default settings, unique states.
-const PIN_REDUCED_FIXED: usize = 1_525_822;
-const PIN_REDUCED_UNPATCHED: usize = 2_872_588;
+const PIN_REDUCED_FIXED: usize = 1_481_883;
+const PIN_REDUCED_UNPATCHED: usize = 2_784_642;
 
 fn model(design: &str, overrides: &[(&str, &str)]) -> Durable {
     Durable::build(

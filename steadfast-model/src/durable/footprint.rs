@@ -16,7 +16,7 @@
 
 use std::hash::{BuildHasher, Hash};
 
-use super::{Action, Durable, Phase, State, MAX_INPUTS, MAX_KEYS, MAX_PARTITIONS};
+use super::{Action, Checkpoint, Durable, Phase, State, MAX_KEYS, MAX_PARTITIONS};
 use crate::por::{Cells, Footprint};
 
 /// A per-key component, numbered within its key.
@@ -36,14 +36,14 @@ enum KeyCell {
     CacheHead,
     /// The other cache entries of the key.
     CacheRest,
-    /// The acknowledged offsets.
-    Acked,
+    /// Which of the key's state keys have an acknowledged offset.
+    AckedSlots,
+    /// The acknowledged offsets' values.
+    AckedOffsets,
     /// The boundary map's entry.
     Boundary,
-    /// The log's records of the head (without offsets).
-    LogHead,
-    /// The log's other records of the key (without offsets).
-    LogRest,
+    /// The log's records of the key, without their offsets.
+    Log,
     /// The offsets of the key's records.
     LogOffsets,
     /// Outputs committed.
@@ -62,9 +62,14 @@ enum Global {
     /// `down` and `fenced_partitions`.
     Down,
     Scaled,
-    /// Pending checkpoints and the trigger count.
+    /// Pending checkpoints (their markers aside) and the trigger count.
     Pending,
+    /// The pending checkpoints' markers.
+    PendingMarkers,
+    /// The latest completed checkpoint, its marker aside.
     Completed,
+    /// The latest completed checkpoint's marker.
+    CompletedMarker,
     Crashes,
     FailedSends,
     /// The zombie send and its fence.
@@ -103,10 +108,10 @@ impl Durable {
     /// Every offset of partition `p`: what renumbering it may change.
     fn offsets_of(&self, p: usize) -> Cells {
         self.keys_of(p).fold(
-            partition(p) | global(Global::Pending) | global(Global::Completed),
+            partition(p) | global(Global::PendingMarkers) | global(Global::CompletedMarker),
             |c, k| {
                 c | key(k, KeyCell::LogOffsets)
-                    | key(k, KeyCell::Acked)
+                    | key(k, KeyCell::AckedOffsets)
                     | key(k, KeyCell::PutOffset)
             },
         )
@@ -119,11 +124,7 @@ impl Durable {
 
     /// What moving key `k`'s head writes: the head and which entries are the head's.
     fn head_moves(&self, k: u8) -> Cells {
-        let mut c = key(k, KeyCell::Head)
-            | key(k, KeyCell::CacheHead)
-            | key(k, KeyCell::CacheRest)
-            | key(k, KeyCell::LogHead)
-            | key(k, KeyCell::LogRest);
+        let mut c = key(k, KeyCell::Head) | key(k, KeyCell::CacheHead) | key(k, KeyCell::CacheRest);
         if self.design.keeps_key_map() {
             c = c | key(k, KeyCell::Boundary);
         }
@@ -159,7 +160,7 @@ impl Durable {
     fn landing(&self, k: u8) -> Cells {
         let p = self.partition(k);
         partition(p)
-            | key(k, KeyCell::LogHead)
+            | key(k, KeyCell::Log)
             | key(k, KeyCell::LogOffsets)
             | key(k, KeyCell::PutOffset)
     }
@@ -180,7 +181,8 @@ impl Durable {
             | key(k, KeyCell::Put)
             | key(k, KeyCell::Phase)
             | key(k, KeyCell::CacheHead)
-            | key(k, KeyCell::Acked)
+            | key(k, KeyCell::AckedSlots)
+            | key(k, KeyCell::AckedOffsets)
             | self.head_moves(k)
     }
 
@@ -189,9 +191,10 @@ impl Durable {
         let per_key = [
             KeyCell::Seq,
             KeyCell::Head,
-            KeyCell::Acked,
+            KeyCell::AckedSlots,
+            KeyCell::AckedOffsets,
             KeyCell::Boundary,
-            KeyCell::LogHead,
+            KeyCell::Log,
             KeyCell::Put,
             KeyCell::Committed,
         ];
@@ -214,10 +217,10 @@ impl Durable {
             KeyCell::PutOffset,
             KeyCell::CacheHead,
             KeyCell::CacheRest,
-            KeyCell::Acked,
+            KeyCell::AckedSlots,
+            KeyCell::AckedOffsets,
             KeyCell::Boundary,
-            KeyCell::LogHead,
-            KeyCell::LogRest,
+            KeyCell::Log,
             KeyCell::LogOffsets,
         ];
         volatile
@@ -226,6 +229,7 @@ impl Durable {
             | global(Global::Down)
             | global(Global::Failed)
             | global(Global::Pending)
+            | global(Global::PendingMarkers)
             | global(Global::Crashes)
             | global(Global::Zombie)
     }
@@ -238,9 +242,8 @@ impl Durable {
             KeyCell::Head,
             KeyCell::CacheHead,
             KeyCell::CacheRest,
-            KeyCell::Acked,
-            KeyCell::LogHead,
-            KeyCell::LogRest,
+            KeyCell::AckedSlots,
+            KeyCell::AckedOffsets,
             KeyCell::Committed,
         ];
         rebuilt
@@ -249,6 +252,16 @@ impl Durable {
             | global(Global::Down)
             | global(Global::Scaled)
             | global(Global::Zombie)
+    }
+
+    /// The pending checkpoints, markers included.
+    fn pending() -> Cells {
+        global(Global::Pending) | global(Global::PendingMarkers)
+    }
+
+    /// The completed checkpoint, marker included.
+    fn completed() -> Cells {
+        global(Global::Completed) | global(Global::CompletedMarker)
     }
 
     /// Everything: crashes and restores read the whole state.
@@ -266,16 +279,19 @@ impl Durable {
                     | key(k, KeyCell::Head)
                     | key(k, KeyCell::Phase)
                     | key(k, KeyCell::CacheHead)
-                    | key(k, KeyCell::LogHead)
+                    | key(k, KeyCell::Log)
                     | key(k, KeyCell::Committed)
                     | global(Global::Completed)
             }
             // The guard that picks one of the two reads the head's cache entry; the
             // supplier's call reads the log for a repeat, the reuse the completed
             // checkpoint's marker.
-            Action::CallSupplier(k) => self.at_call(k) | key(k, KeyCell::LogHead),
+            Action::CallSupplier(k) => self.at_call(k) | key(k, KeyCell::Log),
             Action::ReuseResult(k) => {
-                self.at_call(k) | global(Global::Completed) | global(Global::Scaled)
+                self.at_call(k)
+                    | global(Global::Completed)
+                    | global(Global::CompletedMarker)
+                    | global(Global::Scaled)
             }
             Action::SendPut(k) | Action::CompleteAction(k) => {
                 run | self.send_guard()
@@ -328,27 +344,23 @@ impl Durable {
                 } else {
                     Cells::NONE
                 };
-                global(Global::Pending) | commits
+                Self::pending() | commits
             }
             Action::CompleteCheckpoint(_) => {
-                global(Global::Pending)
-                    | global(Global::Completed)
+                Self::pending()
+                    | Self::completed()
                     | self.every_key(KeyCell::CacheRest)
-                    | self.every_key(KeyCell::Acked)
+                    | self.every_key(KeyCell::AckedSlots)
+                    | self.every_key(KeyCell::AckedOffsets)
                     | self.every_key(KeyCell::Committed)
                     | self.all_offsets()
             }
-            Action::CompleteCheckpointUnnotified(_) => {
-                global(Global::Pending) | global(Global::Completed)
-            }
-            Action::AbortCheckpoint(_) => global(Global::Pending),
+            Action::CompleteCheckpointUnnotified(_) => Self::pending() | Self::completed(),
+            Action::AbortCheckpoint(_) => Self::pending(),
             Action::Crash { .. } => self.crash_writes(),
             Action::Restore | Action::RestoreScaledIn => self.restore_writes(),
             Action::LandZombie => {
-                self.all_offsets()
-                    | self.every_key(KeyCell::LogHead)
-                    | self.every_key(KeyCell::LogRest)
-                    | global(Global::Zombie)
+                self.all_offsets() | self.every_key(KeyCell::Log) | global(Global::Zombie)
             }
             Action::FencePartition(p) => {
                 self.offsets_of(p as usize) | global(Global::Down) | global(Global::Zombie)
@@ -578,18 +590,16 @@ impl Footprint for Durable {
         let mut views = Vec::new();
         for k in self.keys() {
             let cache = key(k, KeyCell::CacheHead) | key(k, KeyCell::CacheRest);
-            let log = key(k, KeyCell::LogHead) | key(k, KeyCell::LogRest);
+            let log = key(k, KeyCell::Log);
             views.extend([
                 key(k, KeyCell::Committed) | global(Global::Completed),
                 cache | log | key(k, KeyCell::Put),
                 cache
                     | key(k, KeyCell::Boundary)
-                    | key(k, KeyCell::Acked)
+                    | key(k, KeyCell::AckedSlots)
                     | key(k, KeyCell::Seq)
                     | key(k, KeyCell::Head),
-                log | key(k, KeyCell::LogOffsets)
-                    | global(Global::Completed)
-                    | global(Global::Scaled),
+                log | key(k, KeyCell::LogOffsets) | Self::completed() | global(Global::Scaled),
             ]);
         }
         views.push(global(Global::Crashes));
@@ -644,15 +654,15 @@ impl Footprint for Durable {
             let ku = k as usize;
             let head = s.head(ku);
             let slots = self.slot_range().filter(|sk| sk.key == k);
-            let (mut cache_rest, mut log_rest, mut offsets, mut acked) =
+            let (mut cache_rest, mut log, mut offsets, mut acked) =
                 (vec![], vec![], vec![], vec![]);
             for sk in slots {
                 let record = s.log.get(sk.slot());
                 offsets.push(record.map(|r| r.offset));
+                log.push(record.map(|r| (r.latest, r.landed)));
                 acked.push(s.acked_offset.get(sk.slot()));
                 if sk != head {
                     cache_rest.push(s.cached(sk));
-                    log_rest.push(record.map(|r| (r.latest, r.landed)));
                 }
             }
             let put = s.puts[ku];
@@ -664,11 +674,11 @@ impl Footprint for Durable {
             values[at(KeyCell::PutOffset)] = value(put.map(|p| p.offset));
             values[at(KeyCell::CacheHead)] = value(s.cached(head));
             values[at(KeyCell::CacheRest)] = value(cache_rest);
-            values[at(KeyCell::Acked)] = value(acked);
+            values[at(KeyCell::AckedSlots)] =
+                value(acked.iter().map(Option::is_some).collect::<Vec<_>>());
+            values[at(KeyCell::AckedOffsets)] = value(acked);
             values[at(KeyCell::Boundary)] = value(s.key_boundary[ku]);
-            values[at(KeyCell::LogHead)] =
-                value(s.log.get(head.slot()).map(|r| (r.latest, r.landed)));
-            values[at(KeyCell::LogRest)] = value(log_rest);
+            values[at(KeyCell::Log)] = value(log);
             values[at(KeyCell::LogOffsets)] = value(offsets);
             values[at(KeyCell::Committed)] = value(s.committed_outputs[ku]);
         }
@@ -678,8 +688,16 @@ impl Footprint for Durable {
         values[Global::Failed as usize] = value(s.failed);
         values[Global::Down as usize] = value((s.down, s.fenced_partitions));
         values[Global::Scaled as usize] = value(s.scaled_in);
-        values[Global::Pending as usize] = value((s.pending, s.checkpoints));
-        values[Global::Completed as usize] = value(s.completed);
+        let markers = |c: Checkpoint| c.marker;
+        let unmarked = |c: Checkpoint| Checkpoint {
+            marker: [0; MAX_PARTITIONS],
+            ..c
+        };
+        values[Global::Pending as usize] =
+            value((s.pending.map(|c| c.map(unmarked)), s.checkpoints));
+        values[Global::PendingMarkers as usize] = value(s.pending.map(|c| c.map(markers)));
+        values[Global::Completed as usize] = value(s.completed.map(unmarked));
+        values[Global::CompletedMarker as usize] = value(s.completed.map(markers));
         values[Global::Crashes as usize] = value(s.crashes);
         values[Global::FailedSends as usize] = value(s.failed_sends);
         values[Global::Zombie as usize] = value((s.zombie, s.zombie_fenced));
@@ -688,4 +706,3 @@ impl Footprint for Durable {
 }
 
 const _: () = assert!(CELL_COUNT <= Cells::CAPACITY);
-const _: () = assert!(MAX_INPUTS > 0);

@@ -439,23 +439,33 @@ impl<A: Clone + Debug + Eq + Hash> Reduction<A> {
             .collect::<Option<_>>()?;
         let on = indices.iter().fold(Steps::EMPTY, |s, &i| s.with(i));
         let mut memo: Vec<Option<bool>> = vec![None; enabled.len()];
-        let mut is_quiet = |at: usize| {
+        let mut is_unseen = |at: usize| {
             *memo[at].get_or_insert_with(|| r.unseen(model, state, &enabled[at], indices[at]))
         };
         let mut best: Option<Steps> = None;
         let mut conjuncts = Vec::new();
-        for &seed in &indices {
-            if !r.invisible.contains(seed) && r.touched[seed] == 0 {
+        // Seeds with the fewest dependents first: they give the small sets.
+        let mut seeds = indices.clone();
+        seeds.sort_by_key(|&t| (r.joins[t].len(), t));
+        // A seed inside a set that grew to every enabled step most likely grows alike.
+        let mut covered = Steps::EMPTY;
+        for seed in seeds {
+            if (!r.invisible.contains(seed) && r.touched[seed] == 0) || covered.contains(seed) {
                 continue;
             }
-            let set = self.close(model, state, seed, on, &mut conjuncts) & on;
-            if set == on || best.is_some_and(|b| b.len() <= set.len()) {
+            let grown = self.close(model, state, seed, on, &mut conjuncts);
+            let set = grown & on;
+            if set == on {
+                covered = covered | grown;
+                continue;
+            }
+            if best.is_some_and(|b| b.len() <= set.len()) {
                 continue;
             }
             let invisible = indices
                 .iter()
                 .enumerate()
-                .all(|(j, &i)| !set.contains(i) || (r.invisible.contains(i) && is_quiet(j)));
+                .all(|(j, &i)| !set.contains(i) || is_unseen(j));
             if invisible {
                 best = Some(set);
                 if set.len() == 1 {
