@@ -59,10 +59,13 @@
 //! `narrative` (phrases, step sentences, the orderings' shapes), `expectations` (the
 //! verdict table) and `symmetry` (status relabelling).
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use stateright::{Model, Property};
 
 use crate::check;
+use crate::por::{Reduction, ReductionError};
 use crate::settings::{Param, ParamKind, Settings, SettingsError};
 use crate::{Expectation, Spec};
 
@@ -83,6 +86,7 @@ pub const MAX_JOBS: usize = 3;
 
 mod actions;
 mod expectations;
+mod footprint;
 pub mod jobs;
 mod narrative;
 pub mod property;
@@ -478,6 +482,8 @@ pub struct Leadership {
     /// Whether the HA stores refuse the writes of a dispatcher no longer leader.
     pub fenced_result_store: bool,
     focus: Option<&'static str>,
+    /// Partial-order reduction, when the model is reduced ([`Spec::reduced`]).
+    reduction: Option<Arc<Reduction<Action>>>,
 }
 
 impl Leadership {
@@ -605,18 +611,10 @@ impl Model for Leadership {
         vec![self.initial_state()]
     }
 
-    /// The enabled steps, component by component (`actions`): only enabled actions are
-    /// emitted, so `next_state` always returns a state.
+    /// The enabled steps ([`Leadership::enabled_steps`]), narrowed to a stubborn set
+    /// when the model is reduced ([`crate::por`]).
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
-        self.election_steps(s, actions);
-        self.chain_steps(s, actions);
-        self.scheduler_steps(s, actions);
-        self.jobmaster_failure_steps(s, actions);
-        self.signal_steps(s, actions);
-        self.process_steps(s, actions);
-        self.dispatcher_steps(s, actions);
-        self.old_jobmanager_steps(s, actions);
-        self.crash_steps(s, actions);
+        self.steps_followed(s, actions);
     }
 
     /// The step of one action: one transition function per action (`actions`).
@@ -718,10 +716,12 @@ impl Spec for Leadership {
                     })?,
             ),
         };
-        Ok(Leadership {
+        // A reduced model stays reduced, by what the focused properties observe.
+        Leadership {
             focus,
             ..self.clone()
-        })
+        }
+        .rereduced()
     }
 
     fn describe_step(&self, before: &State, action: &Action) -> String {
@@ -746,6 +746,14 @@ impl Spec for Leadership {
     /// of them; with `statuses` 1 there is nothing to permute.
     fn representative(&self) -> Option<fn(&State) -> State> {
         (self.statuses > 1).then_some(State::canonical_statuses as fn(&State) -> State)
+    }
+
+    fn reduced(&self) -> Result<Self, ReductionError> {
+        self.clone().with_reduction()
+    }
+
+    fn reduction_tally(&self) -> Option<(u64, u64)> {
+        self.reduction.as_ref().map(|r| r.tally().counts())
     }
 }
 
@@ -786,6 +794,7 @@ impl Leadership {
             dispatcher_overlap: settings.flag("dispatcher-overlap"),
             fenced_result_store: settings.flag("fenced-result-store"),
             focus: None,
+            reduction: None,
         })
     }
 }

@@ -1,7 +1,7 @@
 //! The leadership model's properties: their names, as `properties()` returns them,
 //! and their predicates.
 
-use stateright::{Model, Property};
+use stateright::Property;
 
 use super::{
     Action, ChainOp, DispatcherState, JobResultEntry, Leadership, Outcome, ProcessState,
@@ -102,10 +102,11 @@ fn not_masked(s: &State) -> bool {
     }
 }
 
-/// The actions enabled in `s`.
+/// The actions enabled in `s`, all of them even when the model is reduced: a
+/// property's value must not depend on which steps a reduction follows.
 fn enabled_actions(model: &Leadership, s: &State) -> Vec<Action> {
     let mut actions = Vec::new();
-    model.actions(s, &mut actions);
+    model.enabled_steps(s, &mut actions);
     actions
 }
 

@@ -9,6 +9,20 @@ use crate::leadership::{
 
 /// Guards: the enabled steps of each component, in the order the checker explores them.
 impl Leadership {
+    /// Every enabled step, component by component: only enabled actions are emitted, so
+    /// `next_state` always returns a state. The model's `actions` unless it is reduced.
+    pub fn enabled_steps(&self, s: &State, actions: &mut Vec<Action>) {
+        self.election_steps(s, actions);
+        self.chain_steps(s, actions);
+        self.scheduler_steps(s, actions);
+        self.jobmaster_failure_steps(s, actions);
+        self.signal_steps(s, actions);
+        self.process_steps(s, actions);
+        self.dispatcher_steps(s, actions);
+        self.old_jobmanager_steps(s, actions);
+        self.crash_steps(s, actions);
+    }
+
     /// Leader election: notifications reach a running runner only.
     pub(in crate::leadership) fn election_steps(&self, s: &State, actions: &mut Vec<Action>) {
         let runner_running = Self::notified(s);

@@ -22,7 +22,7 @@ mod transitions;
 impl Leadership {
     /// Whether the election's notifications reach this epoch's runner: only a running
     /// one takes grants and revokes into its chain.
-    fn notified(state: &State) -> bool {
+    pub(super) fn notified(state: &State) -> bool {
         state.has_runner && state.runner == RunnerState::Running
     }
 
@@ -38,7 +38,7 @@ impl Leadership {
 
     /// The chain waits for the previous process to terminate and, with the runner fix,
     /// for its forward callback to settle.
-    fn chain_blocked(&self, state: &State) -> bool {
+    pub(super) fn chain_blocked(&self, state: &State) -> bool {
         match Self::current_process(state) {
             None => false,
             Some(p) => {

@@ -33,6 +33,7 @@
 //! reduction's representative.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize};
@@ -41,8 +42,11 @@ use stateright::{Expectation as Kind, Model, Property};
 use super::state::PACKED_LEN;
 use super::{property, Action, DispatcherState, Leadership, State, DESIGN_NAMES, MAX_JOBS};
 use crate::check;
+use crate::por::{Reduction, ReductionError};
 use crate::settings::{Param, Settings, SettingsError};
 use crate::{Expectation, Spec, Verdict};
+
+mod footprint;
 
 /// One step of several jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -158,6 +162,8 @@ pub struct Jobs {
     pub jobs: u8,
     /// The one-job model's properties, in order; [`LIFTED`] lifts each by its index.
     single_properties: Vec<Property<Leadership>>,
+    /// Partial-order reduction, when the model is reduced ([`Spec::reduced`]).
+    reduction: Option<Arc<Reduction<JobsAction>>>,
 }
 
 impl fmt::Debug for Jobs {
@@ -277,6 +283,50 @@ impl Jobs {
         usize::from(self.jobs)
     }
 
+    /// Every enabled step: each job's own, then the shared ones its views allow.
+    fn enabled_steps(&self, s: &JobsState, actions: &mut Vec<JobsAction>) {
+        thread_local! {
+            // One job's actions: the checker asks for every state's, so the buffer is
+            // kept rather than allocated per state (3-4 % of a three-job check).
+            static ONE: std::cell::RefCell<Vec<Action>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let mut election = [None, None];
+        let (mut failover, mut recover, mut crash) = (true, true, false);
+        let start = actions.len();
+        ONE.with_borrow_mut(|one| {
+            for (i, view) in s.jobs().iter().enumerate() {
+                one.clear();
+                self.single.enabled_steps(view, one);
+                let (mut fails_over, mut recovers) = (false, false);
+                for &action in one.iter() {
+                    match action {
+                        Action::GrantLeadership(_) => election[0] = Some(action),
+                        Action::RevokeLeadership(_) => election[1] = Some(action),
+                        Action::DispatcherFailover => fails_over = true,
+                        Action::RecoverJob => recovers = true,
+                        Action::CrashJobManager => crash = true,
+                        _ => actions.push(JobsAction::Job(i as u8 + 1, action)),
+                    }
+                }
+                failover &= fails_over;
+                recover &= recovers;
+            }
+        });
+        // The election's steps first, as in the one-job model.
+        let own = actions.len() - start;
+        actions.extend(election.into_iter().flatten().map(JobsAction::Shared));
+        actions[start..].rotate_left(own);
+        for (enabled, action) in [
+            (failover, Action::DispatcherFailover),
+            (recover, Action::RecoverJob),
+            (crash, Action::CrashJobManager),
+        ] {
+            if enabled {
+                actions.push(JobsAction::Shared(action));
+            }
+        }
+    }
+
     /// The first job (from 1) whose view decides a property's verdict at `state`: it
     /// violates a safety property or reaches a reachability one, among the properties
     /// this model checks.
@@ -385,47 +435,10 @@ impl Model for Jobs {
         }]
     }
 
+    /// The enabled steps ([`Jobs::enabled_steps`]), narrowed to a stubborn set when the
+    /// model is reduced ([`crate::por`]).
     fn actions(&self, s: &JobsState, actions: &mut Vec<JobsAction>) {
-        thread_local! {
-            // One job's actions: the checker asks for every state's, so the buffer is
-            // kept rather than allocated per state (3-4 % of a three-job check).
-            static ONE: std::cell::RefCell<Vec<Action>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        let mut election = [None, None];
-        let (mut failover, mut recover, mut crash) = (true, true, false);
-        let start = actions.len();
-        ONE.with_borrow_mut(|one| {
-            for (i, view) in s.jobs().iter().enumerate() {
-                one.clear();
-                self.single.actions(view, one);
-                let (mut fails_over, mut recovers) = (false, false);
-                for &action in one.iter() {
-                    match action {
-                        Action::GrantLeadership(_) => election[0] = Some(action),
-                        Action::RevokeLeadership(_) => election[1] = Some(action),
-                        Action::DispatcherFailover => fails_over = true,
-                        Action::RecoverJob => recovers = true,
-                        Action::CrashJobManager => crash = true,
-                        _ => actions.push(JobsAction::Job(i as u8 + 1, action)),
-                    }
-                }
-                failover &= fails_over;
-                recover &= recovers;
-            }
-        });
-        // The election's steps first, as in the one-job model.
-        let own = actions.len() - start;
-        actions.extend(election.into_iter().flatten().map(JobsAction::Shared));
-        actions[start..].rotate_left(own);
-        for (enabled, action) in [
-            (failover, Action::DispatcherFailover),
-            (recover, Action::RecoverJob),
-            (crash, Action::CrashJobManager),
-        ] {
-            if enabled {
-                actions.push(JobsAction::Shared(action));
-            }
-        }
+        self.steps_followed(s, actions);
     }
 
     fn next_state(&self, s: &JobsState, action: JobsAction) -> Option<JobsState> {
@@ -514,14 +527,17 @@ impl Spec for Jobs {
             single,
             jobs: settings.int("jobs") as u8,
             single_properties,
+            reduction: None,
         })
     }
 
     fn focus(&self, property: Option<&str>) -> Result<Self, SettingsError> {
-        Ok(Jobs {
+        // A reduced model stays reduced, by what the focused properties observe.
+        Jobs {
             single: self.single.focus(property)?,
             ..self.clone()
-        })
+        }
+        .rereduced()
     }
 
     /// A shared step in the words of each job's view (once, when they all say the
@@ -618,6 +634,14 @@ impl Spec for Jobs {
 
     fn representative(&self) -> Option<fn(&JobsState) -> JobsState> {
         Some(JobsState::canonical)
+    }
+
+    fn reduced(&self) -> Result<Self, ReductionError> {
+        self.clone().with_reduction()
+    }
+
+    fn reduction_tally(&self) -> Option<(u64, u64)> {
+        self.reduction.as_ref().map(|r| r.tally().counts())
     }
 }
 
