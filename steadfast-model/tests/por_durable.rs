@@ -1,6 +1,8 @@
 //! Partial-order reduction of the durable model ([`steadfast_model::por`]): its
-//! footprint audited against the model at every reachable state, every verdict of the
-//! specification's table unchanged under the reduction (alone and with symmetry),
+//! footprint audited against the model over the first states, breadth first, of every
+//! design and scenario (over the whole default graph of `fixed` too, a test left out of
+//! the default run for its 40 seconds), every verdict of the specification's table
+//! unchanged under the reduction (with symmetry, and alone at the default bounds),
 //! counterexamples found under it replayed on the unreduced model, and the reduced
 //! state counts pinned.
 
@@ -51,9 +53,9 @@ fn table() -> BTreeMap<(&'static str, &'static str), BTreeMap<&'static str, Verd
 #[test]
 fn footprint_holds_at_every_design() {
     for design in DESIGNS {
-        let audit = por::audit(&Durable::new(design), 100_000)
+        let audit = por::audit(&Durable::new(design), 60_000)
             .unwrap_or_else(|e| panic!("{}: {e}", design.name()));
-        assert!(audit.states >= 100_000, "{audit:?}");
+        assert!(audit.states >= 60_000, "{audit:?}");
         assert!(
             audit.independent_pairs > 0 && audit.absorptions > 0,
             "{audit:?}"
@@ -66,24 +68,34 @@ fn footprint_holds_at_every_design() {
 }
 
 #[test]
+#[ignore = "40 s: run with --ignored"]
+fn footprint_holds_over_the_whole_default_graph() {
+    let audit =
+        por::audit(&Durable::new(Design::Fixed), usize::MAX).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(audit.states, 1_647_487);
+}
+
+#[test]
 fn footprint_holds_in_every_scenario() {
     for scenario in Durable::scenario_names() {
         for design in [Design::Unpatched, Design::Fixed] {
             let model = Durable::scenario(design, scenario).unwrap();
-            let audit = por::audit(&model, 40_000)
+            let audit = por::audit(&model, 25_000)
                 .unwrap_or_else(|e| panic!("{scenario} / {}: {e}", design.name()));
             assert!(audit.steps > audit.states, "{scenario}: {audit:?}");
         }
     }
 }
 
-/// Every cell of the specification's table, checked under the reduction, is what the
-/// table (and so the unreduced check, which `tests/durable.rs` holds to it) says.
+/// Every cell of the specification's table, checked under the reduction (with symmetry
+/// where the model has a representative, which halves the time), is what the table (and
+/// so the unreduced check, which `tests/durable.rs` holds to it) says.
 #[test]
 fn reduced_verdicts_are_the_tables() {
     for ((design, scenario), expected) in table() {
         let model = model(design, Durable::preset(scenario).unwrap());
-        let verdicts = run(&model, true, false).verdicts();
+        let symmetry = model.representative().is_some();
+        let verdicts = run(&model, true, symmetry).verdicts();
         for (property, verdict) in expected {
             assert_eq!(
                 verdicts[property], verdict,
@@ -93,28 +105,27 @@ fn reduced_verdicts_are_the_tables() {
     }
 }
 
-/// With symmetry too, wherever the model has a representative.
+/// The reduction alone, without symmetry, in every design at the default bounds; and
+/// with symmetry it stores fewer states than symmetry alone.
 #[test]
-fn reduction_composes_with_symmetry() {
+fn reduction_alone_keeps_the_default_verdicts() {
     for ((design, scenario), expected) in table() {
-        let model = model(design, Durable::preset(scenario).unwrap());
-        if model.representative().is_none() || !["default", "zombie-sends"].contains(&scenario) {
+        if scenario != "default" {
             continue;
         }
-        let both = run(&model, true, true);
-        let symmetry = run(&model, false, true);
-        assert!(
-            both.unique_states < symmetry.unique_states,
-            "{design} / {scenario}"
-        );
+        let model = model(design, &[]);
+        let alone = run(&model, true, false);
         for (property, verdict) in expected {
             assert_eq!(
-                both.verdict(property),
+                alone.verdict(property),
                 Some(verdict),
-                "{design} / {scenario} / {property}"
+                "{design} / {property}"
             );
         }
     }
+    let fixed = Durable::new(Design::Fixed);
+    let (both, symmetry) = (run(&fixed, true, true), run(&fixed, false, true));
+    assert!(both.unique_states < symmetry.unique_states);
 }
 
 /// The shortest trace of every discovery under the reduction is a path of the

@@ -105,17 +105,29 @@ where
         .collect()
 }
 
-/// Whether `action` is enabled at `state` (offered, with a next state).
-fn enabled_at<M: Model>(model: &M, state: &M::State, action: &M::Action) -> Option<M::State>
+/// A state reached by one step, with the steps enabled there.
+struct Successor<M: Model> {
+    state: M::State,
+    offered: Vec<M::Action>,
+}
+
+impl<M: Model> Successor<M>
 where
     M::Action: Clone + PartialEq,
 {
-    let mut enabled = Vec::new();
-    model.actions(state, &mut enabled);
-    enabled
-        .contains(action)
-        .then(|| model.next_state(state, action.clone()))
-        .flatten()
+    fn of(model: &M, state: M::State) -> Self {
+        let mut offered = Vec::new();
+        model.actions(&state, &mut offered);
+        Successor { state, offered }
+    }
+
+    /// The state `action` leads to from here, when it is enabled here.
+    fn then(&self, model: &M, action: &M::Action) -> Option<M::State> {
+        self.offered
+            .contains(action)
+            .then(|| model.next_state(&self.state, action.clone()))
+            .flatten()
+    }
 }
 
 /// Every check at one state; returns its successors.
@@ -176,9 +188,13 @@ where
         }
         unseen.push(invisible);
     }
-    for (x, (a, next_a)) in steps.iter().enumerate() {
-        for (y, (b, next_b)) in steps.iter().enumerate().skip(x + 1) {
-            let (a, b) = ((a, next_a, unseen[x]), (b, next_b, unseen[y]));
+    let after: Vec<Successor<M>> = steps
+        .iter()
+        .map(|(_, next)| Successor::of(model, next.clone()))
+        .collect();
+    for (x, a) in steps.iter().enumerate() {
+        for (y, b) in steps.iter().enumerate().skip(x + 1) {
+            let (a, b) = ((&a.0, &after[x], unseen[x]), (&b.0, &after[y], unseen[y]));
             pair(model, reduction, a, b, audit).map_err(at)?;
             pair(model, reduction, b, a, audit).map_err(at)?;
         }
@@ -195,8 +211,8 @@ where
             conjuncts.push(model.reads(u));
         }
         let keeps = |b: &M::Action| conjuncts.iter().any(|c| !model.writes(b).meets(*c));
-        for (b, next_b) in steps.iter().filter(|(b, _)| keeps(b)) {
-            if enabled_at(model, next_b, u).is_some() {
+        for ((b, _), next_b) in steps.iter().zip(&after).filter(|((b, _), _)| keeps(b)) {
+            if next_b.then(model, u).is_some() {
                 return fail(format!(
                     "step {b:?} enabled {u:?} without writing the components of one of its \
                      false conjuncts"
@@ -212,8 +228,8 @@ where
 fn pair<M>(
     model: &M,
     reduction: &Reduction<M::Action>,
-    (a, next_a, a_unseen): (&M::Action, &M::State, bool),
-    (b, next_b, _): (&M::Action, &M::State, bool),
+    (a, after_a, a_unseen): (&M::Action, &Successor<M>, bool),
+    (b, after_b, _): (&M::Action, &Successor<M>, bool),
     audit: &mut Audit,
 ) -> Result<(), String>
 where
@@ -223,7 +239,8 @@ where
 {
     let r = &reduction.relations;
     let (i, j) = (r.index[a], r.index[b]);
-    let b_after_a = enabled_at(model, next_a, b);
+    let (next_a, next_b) = (&after_a.state, &after_b.state);
+    let b_after_a = after_a.then(model, b);
     if r.absorbers[i].contains(j) {
         match &b_after_a {
             Some(ab) if print(ab) == print(next_b) => audit.absorptions += 1,
@@ -236,7 +253,7 @@ where
     let Some(ab) = b_after_a else {
         return Err(format!("independent {a:?} disables {b:?}"));
     };
-    let Some(ba) = enabled_at(model, next_b, a) else {
+    let Some(ba) = after_b.then(model, a) else {
         return Err(format!("independent {b:?} disables {a:?}"));
     };
     if print(&model.core(&ab)) != print(&model.core(&ba)) {

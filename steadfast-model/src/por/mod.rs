@@ -18,8 +18,10 @@
 //!    conjunct of `u`'s guard that is false at `s` ([`Footprint::disabling`]) joins,
 //!    unless it absorbs an enabled step of the set.
 //!
-//! The set is used when its enabled steps are all invisible (they write no component a
-//! property reads, and raise no event at `s`); otherwise the state is fully expanded.
+//! The set is used when its enabled steps are all invisible at `s`: each raises no event
+//! and leaves unchanged every view ([`Footprint::views`]) whose components it writes
+//! (without views: writes no component a property reads). Otherwise the state is fully
+//! expanded. The smallest such set over every enabled seed is taken.
 //!
 //! Why that keeps every verdict: take any path from `s` and its first step `b` that is in
 //! the set or dependent on an enabled step of it. The steps before `b` commute with every
@@ -30,8 +32,10 @@
 //! goes first. By induction on the path's length and the state's height, every state of
 //! the full graph has a state with the same property values (modulo the event of the
 //! step into it, see below) in the reduced graph. The induction needs the state graph to
-//! be acyclic (the cycle proviso is then void): both models' graphs are, by their
-//! monotone counters, and `steadfast-model/tests/acyclic.rs` checks it.
+//! be acyclic (the cycle proviso is then void): `steadfast-model/tests/acyclic.rs`
+//! checks both models' graphs at the default settings and the scenarios with the most
+//! faults; elsewhere it rests on the models' monotone counters, unchecked. The whole
+//! argument, and what the tests hold it to, is in `specs/partial-order.md`.
 //!
 //! Events: a model's properties may read what the step into a state did (durable's
 //! `events`), which every step resets. An invisible step raises none; it may clear the
