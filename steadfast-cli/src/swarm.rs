@@ -91,7 +91,7 @@ pub(crate) fn parse_shard(text: &str) -> Result<(u64, u64), UsageError> {
 
 /// `check MODEL ... --simulate ...`
 pub(crate) fn simulate<M: Spec>(args: &mut Args) -> Outcome {
-    for switch in ["dfs", "symmetry", "no-shortest", "no-traces"] {
+    for switch in ["dfs", "symmetry", "por", "no-shortest", "no-traces"] {
         if args.switch(switch) {
             return Err(UsageError(format!(
                 "`--{switch}` is an option of the exhaustive check, not of `--simulate`"

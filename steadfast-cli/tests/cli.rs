@@ -97,6 +97,10 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
             "steadfast: `--symmetry` needs `--dfs`: stateright ignores symmetry reduction in breadth-first runs",
         ),
         (
+            &["check", "durable", "--simulate", "--time", "1s", "--por"],
+            "steadfast: `--por` is an option of the exhaustive check, not of `--simulate`",
+        ),
+        (
             &["conform", "durable", "--design", "commit-on-snapshot"],
             "steadfast: the mutant design `commit-on-snapshot` is a sink that commits when a \
              checkpoint is taken",
@@ -307,7 +311,10 @@ fn symmetry_flag_reduces_the_dfs_run_and_the_report_says_so() {
     );
     let help = steadfast(&["--help"]);
     let help = String::from_utf8_lossy(&help.stdout);
-    assert!(help.contains("[--dfs [--symmetry]]"), "{help}");
+    assert!(
+        help.contains("[--dfs [--symmetry]]") && help.contains("[--por]"),
+        "{help}"
+    );
     assert!(
         help.contains("--symmetry      (check, with --dfs)"),
         "{help}"
@@ -796,4 +803,39 @@ fn a_closed_pipe_ends_the_output_without_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     // SIGPIPE is signal 13 on Linux.
     assert_eq!(out.status.signal(), Some(13), "{:?}", out.status);
+}
+
+/// `--por` checks durable with fewer states and the same verdicts, and says so; the
+/// leadership model takes it too, and stores every state (its properties see every
+/// step).
+#[test]
+fn partial_order_reduction_is_reported() {
+    let json = |args: &[&str]| {
+        let o = steadfast(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()
+    };
+    let base = ["check", "durable", "--inputs", "1", "--json", "--no-traces"];
+    let plain = json(&base);
+    let reduced = json(&[&base[..], &["--por"]].concat());
+    assert!(reduced["unique_states"].as_u64() < plain["unique_states"].as_u64());
+    let verdicts = |v: &Value| -> Vec<(String, String)> {
+        let properties = v["properties"].as_array().unwrap().iter();
+        properties
+            .map(|p| (p["name"].to_string(), p["verdict"].to_string()))
+            .collect()
+    };
+    assert_eq!(verdicts(&plain), verdicts(&reduced));
+    assert_eq!(reduced["por"], true);
+    assert!(reduced["expansions"][1].as_u64().unwrap() > 0, "{reduced}");
+
+    let text = steadfast(&["check", "leadership", "--por", "--no-traces"]);
+    assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(out.contains("6786 unique states"), "{out}");
+    assert!(
+        out.contains("partial-order reduction on: 0 of ")
+            && out.contains("shortest among the reduced paths"),
+        "{out}"
+    );
 }

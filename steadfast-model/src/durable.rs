@@ -493,14 +493,8 @@ impl Model for Durable {
     /// The enabled steps, phase by phase (`actions`): a restore while down, the end of
     /// a failing task, otherwise the operator, the puts, the checkpoints and a crash.
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
-        match &self.reduction {
-            None => self.enabled(s, actions),
-            Some(reduction) => {
-                let mut enabled = Vec::new();
-                self.enabled(s, &mut enabled);
-                reduction.narrow(self, s, enabled, actions);
-            }
-        }
+        let reduction = self.reduction.as_deref();
+        crate::por::follow(reduction, self, s, actions, |all| self.enabled(s, all));
     }
     /// The step of one action: one transition function per action (`actions`), then
     /// the offsets renumbered by rank (`compact-offsets`).

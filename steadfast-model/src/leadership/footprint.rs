@@ -544,14 +544,10 @@ impl Leadership {
 impl Leadership {
     /// The enabled steps, narrowed to a stubborn set when the model is reduced.
     pub(super) fn steps_followed(&self, s: &State, actions: &mut Vec<Action>) {
-        match &self.reduction {
-            None => self.enabled_steps(s, actions),
-            Some(reduction) => {
-                let mut enabled = Vec::new();
-                self.enabled_steps(s, &mut enabled);
-                reduction.narrow(self, s, enabled, actions);
-            }
-        }
+        let reduction = self.reduction.as_deref();
+        crate::por::follow(reduction, self, s, actions, |all| {
+            self.enabled_steps(s, all)
+        });
     }
 
     /// The same model with its reduction derived afresh (its properties, hence what

@@ -315,6 +315,28 @@ impl<A: Clone + Debug + Eq + Hash> Relations<A> {
     }
 }
 
+/// The steps a model follows at `state`: `enabled` lists the unreduced ones, which a
+/// reduction, when there is one, narrows to a stubborn set. What a reduced model's
+/// [`Model::actions`] calls.
+pub fn follow<M: Footprint>(
+    reduction: Option<&Reduction<M::Action>>,
+    model: &M,
+    state: &M::State,
+    actions: &mut Vec<M::Action>,
+    enabled: impl Fn(&mut Vec<M::Action>),
+) where
+    M::Action: Clone + Debug + Eq + Hash,
+{
+    match reduction {
+        None => enabled(actions),
+        Some(reduction) => {
+            let mut all = Vec::new();
+            enabled(&mut all);
+            reduction.narrow(model, state, all, actions);
+        }
+    }
+}
+
 /// How many states a reduced run expanded fully and how many in part.
 #[derive(Debug, Default)]
 pub struct Tally {
