@@ -473,7 +473,7 @@ fn peer() -> Outcome {
     }
     println!("fixed leadership design at the peer checker's bounds (each run a fresh process; peak memory is the whole process's)\n");
     print!("{}", render::table(&rows));
-    reductions()
+    reductions(REDUCTION_CAP)
 }
 
 /// The settings of the reductions' table: the default bounds and the large rows.
@@ -502,14 +502,15 @@ const REDUCTION_POINTS: [(&str, &str, &[&str]); 6] = [
     ),
 ];
 
-/// Longest run of the reductions' table: a run still going is stopped and shown as a
-/// lower bound.
+/// Longest run of the reductions' table under `--peer`: a run still going is stopped
+/// and shown as a lower bound.
 const REDUCTION_CAP: Duration = Duration::from_secs(600);
 
 /// The fixed designs at the default bounds and the large rows, DFS on two threads,
 /// without reduction, with symmetry, with partial-order reduction and with both: unique
 /// states, seconds, peak memory and bytes per unique state (each run a fresh process).
-fn reductions() -> Outcome {
+/// `bench --reductions [--cap SECONDS]` prints this table alone; `--peer` ends with it.
+fn reductions(cap: Duration) -> Outcome {
     let mut rows = vec![[
         "model",
         "bounds",
@@ -533,7 +534,7 @@ fn reductions() -> Outcome {
             args.extend(settings.iter().chain(flags).map(|a| a.to_string()));
             args.extend(["--dfs", "--threads", "2"].map(String::from));
             let mut row = vec![model.to_string(), label.to_string(), mode.to_string()];
-            row.extend(match child_capped(&args, Some(REDUCTION_CAP)) {
+            row.extend(match child_capped(&args, Some(cap)) {
                 Ok(Ended::Done(r)) => [
                     r.unique.to_string(),
                     format!("{:.2}", r.seconds),
@@ -544,7 +545,7 @@ fn reductions() -> Outcome {
                 ],
                 Ok(Ended::Stopped { unique_at_least }) => [
                     at_least(unique_at_least),
-                    format!("> {}", REDUCTION_CAP.as_secs()),
+                    format!("> {}", cap.as_secs()),
                     "?".into(),
                     "?".into(),
                 ],
@@ -553,7 +554,7 @@ fn reductions() -> Outcome {
             rows.push(row);
         }
     }
-    println!("\nreductions of the fixed designs (DFS, two threads, each run a fresh process, stopped after {} s)\n", REDUCTION_CAP.as_secs());
+    println!("\nreductions of the fixed designs (DFS, two threads, each run a fresh process, stopped after {} s)\n", cap.as_secs());
     print!("{}", render::table(&rows));
     Ok(ExitCode::SUCCESS)
 }
@@ -561,7 +562,16 @@ fn reductions() -> Outcome {
 /// `bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]`, `bench --peer`,
 /// `bench --validation`
 pub(crate) fn bench(rest: &[String]) -> Outcome {
-    let mut args = Args::parse(rest, &["scaling", "validation", "peer"])?;
+    let mut args = Args::parse(rest, &["scaling", "validation", "peer", "reductions"])?;
+    if args.switch("reductions") {
+        let cap = args.take_number("cap", REDUCTION_CAP.as_secs() as usize, 1, 36_000)?;
+        if args.switches.len() > 1 || !args.options.is_empty() || !args.positional.is_empty() {
+            return Err(
+                UsageError("`bench --reductions` takes only `--cap SECONDS`".into()).into(),
+            );
+        }
+        return reductions(Duration::from_secs(cap as u64));
+    }
     if args.switch("peer") {
         if args.switches.len() > 1 || !args.options.is_empty() || !args.positional.is_empty() {
             return Err(UsageError("`bench --peer` takes no other arguments".into()).into());

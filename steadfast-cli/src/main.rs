@@ -250,11 +250,15 @@ usage: steadfast validate LOG... [--design D] [--late-signal true|false] [--json
             "\
 usage: steadfast bench [MODEL] [--scaling] [--limit SECONDS] [--cap SECONDS]
        steadfast bench --peer
+       steadfast bench --reductions [--cap SECONDS]
        steadfast bench --validation
   checking speed per design, symmetry reduction factor, growth per bound; with --peer,
   the fixed leadership design at a peer checker's bounds (up to 10 sessions, 3
-  failovers); with --validation, the async driver's and the trace validator's
-  throughput"
+  failovers), then the reductions' table; with --reductions, that table alone: both
+  models' fixed designs at the default bounds and the large rows, without reduction,
+  with symmetry, with partial-order reduction and with both (states, seconds, bytes
+  per state; each run stopped at the cap, default 600); with --validation, the async
+  driver's and the trace validator's throughput"
         }
         _ => return None,
     })

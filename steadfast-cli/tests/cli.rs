@@ -101,6 +101,10 @@ fn bad_arguments_exit_2_with_one_line_naming_the_problem() {
             "steadfast: `--por` is an option of the exhaustive check, not of `--simulate`",
         ),
         (
+            &["bench", "--reductions", "--limit", "5"],
+            "steadfast: `bench --reductions` takes only `--cap SECONDS`",
+        ),
+        (
             &["conform", "durable", "--design", "commit-on-snapshot"],
             "steadfast: the mutant design `commit-on-snapshot` is a sink that commits when a \
              checkpoint is taken",
