@@ -14,10 +14,8 @@
 //! Every declaration is checked at every reachable state by [`crate::por::audit`] in
 //! `steadfast-model/tests/por_durable.rs`.
 
-use std::hash::{BuildHasher, Hash};
-
 use super::{Action, Checkpoint, Durable, Phase, State, MAX_KEYS, MAX_PARTITIONS};
-use crate::por::{Cells, Footprint};
+use crate::por::{hash_of as value, Cells, Footprint};
 
 /// A per-key component, numbered within its key.
 #[derive(Clone, Copy)]
@@ -516,12 +514,6 @@ fn phase_allows(action: &Action, phase: Phase, calls: u8) -> bool {
         (Action::SendPut(_), Phase::HaveResult(_)) => true,
         _ => false,
     }
-}
-
-/// A hash of one component's value.
-fn value<T: Hash>(v: T) -> u64 {
-    std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-        .hash_one(v)
 }
 
 impl Footprint for Durable {

@@ -8,8 +8,6 @@
 //! runner, stores, ghosts and one component per process slot). The one-job model is the
 //! layout with a single block.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -19,7 +17,7 @@ use super::{
 };
 use stateright::Model;
 
-use crate::por::{Cells, Footprint, Reduction, ReductionError};
+use crate::por::{hash_of, Cells, Footprint, Reduction, ReductionError};
 use crate::settings::SettingsError;
 
 /// The election's issued session and the sessions issued so far.
@@ -134,13 +132,6 @@ pub(super) fn crash_reads() -> Cells {
         shared(EPOCH),
         all_slots(),
     ])
-}
-
-/// A value's hash, as a component's value.
-fn hash_of<T: Hash>(value: T) -> u64 {
-    let mut h = DefaultHasher::new();
-    value.hash(&mut h);
-    h.finish()
 }
 
 /// The shared components' values in a view.

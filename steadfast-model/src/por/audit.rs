@@ -4,7 +4,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::fmt::Debug;
-use std::hash::{BuildHasher, Hash};
+use std::hash::Hash;
 
 use stateright::{Expectation as Kind, Model};
 
@@ -50,8 +50,7 @@ impl From<ReductionError> for AuditError {
 
 /// A state's fingerprint as the checker would compare it.
 fn print<T: Hash>(value: &T) -> u64 {
-    std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-        .hash_one(value)
+    super::hash_of(value)
 }
 
 /// Which properties fire at `state`, one bit each in `properties()` order.

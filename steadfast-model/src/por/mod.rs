@@ -44,7 +44,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Debug;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use stateright::Model;
@@ -315,6 +315,12 @@ impl<A: Clone + Debug + Eq + Hash> Relations<A> {
     }
 }
 
+/// A value's hash: what a model's [`Footprint::cell_values`] gives per component, and
+/// how the audit compares states.
+pub fn hash_of<T: Hash>(value: T) -> u64 {
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(value)
+}
+
 /// The steps a model follows at `state`: `enabled` lists the unreduced ones, which a
 /// reduction, when there is one, narrows to a stubborn set. What a reduced model's
 /// [`Model::actions`] calls.
@@ -395,11 +401,19 @@ impl<A: Clone + Debug + Eq + Hash> Reduction<A> {
             actions.extend(enabled);
             return;
         }
-        match self.stubborn(model, state, &enabled) {
-            Some(set) => {
+        let r = &self.relations;
+        // A step outside the declared alphabet: nothing is known of it.
+        let indices: Option<Vec<usize>> = enabled.iter().map(|a| r.index.get(a).copied()).collect();
+        match indices
+            .and_then(|indices| Some((self.stubborn(model, state, &enabled, &indices)?, indices)))
+        {
+            Some((set, indices)) => {
                 self.tally.reduced.fetch_add(1, Ordering::Relaxed);
-                let r = &self.relations;
-                actions.extend(enabled.into_iter().filter(|a| set.contains(r.index[a])));
+                let kept = enabled
+                    .into_iter()
+                    .zip(indices)
+                    .filter(|(_, i)| set.contains(*i));
+                actions.extend(kept.map(|(a, _)| a));
             }
             None => {
                 self.tally.full.fetch_add(1, Ordering::Relaxed);
@@ -456,13 +470,9 @@ impl<A: Clone + Debug + Eq + Hash> Reduction<A> {
         model: &M,
         state: &M::State,
         enabled: &[A],
+        indices: &[usize],
     ) -> Option<Steps> {
         let r = &self.relations;
-        // A step outside the declared alphabet: nothing is known of it.
-        let indices: Vec<usize> = enabled
-            .iter()
-            .map(|a| r.index.get(a).copied())
-            .collect::<Option<_>>()?;
         let on = indices.iter().fold(Steps::EMPTY, |s, &i| s.with(i));
         let mut memo: Vec<Option<bool>> = vec![None; enabled.len()];
         let mut is_unseen = |at: usize| {
@@ -471,7 +481,7 @@ impl<A: Clone + Debug + Eq + Hash> Reduction<A> {
         let mut best: Option<Steps> = None;
         let mut conjuncts = Vec::new();
         // Seeds with the fewest dependents first: they give the small sets.
-        let mut seeds = indices.clone();
+        let mut seeds = indices.to_vec();
         seeds.sort_by_key(|&t| (r.joins[t].len(), t));
         // A seed inside a set that grew to every enabled step most likely grows alike.
         let mut covered = Steps::EMPTY;
